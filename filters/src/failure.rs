@@ -1,0 +1,117 @@
+//! Why a request failed inside the proxy, and the one mapping from that to
+//! the HTTP status and JSON body the client sees.
+
+/// A failure the proxy reports itself (as opposed to an upstream's own answer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Failure {
+    /// No route matched the request.
+    NoRoute,
+    /// The matched route has every weight at 0.
+    NoCluster,
+    /// The upstream refused or could not be reached.
+    ConnectError,
+    /// The upstream did not accept the connection in time.
+    ConnectTimeout,
+    /// The upstream accepted but did not answer (or went quiet) in time.
+    UpstreamTimeout,
+    /// The upstream broke the connection or sent something unreadable.
+    UpstreamError,
+    /// The client's request could not be read.
+    BadRequest,
+    /// Anything else inside the proxy.
+    Internal,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 8] = [
+        Failure::NoRoute,
+        Failure::NoCluster,
+        Failure::ConnectError,
+        Failure::ConnectTimeout,
+        Failure::UpstreamTimeout,
+        Failure::UpstreamError,
+        Failure::BadRequest,
+        Failure::Internal,
+    ];
+
+    pub fn status(self) -> u16 {
+        match self {
+            Failure::NoRoute => 404,
+            Failure::NoCluster => 503,
+            Failure::ConnectError | Failure::UpstreamError => 502,
+            Failure::ConnectTimeout | Failure::UpstreamTimeout => 504,
+            Failure::BadRequest => 400,
+            Failure::Internal => 500,
+        }
+    }
+
+    /// The `reason` label and the `error` field of the JSON body.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Failure::NoRoute => "no_route",
+            Failure::NoCluster => "no_cluster",
+            Failure::ConnectError => "connect_error",
+            Failure::ConnectTimeout => "connect_timeout",
+            Failure::UpstreamTimeout => "upstream_timeout",
+            Failure::UpstreamError => "upstream_error",
+            Failure::BadRequest => "bad_request",
+            Failure::Internal => "internal",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Failure::NoRoute => "no route matches this request",
+            Failure::NoCluster => "every cluster of this route has weight 0",
+            Failure::ConnectError => "could not connect to the upstream",
+            Failure::ConnectTimeout => "timed out connecting to the upstream",
+            Failure::UpstreamTimeout => "timed out waiting for the upstream",
+            Failure::UpstreamError => "the upstream connection failed",
+            Failure::BadRequest => "the request could not be read",
+            Failure::Internal => "internal proxy error",
+        }
+    }
+}
+
+/// The JSON body of a proxy-generated error: `{"error", "message", "request_id"}`.
+pub fn error_body(failure: Failure, request_id: &str) -> String {
+    // Hand-written to keep serde out of this crate; every field is plain ASCII
+    // except the request id, which is escaped.
+    let mut id = String::with_capacity(request_id.len());
+    for c in request_id.chars() {
+        match c {
+            '"' | '\\' => {
+                id.push('\\');
+                id.push(c);
+            }
+            c if c.is_control() => {}
+            c => id.push(c),
+        }
+    }
+    format!(
+        "{{\"error\":\"{}\",\"message\":\"{}\",\"request_id\":\"{}\"}}",
+        failure.reason(),
+        failure.message(),
+        id
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        assert_eq!(Failure::NoRoute.status(), 404);
+        assert_eq!(Failure::ConnectError.status(), 502);
+        assert_eq!(Failure::UpstreamTimeout.status(), 504);
+    }
+
+    #[test]
+    fn body_escapes_request_id() {
+        assert_eq!(
+            error_body(Failure::NoRoute, "a\"b\\c\n"),
+            r#"{"error":"no_route","message":"no route matches this request","request_id":"a\"b\\c"}"#
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Pure per-request logic for sluice: no I/O, no clock reads, no spawning.
+//! Callers pass bytes, instants (as plain numbers) and random numbers in.
+
+mod balance;
+mod failure;
+mod hash;
+mod matcher;
+mod metrics;
+mod weighted;
+
+pub use balance::EndpointSet;
+pub use failure::{error_body, Failure};
+pub use hash::{hash_bytes, mix64};
+pub use matcher::{HeaderMatch, Matcher, RequestView};
+pub use metrics::{Metrics, RouteClusterMetrics, StatusClass};
+pub use weighted::{StickyTable, WeightedTable};

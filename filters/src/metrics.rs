@@ -1,0 +1,205 @@
+//! Prometheus metric families and the per-(route, cluster) handles the data
+//! plane records into. Handles are resolved when a snapshot is built, so the
+//! request path touches only atomics.
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::failure::Failure;
+
+/// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
+/// extended to two minutes because LLM answers stream for that long.
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
+    120.0,
+];
+
+/// Status class of an answer, as the `status_class` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusClass {
+    Informational,
+    Success,
+    Redirect,
+    ClientError,
+    ServerError,
+}
+
+impl StatusClass {
+    const ALL: [StatusClass; 5] = [
+        StatusClass::Informational,
+        StatusClass::Success,
+        StatusClass::Redirect,
+        StatusClass::ClientError,
+        StatusClass::ServerError,
+    ];
+
+    pub fn of(status: u16) -> Self {
+        match status {
+            0..=199 => StatusClass::Informational,
+            200..=299 => StatusClass::Success,
+            300..=399 => StatusClass::Redirect,
+            400..=499 => StatusClass::ClientError,
+            _ => StatusClass::ServerError,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            StatusClass::Informational => "1xx",
+            StatusClass::Success => "2xx",
+            StatusClass::Redirect => "3xx",
+            StatusClass::ClientError => "4xx",
+            StatusClass::ServerError => "5xx",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Every metric family sluice exports, registered in one registry.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    duration: HistogramVec,
+    proxy_errors: IntCounterVec,
+    pub tcp_connections: IntCounterVec,
+    pub tcp_active_connections: IntGaugeVec,
+    pub tcp_bytes: IntCounterVec,
+    pub config_changes: IntCounterVec,
+    pub snapshot_version: IntGauge,
+}
+
+/// Pre-resolved handles for one (route, cluster) pair.
+#[derive(Clone)]
+pub struct RouteClusterMetrics {
+    requests: [IntCounter; 5],
+    duration: Histogram,
+    proxy_errors: [IntCounter; Failure::ALL.len()],
+}
+
+impl RouteClusterMetrics {
+    pub fn record(&self, status: u16, seconds: f64) {
+        self.requests[StatusClass::of(status).index()].inc();
+        self.duration.observe(seconds);
+    }
+
+    pub fn record_failure(&self, failure: Failure) {
+        if let Some(i) = Failure::ALL.iter().position(|f| *f == failure) {
+            self.proxy_errors[i].inc();
+        }
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new("sluice_requests_total", "Requests answered, by route, cluster and status class."),
+            &["route", "cluster", "version", "status_class"],
+        )?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "sluice_request_duration_seconds",
+                "Time from the request's arrival to the last byte of the answer.",
+            )
+            .buckets(DURATION_BUCKETS.to_vec()),
+            &["route", "cluster", "version"],
+        )?;
+        let proxy_errors = IntCounterVec::new(
+            Opts::new("sluice_proxy_errors_total", "Errors the proxy answered itself, by reason."),
+            &["route", "cluster", "reason"],
+        )?;
+        let tcp_connections = IntCounterVec::new(
+            Opts::new("sluice_tcp_connections_total", "TCP connections accepted on tcp listeners."),
+            &["listener", "cluster"],
+        )?;
+        let tcp_active_connections = IntGaugeVec::new(
+            Opts::new("sluice_tcp_active_connections", "TCP connections open on tcp listeners."),
+            &["listener"],
+        )?;
+        let tcp_bytes = IntCounterVec::new(
+            Opts::new("sluice_tcp_bytes_total", "Bytes copied by tcp listeners, by direction."),
+            &["listener", "cluster", "direction"],
+        )?;
+        let config_changes = IntCounterVec::new(
+            Opts::new("sluice_config_changes_total", "Attempted config changes, by source and result."),
+            &["source", "result"],
+        )?;
+        let snapshot_version = IntGauge::new(
+            "sluice_snapshot_version",
+            "Version of the live snapshot; rises by one per applied change.",
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(duration.clone()))?;
+        registry.register(Box::new(proxy_errors.clone()))?;
+        registry.register(Box::new(tcp_connections.clone()))?;
+        registry.register(Box::new(tcp_active_connections.clone()))?;
+        registry.register(Box::new(tcp_bytes.clone()))?;
+        registry.register(Box::new(config_changes.clone()))?;
+        registry.register(Box::new(snapshot_version.clone()))?;
+        Ok(Self {
+            registry,
+            requests,
+            duration,
+            proxy_errors,
+            tcp_connections,
+            tcp_active_connections,
+            tcp_bytes,
+            config_changes,
+            snapshot_version,
+        })
+    }
+
+    /// Resolves the handles of one (route, cluster) pair. Called when a
+    /// snapshot is built, never per request.
+    pub fn route_cluster(&self, route: &str, cluster: &str, version: &str) -> RouteClusterMetrics {
+        RouteClusterMetrics {
+            requests: StatusClass::ALL
+                .map(|c| self.requests.with_label_values(&[route, cluster, version, c.label()])),
+            duration: self.duration.with_label_values(&[route, cluster, version]),
+            proxy_errors: Failure::ALL
+                .map(|f| self.proxy_errors.with_label_values(&[route, cluster, f.reason()])),
+        }
+    }
+
+    /// The registry in Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut out = Vec::with_capacity(16 * 1024);
+        // Encoding into a Vec cannot fail for the text format.
+        if TextEncoder::new().encode(&self.registry.gather(), &mut out).is_err() {
+            return String::new();
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_show_up_in_text() {
+        let m = Metrics::new().unwrap_or_else(|e| unreachable!("{e}"));
+        let rc = m.route_cluster("chat", "stable", "v1");
+        rc.record(200, 0.02);
+        rc.record(503, 0.5);
+        rc.record_failure(Failure::ConnectError);
+        let text = m.encode();
+        assert!(text.contains(
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",status_class=\"2xx\",version=\"v1\"} 1"
+        ));
+        assert!(text.contains(
+            "sluice_proxy_errors_total{cluster=\"stable\",reason=\"connect_error\",route=\"chat\"} 1"
+        ));
+        assert!(text.contains("sluice_request_duration_seconds_count{cluster=\"stable\",route=\"chat\",version=\"v1\"} 2"));
+    }
+}
