@@ -99,7 +99,10 @@ impl Metrics {
     pub fn new() -> Result<Self, prometheus::Error> {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
-            Opts::new("sluice_requests_total", "Requests answered, by route, cluster and status class."),
+            Opts::new(
+                "sluice_requests_total",
+                "Requests answered, by route, cluster and status class.",
+            ),
             &["route", "cluster", "version", "status_class"],
         )?;
         let duration = HistogramVec::new(
@@ -111,23 +114,38 @@ impl Metrics {
             &["route", "cluster", "version"],
         )?;
         let proxy_errors = IntCounterVec::new(
-            Opts::new("sluice_proxy_errors_total", "Errors the proxy answered itself, by reason."),
+            Opts::new(
+                "sluice_proxy_errors_total",
+                "Errors the proxy answered itself, by reason.",
+            ),
             &["route", "cluster", "reason"],
         )?;
         let tcp_connections = IntCounterVec::new(
-            Opts::new("sluice_tcp_connections_total", "TCP connections accepted on tcp listeners."),
+            Opts::new(
+                "sluice_tcp_connections_total",
+                "TCP connections accepted on tcp listeners.",
+            ),
             &["listener", "cluster"],
         )?;
         let tcp_active_connections = IntGaugeVec::new(
-            Opts::new("sluice_tcp_active_connections", "TCP connections open on tcp listeners."),
+            Opts::new(
+                "sluice_tcp_active_connections",
+                "TCP connections open on tcp listeners.",
+            ),
             &["listener"],
         )?;
         let tcp_bytes = IntCounterVec::new(
-            Opts::new("sluice_tcp_bytes_total", "Bytes copied by tcp listeners, by direction."),
+            Opts::new(
+                "sluice_tcp_bytes_total",
+                "Bytes copied by tcp listeners, by direction.",
+            ),
             &["listener", "cluster", "direction"],
         )?;
         let config_changes = IntCounterVec::new(
-            Opts::new("sluice_config_changes_total", "Attempted config changes, by source and result."),
+            Opts::new(
+                "sluice_config_changes_total",
+                "Attempted config changes, by source and result.",
+            ),
             &["source", "result"],
         )?;
         let snapshot_version = IntGauge::new(
@@ -159,11 +177,15 @@ impl Metrics {
     /// snapshot is built, never per request.
     pub fn route_cluster(&self, route: &str, cluster: &str, version: &str) -> RouteClusterMetrics {
         RouteClusterMetrics {
-            requests: StatusClass::ALL
-                .map(|c| self.requests.with_label_values(&[route, cluster, version, c.label()])),
+            requests: StatusClass::ALL.map(|c| {
+                self.requests
+                    .with_label_values(&[route, cluster, version, c.label()])
+            }),
             duration: self.duration.with_label_values(&[route, cluster, version]),
-            proxy_errors: Failure::ALL
-                .map(|f| self.proxy_errors.with_label_values(&[route, cluster, f.reason()])),
+            proxy_errors: Failure::ALL.map(|f| {
+                self.proxy_errors
+                    .with_label_values(&[route, cluster, f.reason()])
+            }),
         }
     }
 
@@ -171,7 +193,10 @@ impl Metrics {
     pub fn encode(&self) -> String {
         let mut out = Vec::with_capacity(16 * 1024);
         // Encoding into a Vec cannot fail for the text format.
-        if TextEncoder::new().encode(&self.registry.gather(), &mut out).is_err() {
+        if TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .is_err()
+        {
             return String::new();
         }
         String::from_utf8(out).unwrap_or_default()

@@ -1,0 +1,64 @@
+//! The config: raw serde structs (`raw`), unit parsing (`units`) and the
+//! validation that turns one into a typed [`Config`] or a list of every error.
+
+mod raw;
+mod typed;
+mod units;
+mod validate;
+
+pub use raw::RawConfig;
+pub use typed::{
+    AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint, ListenerConfig, ListenerProtocol,
+    RouteConfig, RuntimeConfig, StickyConfig, Timeouts, TokenSource, UpstreamTls,
+};
+pub use units::{format_duration, parse_duration};
+
+use std::fmt;
+
+/// One problem with a config: where, and what is wrong there.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Every problem found in a config, in the order they were found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Parses YAML (or JSON, which is YAML) and validates it.
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigErrors> {
+        RawConfig::from_yaml(text)?.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+//! The config as written: serde structs that reject unknown keys. Values
+//! that need checking (addresses, durations, names) stay strings here so
+//! that `validate` can report every problem at once, each with its path.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ConfigError, ConfigErrors};
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RawRuntime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<RawAdmin>,
+    #[serde(default)]
+    pub listeners: Vec<RawListener>,
+    #[serde(default)]
+    pub clusters: Vec<RawCluster>,
+    #[serde(default)]
+    pub routes: Vec<RawRoute>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRuntime {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_period: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawProtocol {
+    Http,
+    Https,
+    Tcp,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    pub name: String,
+    pub listen: String,
+    pub protocol: RawProtocol,
+    /// `https`: PEM certificate chain file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    /// `https`: PEM private key file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `http`: accept HTTP/2 with prior knowledge beside HTTP/1.1 (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2c: Option<bool>,
+    /// `tcp`: the cluster every connection goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawClusterKind {
+    Llm,
+    Vector,
+    Cache,
+    Http,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCluster {
+    pub name: String,
+    pub kind: RawClusterKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub endpoints: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<RawUpstreamTls>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<RawTimeouts>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamTls {
+    /// Server name sent and verified; defaults to the endpoint's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    /// Verify the upstream's certificate (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
+    /// PEM file of extra CA certificates to trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoute {
+    pub name: String,
+    pub listener: String,
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<RawMatch>,
+    pub split: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sticky: Option<RawSticky>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSticky {
+    pub header: String,
+}
+
+impl RawConfig {
+    /// Parses YAML (JSON is YAML too). A syntax or shape error comes back
+    /// with the path where it was found; an empty document is an empty config.
+    pub fn from_yaml(text: &str) -> Result<RawConfig, ConfigErrors> {
+        if text.trim().is_empty() {
+            return Ok(RawConfig::default());
+        }
+        let de = serde_norway::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = without_location(&inner.to_string(), &path);
+            ConfigErrors(vec![ConfigError::new(path, message)])
+        })
+    }
+
+    pub fn to_yaml(&self) -> String {
+        serde_norway::to_string(self).unwrap_or_default()
+    }
+}
+
+/// serde_norway appends " at line L column C" and may prefix the path of the
+/// enclosing value; keep the location (it helps), drop the repeated path.
+fn without_location(message: &str, path: &str) -> String {
+    match message.split_once(": ") {
+        Some((head, rest)) if path.starts_with(head) => rest.to_string(),
+        _ => message.to_string(),
+    }
+}

@@ -1,0 +1,145 @@
+//! The validated config: every value parsed, every reference checked.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sluice_filters::Matcher;
+
+use super::RawConfig;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// What was written, kept so that the API can show it and change it.
+    pub raw: RawConfig,
+    pub runtime: RuntimeConfig,
+    pub admin: AdminConfig,
+    pub listeners: Vec<ListenerConfig>,
+    pub clusters: Vec<ClusterConfig>,
+    pub routes: Vec<RouteConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Worker threads per listener service.
+    pub threads: usize,
+    /// How long SIGTERM waits for in-flight requests before stopping.
+    pub grace_period: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    Env(String),
+    File(PathBuf),
+    /// No token configured: one is generated at start (loopback only).
+    Generated,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdminConfig {
+    pub listen: SocketAddr,
+    pub token: TokenSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenerProtocol {
+    /// HTTP/1.1, plus HTTP/2 with prior knowledge when `h2c`.
+    Http { h2c: bool },
+    /// TLS with HTTP/2 or HTTP/1.1 chosen by ALPN.
+    Https { cert: PathBuf, key: PathBuf },
+    /// L4 pass-through to one cluster.
+    Tcp { cluster: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerConfig {
+    pub name: String,
+    pub listen: SocketAddr,
+    pub protocol: ListenerProtocol,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterKind {
+    Llm,
+    Vector,
+    Cache,
+    Http,
+}
+
+impl ClusterKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterKind::Llm => "llm",
+            ClusterKind::Vector => "vector",
+            ClusterKind::Cache => "cache",
+            ClusterKind::Http => "http",
+        }
+    }
+}
+
+/// An upstream address: `host` is kept for SNI and the Host header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub addr: SocketAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamTls {
+    pub sni: Option<String>,
+    pub verify: bool,
+    pub ca: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// Bounds every read from the upstream, the wait for the first byte
+    /// (prefill) included.
+    pub first_byte: Duration,
+    /// How long an unused pooled upstream connection is kept.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(2),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterConfig {
+    pub name: String,
+    pub kind: ClusterKind,
+    /// `version` label; empty when not set.
+    pub version: String,
+    pub endpoints: Vec<Endpoint>,
+    pub tls: Option<UpstreamTls>,
+    pub timeouts: Timeouts,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StickyConfig {
+    /// Lower-case header name whose value identifies a session.
+    pub header: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteConfig {
+    pub name: String,
+    pub listener: String,
+    pub matcher: Matcher,
+    /// (cluster name, weight), in name order.
+    pub split: Vec<(String, u32)>,
+    pub sticky: Option<StickyConfig>,
+}
+
+impl Config {
+    pub fn cluster(&self, name: &str) -> Option<&ClusterConfig> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+}

@@ -1,0 +1,83 @@
+//! Durations (`250ms`, `1s`, `1.5m`), percents and byte sizes as they are
+//! written in the config.
+
+use std::time::Duration;
+
+/// Parses `<number><unit>` with unit one of `us`, `ms`, `s`, `m`, `h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("`{text}` has no unit (use us, ms, s, m or h)"))?;
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 250ms or 1s"))?;
+    let scale = match unit {
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "`{text}` has unknown unit `{unit}` (use us, ms, s, m or h)"
+            ))
+        }
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("`{text}` is out of range"))
+}
+
+/// The inverse of [`parse_duration`] for display: the largest unit that is exact.
+pub fn format_duration(d: Duration) -> String {
+    let us = d.as_micros();
+    if us == 0 {
+        "0s".to_string()
+    } else if us % 3_600_000_000 == 0 {
+        format!("{}h", us / 3_600_000_000)
+    } else if us % 60_000_000 == 0 {
+        format!("{}m", us / 60_000_000)
+    } else if us % 1_000_000 == 0 {
+        format!("{}s", us / 1_000_000)
+    } else if us % 1_000 == 0 {
+        format!("{}ms", us / 1_000)
+    } else {
+        format!("{us}us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("10us"), Ok(Duration::from_micros(10)));
+    }
+
+    #[test]
+    fn rejects_with_reason() {
+        assert_eq!(
+            parse_duration("5"),
+            Err("`5` has no unit (use us, ms, s, m or h)".into())
+        );
+        assert_eq!(
+            parse_duration("5 parsecs"),
+            Err("`5 parsecs` has unknown unit ` parsecs` (use us, ms, s, m or h)".into())
+        );
+        assert_eq!(
+            parse_duration("fast"),
+            Err("`fast` is not a duration like 250ms or 1s".into())
+        );
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for s in ["250ms", "1s", "2m", "1h", "10us", "0s"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap_or_default()), s);
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! Second stage: checks every value and reference of a [`RawConfig`] and
+//! builds the typed [`Config`], or returns every error found.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sluice_filters::{HeaderMatch, Matcher};
+
+use super::raw::{
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawRoute, RawTimeouts, RawUpstreamTls,
+};
+use super::typed::*;
+use super::units::parse_duration;
+use super::{ConfigError, ConfigErrors, RawConfig};
+
+const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
+const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// Collects errors while validation goes on.
+#[derive(Default)]
+struct Errors(Vec<ConfigError>);
+
+impl Errors {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigError::new(path, message));
+    }
+
+    fn duration(&mut self, path: String, text: Option<&str>, default: Duration) -> Duration {
+        let Some(text) = text else { return default };
+        match parse_duration(text) {
+            Ok(d) if d.is_zero() => {
+                self.push(path, "must be greater than 0");
+                default
+            }
+            Ok(d) => d,
+            Err(e) => {
+                self.push(path, e);
+                default
+            }
+        }
+    }
+
+    fn socket_addr(&mut self, path: String, text: &str) -> Option<SocketAddr> {
+        match text.parse::<SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                self.push(
+                    path,
+                    format!("`{text}` is not an address like 127.0.0.1:8080"),
+                );
+                None
+            }
+        }
+    }
+
+    fn name(&mut self, path: String, name: &str) {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok {
+            self.push(
+                path,
+                format!("`{name}` is not a valid name (letters, digits, `-`, `_`, `.`)"),
+            );
+        }
+    }
+
+    fn header_name(&mut self, path: String, name: &str) -> String {
+        let ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !ok {
+            self.push(path, format!("`{name}` is not a valid header name"));
+        }
+        name.to_ascii_lowercase()
+    }
+
+    /// Reports `name` as a duplicate if an earlier item (at `first`) had it.
+    fn unique<'a>(
+        &mut self,
+        seen: &mut HashMap<&'a str, String>,
+        path: String,
+        what: &str,
+        name: &'a str,
+    ) {
+        if let Some(first) = seen.get(name) {
+            self.push(
+                path,
+                format!("duplicate {what} `{name}` (first at {first})"),
+            );
+        } else {
+            seen.insert(name, path);
+        }
+    }
+}
+
+impl RawConfig {
+    pub fn validate(&self) -> Result<Config, ConfigErrors> {
+        let mut errs = Errors::default();
+        let runtime = runtime(self, &mut errs);
+        let admin = admin(self, &mut errs);
+        let clusters = clusters(&self.clusters, &mut errs);
+        let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
+        let routes = routes(&self.routes, &self.listeners, &clusters, &mut errs);
+        if !errs.0.is_empty() {
+            return Err(ConfigErrors(errs.0));
+        }
+        Ok(Config {
+            raw: self.clone(),
+            runtime,
+            admin,
+            listeners,
+            clusters,
+            routes,
+        })
+    }
+}
+
+fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
+    let r = raw.runtime.clone().unwrap_or_default();
+    let threads = match r.threads {
+        Some(0) => {
+            errs.push("runtime.threads", "must be at least 1");
+            1
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let grace_period = errs.duration(
+        "runtime.grace_period".into(),
+        r.grace_period.as_deref(),
+        DEFAULT_GRACE,
+    );
+    RuntimeConfig {
+        threads,
+        grace_period,
+    }
+}
+
+fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
+    let a = raw.admin.clone().unwrap_or_default();
+    let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_ADMIN);
+    let listen = errs
+        .socket_addr("admin.listen".into(), listen_text)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9901)));
+    let token = match (a.token_env, a.token_file) {
+        (Some(_), Some(_)) => {
+            errs.push("admin", "set token_env or token_file, not both");
+            TokenSource::Generated
+        }
+        (Some(var), None) if var.is_empty() => {
+            errs.push("admin.token_env", "must name an environment variable");
+            TokenSource::Generated
+        }
+        (Some(var), None) => TokenSource::Env(var),
+        (None, Some(file)) => TokenSource::File(PathBuf::from(file)),
+        (None, None) => TokenSource::Generated,
+    };
+    if token == TokenSource::Generated && !listen.ip().is_loopback() {
+        errs.push(
+            "admin",
+            format!(
+                "a token (token_env or token_file) is required to listen on non-loopback {listen}"
+            ),
+        );
+    }
+    AdminConfig { listen, token }
+}
+
+fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
+    let mut seen = HashMap::new();
+    raw.iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let at = format!("clusters[{i}]");
+            errs.name(format!("{at}.name"), &c.name);
+            errs.unique(&mut seen, format!("{at}.name"), "cluster", &c.name);
+            if c.endpoints.is_empty() {
+                errs.push(
+                    format!("{at}.endpoints"),
+                    "at least one endpoint is required",
+                );
+            }
+            let endpoints = c
+                .endpoints
+                .iter()
+                .enumerate()
+                .filter_map(|(j, e)| endpoint(format!("{at}.endpoints[{j}]"), e, errs))
+                .collect();
+            ClusterConfig {
+                name: c.name.clone(),
+                kind: match c.kind {
+                    RawClusterKind::Llm => ClusterKind::Llm,
+                    RawClusterKind::Vector => ClusterKind::Vector,
+                    RawClusterKind::Cache => ClusterKind::Cache,
+                    RawClusterKind::Http => ClusterKind::Http,
+                },
+                version: c.version.clone().unwrap_or_default(),
+                endpoints,
+                tls: c.tls.as_ref().map(upstream_tls),
+                timeouts: timeouts(&at, c.timeouts.as_ref(), errs),
+            }
+        })
+        .collect()
+}
+
+fn endpoint(path: String, text: &str, errs: &mut Errors) -> Option<Endpoint> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Some(Endpoint {
+            host: addr.ip().to_string(),
+            addr,
+        });
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        errs.push(path, format!("`{text}` is not host:port"));
+        return None;
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        errs.push(path, format!("`{text}` is not host:port"));
+        return None;
+    }
+    match text.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Some(Endpoint {
+            host: host.to_string(),
+            addr,
+        }),
+        _ => {
+            errs.push(path, format!("cannot resolve `{host}`"));
+            None
+        }
+    }
+}
+
+fn upstream_tls(raw: &RawUpstreamTls) -> UpstreamTls {
+    UpstreamTls {
+        sni: raw.sni.clone(),
+        verify: raw.verify.unwrap_or(true),
+        ca: raw.ca.as_ref().map(PathBuf::from),
+    }
+}
+
+fn timeouts(at: &str, raw: Option<&RawTimeouts>, errs: &mut Errors) -> Timeouts {
+    let d = Timeouts::default();
+    let Some(t) = raw else { return d };
+    Timeouts {
+        connect: errs.duration(
+            format!("{at}.timeouts.connect"),
+            t.connect.as_deref(),
+            d.connect,
+        ),
+        first_byte: errs.duration(
+            format!("{at}.timeouts.first_byte"),
+            t.first_byte.as_deref(),
+            d.first_byte,
+        ),
+        idle: errs.duration(format!("{at}.timeouts.idle"), t.idle.as_deref(), d.idle),
+    }
+}
+
+fn listeners(
+    raw: &[RawListener],
+    clusters: &[ClusterConfig],
+    admin: &AdminConfig,
+    errs: &mut Errors,
+) -> Vec<ListenerConfig> {
+    let mut seen = HashMap::new();
+    let mut addrs: HashMap<SocketAddr, String> = HashMap::new();
+    addrs.insert(admin.listen, "admin.listen".into());
+    let mut out = Vec::new();
+    for (i, l) in raw.iter().enumerate() {
+        let at = format!("listeners[{i}]");
+        errs.name(format!("{at}.name"), &l.name);
+        errs.unique(&mut seen, format!("{at}.name"), "listener", &l.name);
+        let listen = errs.socket_addr(format!("{at}.listen"), &l.listen);
+        if let Some(addr) = listen {
+            if let Some(first) = addrs.get(&addr) {
+                errs.push(
+                    format!("{at}.listen"),
+                    format!("{addr} is already used by {first}"),
+                );
+            } else {
+                addrs.insert(addr, format!("{at}.listen"));
+            }
+        }
+        let protocol = listener_protocol(&at, l, clusters, errs);
+        if let (Some(listen), Some(protocol)) = (listen, protocol) {
+            out.push(ListenerConfig {
+                name: l.name.clone(),
+                listen,
+                protocol,
+            });
+        }
+    }
+    out
+}
+
+fn listener_protocol(
+    at: &str,
+    l: &RawListener,
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> Option<ListenerProtocol> {
+    let name = match l.protocol {
+        RawProtocol::Http => "http",
+        RawProtocol::Https => "https",
+        RawProtocol::Tcp => "tcp",
+    };
+    let mut only = |field: &str, set: bool, allowed: bool, needed: bool| {
+        if set && !allowed {
+            errs.push(
+                format!("{at}.{field}"),
+                format!("not allowed with protocol {name}"),
+            );
+        } else if !set && needed {
+            errs.push(
+                format!("{at}.{field}"),
+                format!("required with protocol {name}"),
+            );
+        }
+    };
+    let is = |p: RawProtocol| l.protocol == p;
+    only(
+        "cert",
+        l.cert.is_some(),
+        is(RawProtocol::Https),
+        is(RawProtocol::Https),
+    );
+    only(
+        "key",
+        l.key.is_some(),
+        is(RawProtocol::Https),
+        is(RawProtocol::Https),
+    );
+    only("h2c", l.h2c.is_some(), is(RawProtocol::Http), false);
+    only(
+        "cluster",
+        l.cluster.is_some(),
+        is(RawProtocol::Tcp),
+        is(RawProtocol::Tcp),
+    );
+    match l.protocol {
+        RawProtocol::Http => Some(ListenerProtocol::Http {
+            h2c: l.h2c.unwrap_or(true),
+        }),
+        RawProtocol::Https => Some(ListenerProtocol::Https {
+            cert: PathBuf::from(l.cert.clone()?),
+            key: PathBuf::from(l.key.clone()?),
+        }),
+        RawProtocol::Tcp => {
+            let cluster = l.cluster.clone()?;
+            if !clusters.iter().any(|c| c.name == cluster) {
+                errs.push(
+                    format!("{at}.cluster"),
+                    format!("unknown cluster `{cluster}`"),
+                );
+            }
+            Some(ListenerProtocol::Tcp { cluster })
+        }
+    }
+}
+
+fn routes(
+    raw: &[RawRoute],
+    listeners: &[RawListener],
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> Vec<RouteConfig> {
+    let mut seen = HashMap::new();
+    raw.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let at = format!("routes[{i}]");
+            errs.name(format!("{at}.name"), &r.name);
+            errs.unique(&mut seen, format!("{at}.name"), "route", &r.name);
+            match listeners.iter().find(|l| l.name == r.listener) {
+                None => errs.push(
+                    format!("{at}.listener"),
+                    format!("unknown listener `{}`", r.listener),
+                ),
+                Some(l) if l.protocol == RawProtocol::Tcp => errs.push(
+                    format!("{at}.listener"),
+                    format!(
+                        "listener `{}` is tcp; routes need an http or https listener",
+                        r.listener
+                    ),
+                ),
+                Some(_) => {}
+            }
+            RouteConfig {
+                name: r.name.clone(),
+                listener: r.listener.clone(),
+                matcher: matcher(&at, r, errs),
+                split: split(&at, r, clusters, errs),
+                sticky: r.sticky.as_ref().map(|s| StickyConfig {
+                    header: errs.header_name(format!("{at}.sticky.header"), &s.header),
+                }),
+            }
+        })
+        .collect()
+}
+
+fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
+    let Some(m) = &r.matcher else {
+        return Matcher::default();
+    };
+    if let Some(p) = &m.path_prefix {
+        if !p.starts_with('/') {
+            errs.push(
+                format!("{at}.match.path_prefix"),
+                format!("`{p}` must start with `/`"),
+            );
+        }
+    }
+    Matcher {
+        path_prefix: m.path_prefix.clone(),
+        host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
+        headers: m
+            .headers
+            .iter()
+            .map(|(name, value)| HeaderMatch {
+                name: errs.header_name(format!("{at}.match.headers.{name}"), name),
+                value: value.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn split(
+    at: &str,
+    r: &RawRoute,
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> Vec<(String, u32)> {
+    if r.split.is_empty() {
+        errs.push(format!("{at}.split"), "at least one cluster is required");
+        return Vec::new();
+    }
+    for name in r.split.keys() {
+        match clusters.iter().find(|c| &c.name == name) {
+            None => errs.push(
+                format!("{at}.split.{name}"),
+                format!("unknown cluster `{name}`"),
+            ),
+            Some(c) if c.kind == ClusterKind::Cache => errs.push(
+                format!("{at}.split.{name}"),
+                format!("cluster `{name}` is kind cache, which only tcp listeners serve"),
+            ),
+            Some(_) => {}
+        }
+    }
+    let total: u64 = r.split.values().map(|w| u64::from(*w)).sum();
+    if total == 0 {
+        errs.push(format!("{at}.split"), "weights sum to 0");
+    }
+    r.split.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
