@@ -2,9 +2,17 @@
 //! API and the stats the API reports. Never imports the proxy or pingora.
 
 mod config;
+mod events;
+mod snapshot;
+mod stats;
+mod store;
 
 pub use config::{
     format_duration, parse_duration, AdminConfig, ClusterConfig, ClusterKind, Config, ConfigError,
     ConfigErrors, Endpoint, ListenerConfig, ListenerProtocol, RawConfig, RouteConfig,
     RuntimeConfig, StickyConfig, Timeouts, TokenSource, UpstreamTls,
 };
+pub use events::{Event, EventLog};
+pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
+pub use stats::{Sample, Stats, StatsKey, StatsRow, WINDOW_SECONDS};
+pub use store::SnapshotStore;

@@ -33,13 +33,13 @@ pub fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
     if us == 0 {
         "0s".to_string()
-    } else if us % 3_600_000_000 == 0 {
+    } else if us.is_multiple_of(3_600_000_000) {
         format!("{}h", us / 3_600_000_000)
-    } else if us % 60_000_000 == 0 {
+    } else if us.is_multiple_of(60_000_000) {
         format!("{}m", us / 60_000_000)
-    } else if us % 1_000_000 == 0 {
+    } else if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1_000 == 0 {
+    } else if us.is_multiple_of(1_000) {
         format!("{}ms", us / 1_000)
     } else {
         format!("{us}us")

@@ -1,0 +1,189 @@
+//! The immutable view of the config the data plane reads: routes with their
+//! pick tables and metric handles resolved, clusters with their endpoint
+//! state. Built whole on every change; never mutated after.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sluice_filters::{
+    hash_bytes, EndpointSet, Matcher, Metrics, RouteClusterMetrics, StickyTable, WeightedTable,
+};
+
+use crate::config::{ClusterConfig, Config, ListenerProtocol};
+use crate::stats::{Stats, StatsKey};
+
+/// A cluster as the data plane sees it.
+#[derive(Debug)]
+pub struct ClusterRuntime {
+    pub config: ClusterConfig,
+    /// Round-robin position and ejections. Shared with the previous snapshot
+    /// when the endpoints did not change, so a swap forgets no ejection.
+    pub endpoints: Arc<EndpointSet>,
+}
+
+/// One cluster of a route's split.
+#[derive(Clone)]
+pub struct RouteTarget {
+    /// Index into [`Snapshot::clusters`].
+    pub cluster: usize,
+    pub weight: u32,
+    pub metrics: RouteClusterMetrics,
+    pub stats: StatsKey,
+}
+
+pub struct RouteRuntime {
+    pub name: String,
+    pub matcher: Matcher,
+    pub targets: Vec<RouteTarget>,
+    pub table: WeightedTable,
+    /// Lower-case session header, and the rendezvous table over `targets`.
+    pub sticky: Option<(String, StickyTable)>,
+    /// Handles for failures before a cluster is chosen (cluster label "").
+    pub unrouted: RouteClusterMetrics,
+}
+
+pub struct Snapshot {
+    /// Rises by one with every applied change.
+    pub version: u64,
+    /// Hex digest of the config as written.
+    pub hash: String,
+    pub config: Arc<Config>,
+    pub clusters: Vec<Arc<ClusterRuntime>>,
+    pub routes: Vec<RouteRuntime>,
+    /// Per listener (config order): the indices of its routes, in order.
+    pub listener_routes: Vec<Vec<usize>>,
+    /// Per listener: handles for requests no route matched.
+    pub no_route: Vec<RouteClusterMetrics>,
+}
+
+impl Snapshot {
+    /// Builds a snapshot. `previous` lends its endpoint state to clusters
+    /// whose endpoints are unchanged.
+    pub fn build(
+        config: Arc<Config>,
+        version: u64,
+        previous: Option<&Snapshot>,
+        metrics: &Metrics,
+        stats: &Stats,
+    ) -> Snapshot {
+        let reuse: HashMap<&str, &Arc<ClusterRuntime>> = previous
+            .map(|p| {
+                p.clusters
+                    .iter()
+                    .map(|c| (c.config.name.as_str(), c))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let clusters: Vec<Arc<ClusterRuntime>> = config
+            .clusters
+            .iter()
+            .map(|c| {
+                let endpoints = match reuse.get(c.name.as_str()) {
+                    Some(old) if old.config.endpoints == c.endpoints => old.endpoints.clone(),
+                    _ => Arc::new(EndpointSet::new(c.endpoints.len())),
+                };
+                Arc::new(ClusterRuntime {
+                    config: c.clone(),
+                    endpoints,
+                })
+            })
+            .collect();
+        let cluster_index: HashMap<&str, usize> = clusters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.config.name.as_str(), i))
+            .collect();
+
+        let routes: Vec<RouteRuntime> = config
+            .routes
+            .iter()
+            .map(|r| {
+                let targets: Vec<RouteTarget> = r
+                    .split
+                    .iter()
+                    .filter_map(|(name, weight)| {
+                        let i = *cluster_index.get(name.as_str())?;
+                        let c = &clusters[i].config;
+                        Some(RouteTarget {
+                            cluster: i,
+                            weight: *weight,
+                            metrics: metrics.route_cluster(&r.name, name, &c.version),
+                            stats: stats.key(&r.name, name, &c.version),
+                        })
+                    })
+                    .collect();
+                let weights: Vec<u32> = targets.iter().map(|t| t.weight).collect();
+                let sticky = r.sticky.as_ref().map(|s| {
+                    let pairs: Vec<(u64, u32)> = targets
+                        .iter()
+                        .map(|t| {
+                            (
+                                hash_bytes(clusters[t.cluster].config.name.as_bytes()),
+                                t.weight,
+                            )
+                        })
+                        .collect();
+                    (s.header.clone(), StickyTable::new(&pairs))
+                });
+                RouteRuntime {
+                    name: r.name.clone(),
+                    matcher: r.matcher.clone(),
+                    table: WeightedTable::new(&weights),
+                    targets,
+                    sticky,
+                    unrouted: metrics.route_cluster(&r.name, "", ""),
+                }
+            })
+            .collect();
+
+        let listener_routes = config
+            .listeners
+            .iter()
+            .map(|l| {
+                if matches!(l.protocol, ListenerProtocol::Tcp { .. }) {
+                    return Vec::new();
+                }
+                config
+                    .routes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.listener == l.name)
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
+        let no_route = config
+            .listeners
+            .iter()
+            .map(|_| metrics.route_cluster("", "", ""))
+            .collect();
+        Snapshot {
+            version,
+            hash: format!("{:016x}", hash_bytes(config.raw.to_yaml().as_bytes())),
+            config,
+            clusters,
+            routes,
+            listener_routes,
+            no_route,
+        }
+    }
+
+    pub fn listener_index(&self, name: &str) -> Option<usize> {
+        self.config.listeners.iter().position(|l| l.name == name)
+    }
+
+    pub fn route(&self, name: &str) -> Option<&RouteRuntime> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("version", &self.version)
+            .field("hash", &self.hash)
+            .field("routes", &self.routes.len())
+            .field("clusters", &self.clusters.len())
+            .finish()
+    }
+}
