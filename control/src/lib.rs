@@ -1,18 +1,22 @@
 //! The sluice control plane: config, the live snapshot store, the control
 //! API and the stats the API reports. Never imports the proxy or pingora.
 
+mod api;
 mod config;
 mod events;
+mod reload;
 mod snapshot;
 mod stats;
 mod store;
 
+pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
     format_duration, parse_duration, AdminConfig, ClusterConfig, ClusterKind, Config, ConfigError,
     ConfigErrors, Endpoint, ListenerConfig, ListenerProtocol, RawConfig, RouteConfig,
     RuntimeConfig, StickyConfig, Timeouts, TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
+pub use reload::{reload_from_file, watch_config_file};
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{Sample, Stats, StatsKey, StatsRow, WINDOW_SECONDS};
 pub use store::SnapshotStore;

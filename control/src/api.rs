@@ -1,0 +1,233 @@
+//! The control API: health, readiness and metrics without a token; config,
+//! routes, stats and the audit log under `/v1/` behind a bearer token. HTTP/1.1
+//! with JSON bodies, served on its own listener beside the data plane.
+
+mod respond;
+mod token;
+mod v1;
+
+pub use respond::MAX_BODY_BYTES;
+pub use token::resolve_token;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use hyper::body::Body;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::store::SnapshotStore;
+use respond::ApiResponse;
+
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to finish its request once shutdown began.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What `GET /readyz` answers: ready once the data plane listens, and not
+/// ready again from the moment a drain begins, so that balancers stop
+/// sending before the listeners close.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    ready: AtomicBool,
+    draining: AtomicBool,
+}
+
+impl Readiness {
+    pub fn new() -> Readiness {
+        Readiness::default()
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    pub fn set_draining(&self, draining: bool) {
+        self.draining.store(draining, Ordering::Release);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire) && !self.is_draining()
+    }
+}
+
+pub struct AdminApi {
+    pub store: Arc<SnapshotStore>,
+    token: String,
+    pub readiness: Arc<Readiness>,
+}
+
+#[derive(Serialize)]
+struct Status {
+    status: &'static str,
+}
+
+impl AdminApi {
+    /// `token` is the resolved bearer token (see [`resolve_token`]); an empty
+    /// one admits nobody to `/v1/`.
+    pub fn new(store: Arc<SnapshotStore>, token: String, readiness: Arc<Readiness>) -> Arc<Self> {
+        Arc::new(AdminApi {
+            store,
+            token,
+            readiness,
+        })
+    }
+
+    /// Answers one request. The whole API is this function: the server and
+    /// the tests both call it.
+    pub async fn handle<B>(&self, req: Request<B>) -> ApiResponse
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = req.into_parts();
+        let path = parts.uri.path();
+        let response = match path {
+            "/healthz" | "/readyz" | "/metrics" if parts.method != Method::GET => {
+                respond::wrong_method(&parts.method, path, "GET")
+            }
+            "/healthz" => respond::json(StatusCode::OK, &Status { status: "ok" }),
+            "/readyz" => self.readyz(),
+            "/metrics" => respond::with_type(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                Bytes::from(self.store.metrics.encode()),
+            ),
+            // The token is checked before routing: without it, nothing under
+            // /v1/ is told apart, not even which paths exist.
+            _ if is_v1(path) && !token::bearer_matches(&parts.headers, &self.token) => {
+                respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+            }
+            _ => match path.strip_prefix("/v1/") {
+                Some(rest) => self.v1(&parts, rest, body).await,
+                None => respond::not_found(&parts.method, path),
+            },
+        };
+        debug!(
+            method = %parts.method,
+            path,
+            status = response.status().as_u16(),
+            "admin request"
+        );
+        response
+    }
+
+    fn readyz(&self) -> ApiResponse {
+        if self.readiness.is_ready() {
+            respond::json(StatusCode::OK, &Status { status: "ready" })
+        } else {
+            let status = if self.readiness.is_draining() {
+                "draining"
+            } else {
+                "not ready"
+            };
+            respond::json(StatusCode::SERVICE_UNAVAILABLE, &Status { status })
+        }
+    }
+
+    async fn v1<B>(&self, parts: &http::request::Parts, rest: &str, body: B) -> ApiResponse
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let segments: Vec<&str> = rest.split('/').collect();
+        let store = &self.store;
+        match (segments.as_slice(), &parts.method) {
+            (["config"], &Method::GET) => v1::get_config(store),
+            (["config"], &Method::PUT) => match respond::read_body(&parts.headers, body).await {
+                Ok(bytes) => v1::put_config(store, &bytes),
+                Err(answer) => answer,
+            },
+            (["routes"], &Method::GET) => v1::get_routes(store),
+            (["routes", route, "split"], &Method::PUT) => {
+                match respond::read_body(&parts.headers, body).await {
+                    Ok(bytes) => v1::put_split(store, route, &bytes),
+                    Err(answer) => answer,
+                }
+            }
+            (["stats"], &Method::GET) => v1::get_stats(store),
+            (["events"], &Method::GET) => v1::get_events(store),
+            (segments, method) => match v1::allowed(segments) {
+                Some(allow) => respond::wrong_method(method, parts.uri.path(), allow),
+                None => respond::not_found(method, parts.uri.path()),
+            },
+        }
+    }
+}
+
+fn is_v1(path: &str) -> bool {
+    path == "/v1" || path.starts_with("/v1/")
+}
+
+/// Serves the API on `listener` until `cancel`; then stops accepting, lets
+/// each open connection finish its request (idle ones close at once) and
+/// returns when all have ended.
+pub async fn serve_admin(listener: TcpListener, api: Arc<AdminApi>, cancel: CancellationToken) {
+    let tracker = TaskTracker::new();
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "control API listening");
+    }
+    loop {
+        let accepted = tokio::select! {
+            () = cancel.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of descriptors and the like: back off rather than spin.
+                warn!(error = %e, "control API accept failed");
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                }
+            }
+        };
+        let api = api.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            let service = service_fn(move |req| {
+                let api = api.clone();
+                async move { Ok::<_, Infallible>(api.handle(req).await) }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let result = tokio::select! {
+                result = conn.as_mut() => result,
+                () = cancel.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    match tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await {
+                        Ok(result) => result,
+                        Err(_) => Ok(()),
+                    }
+                }
+            };
+            if let Err(e) = result {
+                debug!(%peer, error = %e, "control API connection ended with an error");
+            }
+        });
+    }
+    tracker.close();
+    tracker.wait().await;
+    info!("control API stopped");
+}
+
+#[cfg(test)]
+mod tests;

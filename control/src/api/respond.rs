@@ -1,0 +1,127 @@
+//! Building the API's JSON answers and reading request bodies within the
+//! size limit.
+
+use bytes::Bytes;
+use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Body;
+use serde::Serialize;
+use tracing::warn;
+
+use crate::config::ConfigErrors;
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub type ApiResponse = Response<Full<Bytes>>;
+
+/// The `{error, path?}` body of every error but a rejected config.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+}
+
+/// The `{errors: [{path, message}]}` body of a rejected config.
+#[derive(Serialize)]
+struct ErrorsBody<'a> {
+    errors: &'a [crate::config::ConfigError],
+}
+
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> ApiResponse {
+    match serde_json::to_vec(value) {
+        Ok(body) => with_type(status, "application/json", body.into()),
+        Err(e) => {
+            warn!(error = %e, "cannot serialise an admin API answer");
+            with_type(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "application/json",
+                Bytes::from_static(br#"{"error":"cannot serialise the answer"}"#),
+            )
+        }
+    }
+}
+
+pub fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> ApiResponse {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+pub fn error(status: StatusCode, message: &str) -> ApiResponse {
+    json(
+        status,
+        &ErrorBody {
+            error: message,
+            path: None,
+        },
+    )
+}
+
+pub fn error_at(status: StatusCode, message: &str, path: &str) -> ApiResponse {
+    json(
+        status,
+        &ErrorBody {
+            error: message,
+            path: Some(path),
+        },
+    )
+}
+
+pub fn config_errors(errors: &ConfigErrors) -> ApiResponse {
+    json(StatusCode::BAD_REQUEST, &ErrorsBody { errors: &errors.0 })
+}
+
+pub fn not_found(method: &Method, path: &str) -> ApiResponse {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("no such endpoint: {method} {path}"),
+    )
+}
+
+/// 405 with the methods the path does answer.
+pub fn wrong_method(method: &Method, path: &str, allow: &'static str) -> ApiResponse {
+    let mut response = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!("{method} is not allowed on {path}; use {allow}"),
+    );
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// Reads a whole request body of at most [`MAX_BODY_BYTES`]. The error is
+/// the answer to send.
+pub async fn read_body<B>(headers: &http::HeaderMap, body: B) -> Result<Bytes, ApiResponse>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let too_large = || {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("request body is over {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("cannot read the request body: {e}"),
+        )),
+    }
+}

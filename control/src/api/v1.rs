@@ -1,0 +1,250 @@
+//! The `/v1/` endpoints: config, routes and their splits, stats, events.
+//! Every change goes through the store, so it is validated whole, swapped in
+//! atomically and written to the audit log.
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::respond::{self, ApiResponse};
+use crate::config::{ConfigError, ConfigErrors, RawConfig, RouteConfig};
+use crate::stats::{StatsRow, WINDOW_SECONDS};
+use crate::store::SnapshotStore;
+
+#[derive(Serialize)]
+struct ConfigView<'a> {
+    version: u64,
+    hash: &'a str,
+    config: &'a RawConfig,
+}
+
+#[derive(Serialize)]
+struct Applied<'a> {
+    version: u64,
+    hash: &'a str,
+}
+
+#[derive(Serialize)]
+struct Sticky<'a> {
+    header: &'a str,
+}
+
+#[derive(Serialize)]
+struct RouteView<'a> {
+    name: &'a str,
+    listener: &'a str,
+    split: BTreeMap<&'a str, u32>,
+    sticky: Option<Sticky<'a>>,
+}
+
+impl<'a> RouteView<'a> {
+    fn of(route: &'a RouteConfig) -> Self {
+        RouteView {
+            name: &route.name,
+            listener: &route.listener,
+            split: route.split.iter().map(|(c, w)| (c.as_str(), *w)).collect(),
+            sticky: route.sticky.as_ref().map(|s| Sticky { header: &s.header }),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SplitSet<'a> {
+    route: &'a str,
+    split: &'a BTreeMap<String, u32>,
+    version: u64,
+}
+
+#[derive(Serialize)]
+struct StatsView {
+    window_seconds: u64,
+    dropped_samples: u64,
+    stats: Vec<StatsRow>,
+}
+
+#[derive(Serialize)]
+struct EventsView {
+    events: Vec<crate::events::Event>,
+}
+
+pub fn get_config(store: &SnapshotStore) -> ApiResponse {
+    let snapshot = store.load();
+    respond::json(
+        StatusCode::OK,
+        &ConfigView {
+            version: snapshot.version,
+            hash: &snapshot.hash,
+            config: &snapshot.config.raw,
+        },
+    )
+}
+
+/// Replaces the whole config with `body` (YAML or JSON). A parse error is
+/// rejected through the store too, so that it reaches the audit log.
+pub fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
+    let parsed = match std::str::from_utf8(body) {
+        Ok(text) => RawConfig::from_yaml(text),
+        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            format!("body is not UTF-8: {e}"),
+        )])),
+    };
+    let result = store.apply("api", "replace config", move |raw| {
+        *raw = parsed?;
+        Ok(())
+    });
+    match result {
+        Ok(snapshot) => respond::json(
+            StatusCode::OK,
+            &Applied {
+                version: snapshot.version,
+                hash: &snapshot.hash,
+            },
+        ),
+        Err(errors) => respond::config_errors(&errors),
+    }
+}
+
+pub fn get_routes(store: &SnapshotStore) -> ApiResponse {
+    let snapshot = store.load();
+    let routes: Vec<RouteView<'_>> = snapshot.config.routes.iter().map(RouteView::of).collect();
+    respond::json(StatusCode::OK, &routes)
+}
+
+/// Replaces a route's split entirely with the weights in `body`.
+pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
+    let unknown = || {
+        respond::error_at(
+            StatusCode::NOT_FOUND,
+            &format!("unknown route `{route}`"),
+            "route",
+        )
+    };
+    if !store.load().config.routes.iter().any(|r| r.name == route) {
+        return unknown();
+    }
+    let split = match parse_split(body) {
+        Ok(split) => split,
+        Err(answer) => return answer,
+    };
+    // The route may vanish between the check above and the write lock.
+    let mut vanished = false;
+    let action = format!("set split of route {route}");
+    let result = store.apply("api", &action, |raw| {
+        match raw.routes.iter_mut().find(|r| r.name == route) {
+            Some(r) => {
+                r.split = split;
+                Ok(())
+            }
+            None => {
+                vanished = true;
+                Err(ConfigErrors(vec![ConfigError::new(
+                    "route",
+                    format!("unknown route `{route}`"),
+                )]))
+            }
+        }
+    });
+    match result {
+        Ok(snapshot) => {
+            let empty = BTreeMap::new();
+            let split = snapshot
+                .config
+                .raw
+                .routes
+                .iter()
+                .find(|r| r.name == route)
+                .map_or(&empty, |r| &r.split);
+            respond::json(
+                StatusCode::OK,
+                &SplitSet {
+                    route,
+                    split,
+                    version: snapshot.version,
+                },
+            )
+        }
+        Err(_) if vanished => unknown(),
+        Err(errors) => respond::config_errors(&errors),
+    }
+}
+
+/// A split body is a JSON object of cluster names to non-negative integer
+/// weights; anything else is refused with the path of what is wrong.
+fn parse_split(body: &[u8]) -> Result<BTreeMap<String, u32>, ApiResponse> {
+    let bad =
+        |message: String, path: &str| respond::error_at(StatusCode::BAD_REQUEST, &message, path);
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        bad(
+            format!("body must be a JSON object of cluster weights: {e}"),
+            "split",
+        )
+    })?;
+    let Value::Object(map) = value else {
+        return Err(bad(
+            format!(
+                "must be a JSON object of cluster weights, found {}",
+                kind(&value)
+            ),
+            "split",
+        ));
+    };
+    let mut split = BTreeMap::new();
+    for (cluster, weight) in map {
+        let Some(w) = weight.as_u64().and_then(|w| u32::try_from(w).ok()) else {
+            return Err(bad(
+                format!(
+                    "weight must be an integer from 0 to {}, found {weight}",
+                    u32::MAX
+                ),
+                &format!("split.{cluster}"),
+            ));
+        };
+        split.insert(cluster, w);
+    }
+    Ok(split)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub fn get_stats(store: &SnapshotStore) -> ApiResponse {
+    respond::json(
+        StatusCode::OK,
+        &StatsView {
+            window_seconds: WINDOW_SECONDS,
+            dropped_samples: store.stats.dropped(),
+            stats: store.stats.rows(),
+        },
+    )
+}
+
+pub fn get_events(store: &SnapshotStore) -> ApiResponse {
+    respond::json(
+        StatusCode::OK,
+        &EventsView {
+            events: store.events.list(),
+        },
+    )
+}
+
+/// The methods each `/v1/` path answers, for 405's `allow` header; `None`
+/// when the path does not exist.
+pub fn allowed(segments: &[&str]) -> Option<&'static str> {
+    match segments {
+        ["config"] => Some("GET, PUT"),
+        ["routes"] | ["stats"] | ["events"] => Some("GET"),
+        ["routes", _, "split"] => Some("PUT"),
+        _ => None,
+    }
+}

@@ -1,0 +1,120 @@
+//! `sluice ctl`: a small client for the control API.
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context};
+use bytes::Bytes;
+use clap::{Args, Subcommand};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+#[derive(Args)]
+pub struct CtlArgs {
+    /// Control API base URL.
+    #[arg(
+        long,
+        env = "SLUICE_ADMIN_URL",
+        default_value = "http://127.0.0.1:9901"
+    )]
+    url: String,
+    /// Bearer token.
+    #[arg(
+        long,
+        env = "SLUICE_ADMIN_TOKEN",
+        hide_env_values = true,
+        default_value = ""
+    )]
+    token: String,
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+#[derive(Subcommand)]
+enum CtlCommand {
+    /// List routes and their splits.
+    Routes,
+    /// Set a route's split: `sluice ctl split chat llm-stable=80 llm-canary=20`.
+    Split { route: String, weights: Vec<String> },
+    /// Live stats per route and cluster.
+    Stats,
+    /// The audit log.
+    Events,
+    /// The live config.
+    Config,
+    /// Replace the config with a YAML or JSON file.
+    Apply { file: std::path::PathBuf },
+}
+
+pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
+    let (method, path, body) = match &args.command {
+        CtlCommand::Routes => ("GET", "/v1/routes".to_string(), None),
+        CtlCommand::Split { route, weights } => (
+            "PUT",
+            format!("/v1/routes/{route}/split"),
+            Some(split_body(weights)?),
+        ),
+        CtlCommand::Stats => ("GET", "/v1/stats".into(), None),
+        CtlCommand::Events => ("GET", "/v1/events".into(), None),
+        CtlCommand::Config => ("GET", "/v1/config".into(), None),
+        CtlCommand::Apply { file } => {
+            let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
+            ("PUT", "/v1/config".into(), Some(text))
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (status, text) = runtime.block_on(call(&args, method, &path, body))?;
+    let pretty = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or(text);
+    if status.is_success() {
+        #[allow(clippy::print_stdout)]
+        {
+            println!("{pretty}");
+        }
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{status}\n{pretty}");
+        Ok(ExitCode::from(if status.is_client_error() { 2 } else { 1 }))
+    }
+}
+
+/// `a=80 b=20` → `{"a":80,"b":20}`.
+fn split_body(weights: &[String]) -> anyhow::Result<String> {
+    if weights.is_empty() {
+        bail!("give weights as cluster=weight");
+    }
+    let mut map = serde_json::Map::new();
+    for w in weights {
+        let (name, value) = w
+            .split_once('=')
+            .ok_or_else(|| anyhow!("`{w}` is not cluster=weight"))?;
+        let value: u32 = value
+            .parse()
+            .map_err(|_| anyhow!("`{w}`: weight must be a whole number"))?;
+        map.insert(name.to_string(), value.into());
+    }
+    Ok(serde_json::Value::Object(map).to_string())
+}
+
+async fn call(
+    args: &CtlArgs,
+    method: &str,
+    path: &str,
+    body: Option<String>,
+) -> anyhow::Result<(http::StatusCode, String)> {
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let url = format!("{}{}", args.url.trim_end_matches('/'), path);
+    let request = http::Request::builder()
+        .method(method)
+        .uri(&url)
+        .header("authorization", format!("Bearer {}", args.token))
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))?;
+    let response = client.request(request).await.with_context(|| url.clone())?;
+    let status = response.status();
+    let bytes = response.into_body().collect().await?.to_bytes();
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}

@@ -1,0 +1,275 @@
+//! The HTTP data plane: one `ProxyHttp` per listener. Each request loads the
+//! live snapshot once, keeps it in its context, picks a route, a cluster and
+//! an endpoint from tables built with the snapshot, and records one outcome.
+
+mod context;
+mod errors;
+mod request_id;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use sluice_control::{Sample, SnapshotStore};
+use sluice_filters::{error_body, hash_bytes, Failure, RequestView};
+use tracing::{debug, info_span};
+
+use crate::lifecycle::Lifecycle;
+pub use context::RequestCtx;
+
+/// How long an endpoint that refused a connection is skipped.
+const EJECTION: Duration = Duration::from_secs(10);
+
+pub struct HttpProxy {
+    /// Index of this proxy's listener in the config.
+    listener: usize,
+    store: Arc<SnapshotStore>,
+    lifecycle: Arc<Lifecycle>,
+}
+
+impl HttpProxy {
+    pub fn new(listener: usize, store: Arc<SnapshotStore>, lifecycle: Arc<Lifecycle>) -> Self {
+        Self {
+            listener,
+            store,
+            lifecycle,
+        }
+    }
+
+    /// Writes a proxy-generated JSON error, keeping the connection alive
+    /// (pingora's own error responses force `Connection: close`).
+    async fn respond_failure(&self, session: &mut Session, ctx: &mut RequestCtx, failure: Failure) {
+        ctx.failure = Some(failure);
+        let body = Bytes::from(error_body(failure, &ctx.request_id));
+        let Ok(mut resp) = ResponseHeader::build(failure.status(), Some(4)) else {
+            return;
+        };
+        let _ = resp.insert_header("content-type", "application/json");
+        let _ = resp.insert_header("content-length", body.len());
+        let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
+        let _ = resp.insert_header("x-sluice-error", failure.reason());
+        if session
+            .write_response_header(Box::new(resp), false)
+            .await
+            .is_ok()
+        {
+            let _ = session.write_response_body(Some(body), true).await;
+        }
+    }
+}
+
+/// What route matching reads from a pingora request.
+struct PingoraRequest<'a>(&'a pingora::http::RequestHeader);
+
+impl RequestView for PingoraRequest<'_> {
+    fn path(&self) -> &str {
+        self.0.uri.path()
+    }
+
+    fn host(&self) -> Option<&str> {
+        self.0
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| self.0.headers.get("host").and_then(|h| h.to_str().ok()))
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.0.headers.get(name).map(|v| v.as_bytes())
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for HttpProxy {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> RequestCtx {
+        RequestCtx::new(self.lifecycle.enter(), self.store.load())
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        ctx.request_id = request_id::take_or_make(session.req_header_mut());
+        let snapshot = ctx.snapshot.clone();
+        let req = PingoraRequest(session.req_header());
+        let routes = snapshot.listener_routes.get(self.listener);
+        let route = routes.and_then(|rs| {
+            rs.iter()
+                .copied()
+                .find(|i| snapshot.routes[*i].matcher.matches(&req))
+        });
+        let Some(route_index) = route else {
+            self.respond_failure(session, ctx, Failure::NoRoute).await;
+            return Ok(true);
+        };
+        ctx.route = Some(route_index);
+        let route = &snapshot.routes[route_index];
+        let target = match &route.sticky {
+            Some((header, table)) => match req.header(header) {
+                Some(key) => table.pick(hash_bytes(key)),
+                None => route.table.pick(rand::random()),
+            },
+            None => route.table.pick(rand::random()),
+        };
+        match target {
+            Some(t) => ctx.target = Some(t),
+            None => {
+                self.respond_failure(session, ctx, Failure::NoCluster).await;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        ctx: &mut RequestCtx,
+    ) -> Result<Box<HttpPeer>> {
+        let Some(cluster) = ctx.cluster().cloned() else {
+            return Error::e_explain(ErrorType::InternalError, "no cluster chosen");
+        };
+        let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), ctx.tried) else {
+            return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
+        };
+        ctx.endpoint = Some(i);
+        if i < 64 {
+            ctx.tried |= 1 << i;
+        }
+        let config = &cluster.config;
+        let endpoint = &config.endpoints[i];
+        let tls = config.tls.as_ref();
+        let sni = tls
+            .and_then(|t| t.sni.clone())
+            .unwrap_or_else(|| endpoint.host.clone());
+        let mut peer = HttpPeer::new(endpoint.addr, tls.is_some(), sni);
+        let t = &config.timeouts;
+        peer.options.connection_timeout = Some(t.connect);
+        peer.options.read_timeout = Some(t.first_byte);
+        peer.options.idle_timeout = Some(t.idle);
+        if let Some(tls) = tls {
+            peer.options.verify_cert = tls.verify;
+            peer.options.verify_hostname = tls.verify;
+        }
+        Ok(Box::new(peer))
+    }
+
+    fn fail_to_connect(
+        &self,
+        _session: &mut Session,
+        _peer: &HttpPeer,
+        ctx: &mut RequestCtx,
+        mut e: Box<Error>,
+    ) -> Box<Error> {
+        if let (Some(cluster), Some(i)) = (ctx.cluster(), ctx.endpoint) {
+            let now = self.lifecycle.now_ms();
+            cluster.endpoints.eject(i, now, EJECTION.as_millis() as u64);
+            debug!(cluster = %cluster.config.name, endpoint = i, "endpoint ejected after connect failure");
+            // Another endpoint is worth a try; a request is never sent twice
+            // to one that refused it.
+            let untried =
+                (0..cluster.endpoints.len()).any(|k| k >= 64 || ctx.tried & (1 << k) == 0);
+            e.set_retry(untried);
+        }
+        e
+    }
+
+    async fn response_filter(
+        &self,
+        session: &mut Session,
+        upstream_response: &mut ResponseHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let (Some(cluster), Some(i)) = (ctx.cluster(), ctx.endpoint) {
+            cluster.endpoints.restore(i);
+        }
+        upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
+        if self.lifecycle.is_draining() {
+            // Tell keep-alive clients to reconnect elsewhere while we drain.
+            session.set_keepalive(None);
+        }
+        Ok(())
+    }
+
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        ctx: &mut RequestCtx,
+    ) -> FailToProxy {
+        let failure = errors::classify(e);
+        let written = session.response_written().is_some();
+        let error_code = match failure {
+            // The client is gone or sent garbage it will not read an answer to.
+            None => 0,
+            Some(f) if written => {
+                ctx.failure = Some(f);
+                0
+            }
+            Some(f) => {
+                self.respond_failure(session, ctx, f).await;
+                f.status()
+            }
+        };
+        FailToProxy {
+            error_code,
+            can_reuse_downstream: error_code != 0,
+        }
+    }
+
+    fn suppress_error_log(&self, _session: &Session, _ctx: &RequestCtx, _error: &Error) -> bool {
+        // `logging` records every failure with its reason; pingora's own line
+        // would repeat it without the route.
+        true
+    }
+
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut RequestCtx) {
+        let latency = ctx.started.elapsed();
+        let status = session
+            .response_written()
+            .map(|r| r.status.as_u16())
+            .or(ctx.failure.map(Failure::status))
+            .unwrap_or(0);
+        let snapshot = &ctx.snapshot;
+        let span = info_span!("request", id = %ctx.request_id);
+        let _enter = span.enter();
+        match (ctx.route, ctx.target) {
+            (Some(r), Some(t)) => {
+                let target = &snapshot.routes[r].targets[t];
+                target.metrics.record(status, latency.as_secs_f64());
+                if let Some(f) = ctx.failure {
+                    target.metrics.record_failure(f);
+                }
+                self.store.stats.record(Sample {
+                    key: target.stats,
+                    status,
+                    latency,
+                });
+            }
+            (Some(r), None) => {
+                let m = &snapshot.routes[r].unrouted;
+                m.record(status, latency.as_secs_f64());
+                if let Some(f) = ctx.failure {
+                    m.record_failure(f);
+                }
+            }
+            _ => {
+                if let Some(m) = snapshot.no_route.get(self.listener) {
+                    m.record(status, latency.as_secs_f64());
+                    m.record_failure(ctx.failure.unwrap_or(Failure::NoRoute));
+                }
+            }
+        }
+        debug!(
+            status,
+            latency_us = latency.as_micros() as u64,
+            route = ctx.route_name().unwrap_or(""),
+            cluster = ctx.cluster().map_or("", |c| c.config.name.as_str()),
+            error = e.map(|e| e.etype().as_str()).unwrap_or(""),
+            "request done"
+        );
+    }
+}

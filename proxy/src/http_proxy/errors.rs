@@ -1,0 +1,24 @@
+//! Maps pingora's errors onto sluice's [`Failure`] kinds; the status and
+//! body come from `sluice_filters::Failure`, the one mapping.
+
+use pingora::{Error, ErrorSource, ErrorType};
+use sluice_filters::Failure;
+
+/// `None` when the client went away: there is nobody to answer.
+pub fn classify(e: &Error) -> Option<Failure> {
+    use ErrorType::*;
+    let failure = match (e.esource(), e.etype()) {
+        (_, ConnectTimedout) => Failure::ConnectTimeout,
+        (_, ConnectRefused | ConnectNoRoute | ConnectError | ConnectProxyFailure) => {
+            Failure::ConnectError
+        }
+        (_, TLSHandshakeFailure | TLSHandshakeTimedout | InvalidCert) => Failure::ConnectError,
+        (ErrorSource::Upstream, ReadTimedout | WriteTimedout) => Failure::UpstreamTimeout,
+        (ErrorSource::Upstream, _) => Failure::UpstreamError,
+        (ErrorSource::Downstream, ReadError | WriteError | ConnectionClosed) => return None,
+        (ErrorSource::Downstream, _) => Failure::BadRequest,
+        (_, HTTPStatus(s)) if *s == 404 => Failure::NoRoute,
+        _ => Failure::Internal,
+    };
+    Some(failure)
+}

@@ -1,0 +1,14 @@
+//! The sluice data plane and CLI plumbing: everything that holds a socket.
+
+pub mod ctl;
+mod defaults;
+mod http_proxy;
+mod lifecycle;
+mod mock_llm;
+mod server;
+mod tcp_proxy;
+
+pub use defaults::{default_config_yaml, MockThread};
+pub use lifecycle::Stop;
+pub use mock_llm::{MockLlm, MockLlmOptions};
+pub use server::{Sluice, StartOptions};

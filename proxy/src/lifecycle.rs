@@ -1,0 +1,107 @@
+//! Process lifecycle shared by the data plane and the control plane:
+//! in-flight request count, the draining flag, a monotonic clock in
+//! milliseconds, and the shutdown signal handed to pingora.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pingora::server::{ShutdownSignal, ShutdownSignalWatch};
+use tokio::sync::watch;
+
+/// How sluice is asked to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Finish in-flight requests (up to the grace period), then stop.
+    Drain,
+    /// Stop now.
+    Fast,
+}
+
+pub struct Lifecycle {
+    started: Instant,
+    inflight: AtomicUsize,
+    draining: AtomicBool,
+    stop_tx: watch::Sender<Option<Stop>>,
+}
+
+impl Lifecycle {
+    pub fn new() -> Arc<Lifecycle> {
+        Arc::new(Lifecycle {
+            started: Instant::now(),
+            inflight: AtomicUsize::new(0),
+            draining: AtomicBool::new(false),
+            stop_tx: watch::channel(None).0,
+        })
+    }
+
+    /// Milliseconds since start: the clock endpoint ejections are kept on.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Counts a request in flight until the guard drops.
+    pub fn enter(self: &Arc<Self>) -> InflightGuard {
+        self.inflight.fetch_add(1, Ordering::Relaxed);
+        InflightGuard(self.clone())
+    }
+
+    pub fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Relaxed)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits until nothing is in flight or `grace` has passed; returns the
+    /// number still in flight.
+    pub async fn wait_idle(&self, grace: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.inflight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.inflight()
+    }
+
+    /// Asks pingora to stop its services (after any draining is done).
+    pub fn stop_services(&self, how: Stop) {
+        self.stop_tx.send_replace(Some(how));
+    }
+
+    /// The watch pingora's `Server::run` waits on instead of Unix signals.
+    pub fn signal_watch(&self) -> Box<dyn ShutdownSignalWatch + Send + Sync> {
+        Box::new(StopWatch(self.stop_tx.subscribe()))
+    }
+}
+
+pub struct InflightGuard(Arc<Lifecycle>);
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        self.0.inflight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+struct StopWatch(watch::Receiver<Option<Stop>>);
+
+#[async_trait]
+impl ShutdownSignalWatch for StopWatch {
+    async fn recv(&self) -> ShutdownSignal {
+        let mut rx = self.0.clone();
+        let stop = match rx.wait_for(Option::is_some).await {
+            Ok(v) => *v,
+            // The lifecycle is gone: nothing can ask for a drain any more.
+            Err(_) => Some(Stop::Fast),
+        };
+        match stop {
+            Some(Stop::Drain) => ShutdownSignal::GracefulTerminate,
+            _ => ShutdownSignal::FastShutdown,
+        }
+    }
+}

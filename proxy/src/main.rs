@@ -1,0 +1,203 @@
+//! The `sluice` command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sluice_control::{parse_duration, Config, ConfigErrors};
+use sluice_proxy::{
+    ctl, default_config_yaml, MockLlm, MockLlmOptions, MockThread, Sluice, StartOptions,
+};
+
+#[derive(Parser)]
+#[command(name = "sluice", version, about = "A sidecar proxy for AI services")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve. Without -c: the embedded default (proxy on 127.0.0.1:8080 in
+    /// front of a built-in mock LLM, control API on 127.0.0.1:9901).
+    Run {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+    },
+    /// Parse and validate a config; print every error. Exit 0 valid, 2 invalid.
+    Validate { file: PathBuf },
+    /// An OpenAI-compatible streaming mock LLM.
+    MockLlm {
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        listen: SocketAddr,
+        /// Time to first token, e.g. 200ms.
+        #[arg(long, default_value = "50ms", value_parser = duration)]
+        ttft: Duration,
+        /// Gap between tokens.
+        #[arg(long, default_value = "10ms", value_parser = duration)]
+        itl: Duration,
+        /// Uniform jitter added to each gap.
+        #[arg(long, default_value = "0ms", value_parser = duration)]
+        jitter: Duration,
+        #[arg(long, default_value_t = 16)]
+        tokens: u32,
+        /// Share of requests answered 500, 0..=1.
+        #[arg(long, default_value_t = 0.0)]
+        error_rate: f64,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value = "mock-llm")]
+        model: String,
+    },
+    /// Client for the control API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
+    Ctl(ctl::CtlArgs),
+}
+
+/// Accepts `250ms` style durations, and plain numbers as milliseconds.
+fn duration(s: &str) -> Result<Duration, String> {
+    match s.parse::<u64>() {
+        Ok(ms) => Ok(Duration::from_millis(ms)),
+        Err(_) => parse_duration(s),
+    }
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { config } => run(config),
+        Command::Validate { file } => return validate(&file),
+        Command::MockLlm {
+            listen,
+            ttft,
+            itl,
+            jitter,
+            tokens,
+            error_rate,
+            seed,
+            model,
+        } => mock_llm(MockLlmOptions {
+            listen,
+            ttft,
+            itl,
+            jitter,
+            tokens,
+            error_rate,
+            seed,
+            model,
+        }),
+        Command::Ctl(args) => ctl::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn load(file: &PathBuf) -> Result<Config, Vec<String>> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| vec![format!("{}: {e}", file.display())])?;
+    Config::from_yaml(&text)
+        .map_err(|ConfigErrors(errors)| errors.iter().map(ToString::to_string).collect())
+}
+
+fn validate(file: &PathBuf) -> ExitCode {
+    match load(file) {
+        Ok(c) => {
+            #[allow(clippy::print_stdout)]
+            {
+                println!(
+                    "{}: valid ({} listeners, {} clusters, {} routes)",
+                    file.display(),
+                    c.listeners.len(),
+                    c.clusters.len(),
+                    c.routes.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn run(path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut _mock = None;
+    let config = match &path {
+        Some(file) => match load(file) {
+            Ok(c) => c,
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => {
+            let mock = MockThread::start(MockLlmOptions {
+                listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                ttft: Duration::from_millis(120),
+                itl: Duration::from_millis(15),
+                tokens: 32,
+                ..MockLlmOptions::default()
+            })?;
+            let yaml = default_config_yaml(mock.addr);
+            _mock = Some(mock);
+            Config::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("embedded default: {e}"))?
+        }
+    };
+    let sluice = Sluice::start(
+        config,
+        StartOptions {
+            config_path: path,
+            handle_signals: true,
+        },
+    )?;
+    for (name, addr) in &sluice.listeners {
+        println!("listener {name} on {addr}");
+    }
+    println!("control API on http://{}", sluice.admin_addr);
+    if sluice.token_generated {
+        println!("admin token (generated, none configured): {}", sluice.token);
+    }
+    sluice.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mock_llm(options: MockLlmOptions) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let mock = MockLlm::start(options).await.context("mock LLM")?;
+        #[allow(clippy::print_stdout)]
+        {
+            println!("mock-llm listening on {}", mock.addr());
+        }
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
+        mock.stop().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}

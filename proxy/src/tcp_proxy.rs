@@ -1,0 +1,120 @@
+//! L4 pass-through for `tcp` listeners (Redis and any TCP service): one
+//! upstream connection per client connection, bytes copied both ways, a
+//! half-close on one side passed on to the other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::protocols::Stream;
+use pingora::server::ShutdownWatch;
+use sluice_control::SnapshotStore;
+use tokio::net::TcpStream;
+use tracing::{debug, warn};
+
+use crate::lifecycle::Lifecycle;
+
+const EJECTION: Duration = Duration::from_secs(10);
+
+pub struct TcpProxy {
+    listener: String,
+    cluster: String,
+    store: Arc<SnapshotStore>,
+    lifecycle: Arc<Lifecycle>,
+}
+
+impl TcpProxy {
+    pub fn new(
+        listener: String,
+        cluster: String,
+        store: Arc<SnapshotStore>,
+        lifecycle: Arc<Lifecycle>,
+    ) -> Self {
+        Self {
+            listener,
+            cluster,
+            store,
+            lifecycle,
+        }
+    }
+
+    /// Connects to the cluster's endpoints in turn, ejecting those that fail.
+    async fn connect(&self) -> Option<TcpStream> {
+        let snapshot = self.store.load();
+        let cluster = snapshot
+            .clusters
+            .iter()
+            .find(|c| c.config.name == self.cluster)?;
+        let mut tried = 0u64;
+        while let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), tried) {
+            if i < 64 {
+                tried |= 1 << i;
+            }
+            let addr = cluster.config.endpoints[i].addr;
+            let connect =
+                tokio::time::timeout(cluster.config.timeouts.connect, TcpStream::connect(addr));
+            match connect.await {
+                Ok(Ok(stream)) => {
+                    cluster.endpoints.restore(i);
+                    let _ = stream.set_nodelay(true);
+                    return Some(stream);
+                }
+                _ => {
+                    warn!(listener = %self.listener, %addr, "tcp upstream connect failed");
+                    cluster.endpoints.eject(
+                        i,
+                        self.lifecycle.now_ms(),
+                        EJECTION.as_millis() as u64,
+                    );
+                    if i >= 64 {
+                        return None;
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+#[async_trait]
+impl ServerApp for TcpProxy {
+    async fn process_new(
+        self: &Arc<Self>,
+        mut downstream: Stream,
+        _shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        let _inflight = self.lifecycle.enter();
+        let metrics = &self.store.metrics;
+        let labels = [self.listener.as_str(), self.cluster.as_str()];
+        metrics.tcp_connections.with_label_values(&labels).inc();
+        let active = metrics
+            .tcp_active_connections
+            .with_label_values(&[self.listener.as_str()]);
+        active.inc();
+        if let Some(mut upstream) = self.connect().await {
+            // copy_bidirectional shuts down each write side when its read side
+            // reaches EOF, which is exactly the half-close a client expects.
+            let result = tokio::io::copy_bidirectional(&mut downstream, &mut upstream).await;
+            let (to_upstream, to_downstream) = match result {
+                Ok(counts) => counts,
+                Err(e) => {
+                    debug!(listener = %self.listener, error = %e, "tcp connection ended with error");
+                    (0, 0)
+                }
+            };
+            let bytes = |dir: &str| {
+                metrics.tcp_bytes.with_label_values(&[
+                    self.listener.as_str(),
+                    self.cluster.as_str(),
+                    dir,
+                ])
+            };
+            bytes("upstream").inc_by(to_upstream);
+            bytes("downstream").inc_by(to_downstream);
+            debug!(listener = %self.listener, to_upstream, to_downstream, "tcp connection closed");
+        }
+        active.dec();
+        None
+    }
+}

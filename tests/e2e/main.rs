@@ -1,0 +1,4 @@
+//! The end-to-end test binary: one binary, so pingora is linked once.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;

@@ -1,0 +1,36 @@
+//! Helpers the end-to-end tests share: free ports and readiness polling, fake upstreams
+//! (plain, h2c, TLS, slow, SSE), TLS material, a Redis child process, the venv Python.
+//!
+//! Everything binds 127.0.0.1 only, reports its address, and stops when its handle drops.
+// The tests that use these helpers live in sibling modules and not every helper (or
+// re-export below) has a user in every build of the binary.
+#![allow(dead_code, unused_imports)]
+
+mod net;
+mod python;
+mod redis;
+mod tls;
+mod upstream;
+
+#[cfg(test)]
+mod tests;
+
+pub use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub use python::{python, workspace_root};
+pub use redis::{redis_available, RedisServer};
+pub use tls::{install_crypto_provider, TlsFixture};
+pub use upstream::{sha256_hex, NamedUpstream, SseOptions, TlsUpstream, UpstreamOptions};
+
+/// Whether a test that needs `what` should run. When it is missing the test is skipped
+/// with a note on stderr, except in CI (`CI` set), where a missing part is a failure:
+/// `scripts/test.sh` installs everything the tests need, so a skip there hides a bug.
+pub fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") {
+        panic!("{what} is missing in CI: scripts/install-deps.sh should have installed it");
+    }
+    eprintln!("skipped: {what} is not available (run scripts/install-deps.sh)");
+    false
+}

@@ -1,0 +1,40 @@
+//! The Python interpreter with the test packages (the openai SDK), from the repo's venv.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The workspace root (the directory above the `tests` crate).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// A Python that can `import openai`: `$SLUICE_PYTHON` (set by `scripts/test.sh`), else
+/// `.venv/bin/python` at the workspace root. `None` when neither works; checked once.
+pub fn python() -> Option<PathBuf> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let from_env = std::env::var_os("SLUICE_PYTHON")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from);
+            let venv = workspace_root().join(".venv/bin/python");
+            from_env
+                .into_iter()
+                .chain([venv])
+                .find(|p| imports_openai(p))
+        })
+        .clone()
+}
+
+fn imports_openai(python: &Path) -> bool {
+    python.is_file()
+        && Command::new(python)
+            .args(["-c", "import openai"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}

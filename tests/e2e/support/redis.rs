@@ -1,0 +1,90 @@
+//! A throwaway `redis-server` child process on a free loopback port.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::net::{free_port, WAIT_POLL};
+
+/// Whether `redis-server` is on PATH.
+pub fn redis_available() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `redis-server` without persistence on 127.0.0.1; killed when dropped.
+pub struct RedisServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl RedisServer {
+    /// Starts it and waits until it accepts connections. A port taken between
+    /// [`free_port`] and redis binding it makes redis exit; that is retried on a new port.
+    pub async fn start() -> anyhow::Result<Self> {
+        let mut last = None;
+        for _ in 0..3 {
+            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+            let mut child = Command::new("redis-server")
+                .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("spawn redis-server (is it installed? scripts/install-deps.sh)")?;
+            match wait_ready(&mut child, addr).await {
+                Ok(()) => return Ok(Self { child, addr }),
+                Err(err) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last = Some(err);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `redis://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn wait_ready(child: &mut Child, addr: SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            bail!("redis-server on {addr} exited at start: {status}");
+        }
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("redis-server did not accept on {addr} within 10s");
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
