@@ -1,4 +1,8 @@
 //! The end-to-end test binary: one binary, so pingora is linked once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod harness;
 mod support;
+
+mod proxy_basics;
+mod split;

@@ -2,7 +2,7 @@
 //! size limit.
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, Response, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Body;
@@ -104,10 +104,15 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let too_large = || {
-        error(
+        let mut response = error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("request body is over {MAX_BODY_BYTES} bytes"),
-        )
+        );
+        // The rest of the body is unread: close rather than drain it.
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        response
     };
     let declared = headers
         .get(CONTENT_LENGTH)

@@ -85,3 +85,46 @@ pub fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
     // An empty configured token would match an empty header: refuse it.
     !expected.is_empty() && bool::from(given.ct_eq(expected.as_bytes()))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_env_file_or_are_generated() {
+        let var = format!("SLUICE_TEST_TOKEN_{}", std::process::id());
+        let missing = resolve_token(&TokenSource::Env(var.clone())).unwrap_err();
+        assert!(missing.to_string().contains(&var), "{missing}");
+        std::env::set_var(&var, "");
+        let empty = resolve_token(&TokenSource::Env(var.clone())).unwrap_err();
+        assert_eq!(
+            empty.to_string(),
+            format!("admin token variable `{var}` is empty")
+        );
+        std::env::set_var(&var, "from-env");
+        assert_eq!(
+            resolve_token(&TokenSource::Env(var.clone())).unwrap(),
+            ("from-env".to_string(), false)
+        );
+        std::env::remove_var(&var);
+
+        let path = std::env::temp_dir().join(format!("sluice-token-{}", std::process::id()));
+        let missing = resolve_token(&TokenSource::File(path.clone())).unwrap_err();
+        assert!(missing.to_string().contains(&path.display().to_string()));
+        std::fs::write(&path, "from-file\n").unwrap();
+        assert_eq!(
+            resolve_token(&TokenSource::File(path.clone())).unwrap(),
+            ("from-file".to_string(), false)
+        );
+        std::fs::remove_file(&path).unwrap();
+
+        let (a, generated) = resolve_token(&TokenSource::Generated).unwrap();
+        let (b, _) = resolve_token(&TokenSource::Generated).unwrap();
+        assert!(generated);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

@@ -127,7 +127,7 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
     }
     let split = match parse_split(body) {
         Ok(split) => split,
-        Err(answer) => return answer,
+        Err((message, path)) => return respond::error_at(StatusCode::BAD_REQUEST, &message, &path),
     };
     // The route may vanish between the check above and the write lock.
     let mut vanished = false;
@@ -172,34 +172,32 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
 }
 
 /// A split body is a JSON object of cluster names to non-negative integer
-/// weights; anything else is refused with the path of what is wrong.
-fn parse_split(body: &[u8]) -> Result<BTreeMap<String, u32>, ApiResponse> {
-    let bad =
-        |message: String, path: &str| respond::error_at(StatusCode::BAD_REQUEST, &message, path);
+/// weights; anything else is refused with what is wrong and its path.
+fn parse_split(body: &[u8]) -> Result<BTreeMap<String, u32>, (String, String)> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
-        bad(
+        (
             format!("body must be a JSON object of cluster weights: {e}"),
-            "split",
+            "split".to_string(),
         )
     })?;
     let Value::Object(map) = value else {
-        return Err(bad(
+        return Err((
             format!(
                 "must be a JSON object of cluster weights, found {}",
                 kind(&value)
             ),
-            "split",
+            "split".to_string(),
         ));
     };
     let mut split = BTreeMap::new();
     for (cluster, weight) in map {
         let Some(w) = weight.as_u64().and_then(|w| u32::try_from(w).ok()) else {
-            return Err(bad(
+            return Err((
                 format!(
                     "weight must be an integer from 0 to {}, found {weight}",
                     u32::MAX
                 ),
-                &format!("split.{cluster}"),
+                format!("split.{cluster}"),
             ));
         };
         split.insert(cluster, w);

@@ -1,0 +1,80 @@
+//! Starting sluice in-process for a test: the same `Sluice::start` that
+//! `main` uses, on free loopback ports, plus a client for its control API.
+
+use std::net::SocketAddr;
+
+use serde_json::Value;
+use sluice_control::Config;
+use sluice_proxy::{Sluice, StartOptions};
+
+/// Starts sluice from a YAML config. The admin API binds an ephemeral port
+/// unless the YAML sets one.
+pub fn start(yaml: &str) -> Sluice {
+    let config =
+        Config::from_yaml(yaml).unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{yaml}"));
+    Sluice::start(config, StartOptions::default()).expect("sluice starts")
+}
+
+/// The address of the listener named `name`.
+pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
+    sluice
+        .listeners
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, a)| *a)
+        .unwrap_or_else(|| panic!("no listener {name}"))
+}
+
+/// `admin: {listen: 127.0.0.1:0}` plus one http listener on a free port,
+/// for tests that need nothing special.
+pub fn http_listener_yaml(port: u16) -> String {
+    format!(
+        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\nlisteners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n"
+    )
+}
+
+pub struct Admin {
+    base: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Admin {
+    pub fn new(sluice: &Sluice) -> Self {
+        Self {
+            base: format!("http://{}", sluice.admin_addr),
+            token: sluice.token.clone(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("admin GET");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let r = self
+            .client
+            .put(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .body(body)
+            .send()
+            .await
+            .expect("admin PUT");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn set_split(&self, route: &str, split: Value) -> (u16, Value) {
+        self.put(&format!("/v1/routes/{route}/split"), split.to_string())
+            .await
+    }
+}

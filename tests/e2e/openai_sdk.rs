@@ -1,0 +1,120 @@
+//! The official OpenAI Python SDK as the client: streaming and whole chat completions
+//! through sluice from the mock LLM arrive intact, usage included.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sluice_proxy::{MockLlm, MockLlmOptions};
+
+use crate::harness;
+use crate::support::{self, free_port};
+
+const SCRIPT: &str = r#"
+import json, sys
+import openai
+
+client = openai.OpenAI(base_url=f"http://127.0.0.1:{sys.argv[1]}/v1", api_key="x", max_retries=0, timeout=30)
+messages = [{"role": "user", "content": "say something"}]
+
+stream = client.chat.completions.create(
+    model="mock-llm", messages=messages, stream=True, stream_options={"include_usage": True}
+)
+chunks, text, usage, finish = 0, "", None, None
+for chunk in stream:
+    if chunk.choices:
+        choice = chunk.choices[0]
+        if choice.delta.content:
+            chunks += 1
+            text += choice.delta.content
+        finish = choice.finish_reason or finish
+    if chunk.usage is not None:
+        usage = chunk.usage.completion_tokens
+
+whole = client.chat.completions.create(model="mock-llm", messages=messages)
+print(json.dumps({
+    "chunks": chunks,
+    "text": text,
+    "completion_tokens": usage,
+    "finish": finish,
+    "whole_completion_tokens": whole.usage.completion_tokens,
+    "whole_prompt_tokens": whole.usage.prompt_tokens,
+    "whole_text": whole.choices[0].message.content,
+}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_sdk_streams_through_sluice() {
+    let Some(python) = support::python() else {
+        support::require("python with openai (.venv)", false);
+        return;
+    };
+    let mock = MockLlm::start(MockLlmOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tokens: 12,
+        itl: Duration::from_millis(5),
+        ttft: Duration::from_millis(20),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let yaml = harness::http_listener_yaml(free_port())
+        + &format!(
+            "clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
+             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm: 100 }} }}\n",
+            mock.addr()
+        );
+    let sluice = harness::start(&yaml);
+    let port = harness::listener(&sluice, "public").port();
+
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .args(["-c", SCRIPT, &port.to_string()])
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let got: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: stdout:\n{stdout}\nstderr:\n{stderr}"));
+
+    assert_eq!(got["chunks"], 12, "{got}");
+    assert_eq!(got["completion_tokens"], 12, "{got}");
+    assert_eq!(got["finish"], "stop", "{got}");
+    assert!(!got["text"].as_str().unwrap_or("").is_empty(), "{got}");
+    assert_eq!(got["whole_completion_tokens"], 12, "{got}");
+    assert!(got["whole_prompt_tokens"].as_u64().unwrap_or(0) > 0, "{got}");
+    assert!(
+        !got["whole_text"].as_str().unwrap_or("").is_empty(),
+        "{got}"
+    );
+
+    // Both calls were counted on the route, as 2xx answers from cluster `llm`. The
+    // count is bumped when the proxy logs the request, a moment after the client is done.
+    let admin = sluice.admin_addr;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = reqwest::get(format!("http://{admin}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let line = metrics.lines().find(|l| {
+            l.starts_with("sluice_requests_total{")
+                && ["route=\"chat\"", "cluster=\"llm\"", "status_class=\"2xx\""]
+                    .iter()
+                    .all(|label| l.contains(label))
+        });
+        let count = line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        if count == Some(2.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(support::WAIT_POLL).await;
+    }
+}

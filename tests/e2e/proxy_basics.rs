@@ -1,0 +1,219 @@
+//! Pass-through that changes nothing: methods, bodies of any size, SSE
+//! chunking, request ids, and the proxy's own JSON errors.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use rand::RngCore;
+use serde_json::Value;
+
+use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::support::{free_port, sha256_hex, NamedUpstream, UpstreamOptions};
+
+fn one_route(port: u16, endpoints: &str, timeouts: &str) -> String {
+    format!(
+        "{}clusters:\n  - {{ name: up, kind: http, version: v1, endpoints: [{endpoints}]{timeouts} }}\nroutes:\n  - {{ name: all, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ up: 100 }} }}\n",
+        http_listener_yaml(port)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_post_arrive_unchanged() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let port = free_port();
+    let sluice = start(&one_route(port, &up.addr().to_string(), ""));
+    let base = format!("http://{}", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+
+    let r = client
+        .get(format!("{base}/v1/models?x=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["upstream"], "a");
+    assert_eq!(v["method"], "GET");
+    assert_eq!(v["path"], "/v1/models");
+    assert_eq!(v["query"], "x=1");
+
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["method"], "POST");
+    assert_eq!(v["body_sha256"], sha256_hex(body.as_bytes()));
+    assert_eq!(v["headers"]["content-type"], "application/json");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_bodies_arrive_byte_exact() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
+    let base = format!("http://{}", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    for size in [1 << 20, 8 << 20] {
+        let mut body = vec![0u8; size];
+        rand::rng().fill_bytes(&mut body);
+        let want = sha256_hex(&body);
+        let r = client
+            .post(format!("{base}/v1/upload"))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{size} bytes");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["body_len"], size as u64);
+        assert_eq!(v["body_sha256"], want, "{size} bytes");
+    }
+}
+
+/// Arrival time of every body chunk of a GET.
+async fn chunk_times(url: &str) -> Vec<Duration> {
+    let start = Instant::now();
+    let r = reqwest::get(url).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut stream = r.bytes_stream();
+    let mut times = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        assert!(!chunk.unwrap().is_empty());
+        times.push(start.elapsed());
+    }
+    times
+}
+
+fn median_gap(times: &[Duration]) -> Duration {
+    let mut gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort();
+    gaps[gaps.len() / 2]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_chunks_pass_one_by_one_with_their_spacing() {
+    let gap = Duration::from_millis(40);
+    let up = NamedUpstream::start_with("a", UpstreamOptions::default().with_sse(15, gap))
+        .await
+        .unwrap();
+    let yaml = format!(
+        "{}clusters:\n  - {{ name: up, kind: llm, endpoints: [{}] }}\nroutes:\n  - {{ name: all, listener: public, split: {{ up: 100 }} }}\n",
+        http_listener_yaml(free_port()),
+        up.addr()
+    );
+    let sluice = start(&yaml);
+    let direct = chunk_times(&format!("{}/sse", up.url())).await;
+    let proxied = chunk_times(&format!("http://{}/sse", listener(&sluice, "public"))).await;
+    assert_eq!(direct.len(), 15);
+    // Same count: nothing coalesced, nothing split.
+    assert_eq!(proxied.len(), direct.len());
+    // Same spacing, within generous bounds (this is a behaviour check; the
+    // overhead figures are in docs/BENCHMARKS.md).
+    let (d, p) = (median_gap(&direct), median_gap(&proxied));
+    assert!(p >= gap / 2 && p <= gap * 3, "direct {d:?}, proxied {p:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_id_is_kept_or_generated() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
+    let url = format!("http://{}/v1/x", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+
+    let r = client
+        .get(&url)
+        .header("x-request-id", "abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["headers"]["x-request-id"], "abc-123");
+
+    let r = client.get(&url).send().await.unwrap();
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert!(!id.is_empty());
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["headers"]["x-request-id"], id.as_str());
+}
+
+async fn error_of(url: &str) -> (u16, Value, Option<String>) {
+    let r = reqwest::get(url).await.unwrap();
+    let status = r.status().as_u16();
+    let connection = r
+        .headers()
+        .get("connection")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, r.json().await.unwrap(), connection)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_route_is_404_json_and_keeps_the_connection() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
+    let (status, body, connection) =
+        error_of(&format!("http://{}/other", listener(&sluice, "public"))).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"], "no_route");
+    assert_ne!(connection.as_deref(), Some("close"));
+    assert_eq!(up.requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_upstream_is_502_and_counted() {
+    let dead = format!("127.0.0.1:{}", free_port());
+    let sluice = start(&one_route(free_port(), &dead, ""));
+    let (status, body, _) = error_of(&format!("http://{}/v1/x", listener(&sluice, "public"))).await;
+    assert_eq!(status, 502);
+    assert_eq!(body["error"], "connect_error");
+    let metrics = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            r#"sluice_proxy_errors_total{cluster="up",reason="connect_error",route="all"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains(
+        r#"sluice_requests_total{cluster="up",route="all",status_class="5xx",version="v1"} 1"#
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_upstream_is_504() {
+    let up = NamedUpstream::start_with(
+        "slow",
+        UpstreamOptions::default().with_delay(Duration::from_secs(3)),
+    )
+    .await
+    .unwrap();
+    let timeouts = ", timeouts: { first_byte: 300ms }";
+    let sluice = start(&one_route(free_port(), &up.addr().to_string(), timeouts));
+    let (status, body, _) = error_of(&format!("http://{}/v1/x", listener(&sluice, "public"))).await;
+    assert_eq!(status, 504);
+    assert_eq!(body["error"], "upstream_timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_endpoint_is_skipped_for_the_next() {
+    let up = NamedUpstream::start("live").await.unwrap();
+    let endpoints = format!("127.0.0.1:{}, {}", free_port(), up.addr());
+    let sluice = start(&one_route(free_port(), &endpoints, ""));
+    let url = format!("http://{}/v1/x", listener(&sluice, "public"));
+    for _ in 0..20 {
+        let r = reqwest::get(&url).await.unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    assert_eq!(up.requests(), 20);
+    let admin = Admin::new(&sluice);
+    let (status, _) = admin.get("/v1/stats").await;
+    assert_eq!(status, 200);
+}
