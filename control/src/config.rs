@@ -8,8 +8,9 @@ mod validate;
 
 pub use raw::RawConfig;
 pub use typed::{
-    AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint, ListenerConfig, ListenerProtocol,
-    RouteConfig, RuntimeConfig, StickyConfig, Timeouts, TokenSource, UpstreamTls,
+    AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint,
+    GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, RouteConfig, RuntimeConfig, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };
 pub use units::{format_duration, parse_duration};
 

@@ -11,9 +11,10 @@ mod store;
 
 pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
-    format_duration, parse_duration, AdminConfig, ClusterConfig, ClusterKind, Config, ConfigError,
-    ConfigErrors, Endpoint, ListenerConfig, ListenerProtocol, RawConfig, RouteConfig,
-    RuntimeConfig, StickyConfig, Timeouts, TokenSource, UpstreamTls,
+    format_duration, parse_duration, AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig,
+    ClusterKind, Config, ConfigError, ConfigErrors, Endpoint, GpuConfig, GpuMode, ListenerConfig,
+    ListenerProtocol, RawConfig, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig,
+    Timeouts, TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use reload::{reload_from_file, watch_config_file};

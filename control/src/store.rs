@@ -129,6 +129,12 @@ fn needs_no_restart(old: &Config, new: &Config) -> Result<(), ConfigErrors> {
     if old.runtime != new.runtime {
         errors.push(ConfigError::new("runtime", restart));
     }
+    if old.telemetry != new.telemetry {
+        errors.push(ConfigError::new("telemetry", restart));
+    }
+    if old.gpu != new.gpu {
+        errors.push(ConfigError::new("gpu", restart));
+    }
     if errors.is_empty() {
         Ok(())
     } else {

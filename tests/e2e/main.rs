@@ -6,3 +6,9 @@ mod support;
 
 mod proxy_basics;
 mod split;
+
+mod cli;
+mod lifecycle;
+mod openai_sdk;
+mod protocols;
+mod tcp;

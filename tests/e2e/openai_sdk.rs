@@ -78,7 +78,10 @@ async fn openai_sdk_streams_through_sluice() {
     .expect("run python");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     let got: Value = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("{e}: stdout:\n{stdout}\nstderr:\n{stderr}"));
 
@@ -87,7 +90,10 @@ async fn openai_sdk_streams_through_sluice() {
     assert_eq!(got["finish"], "stop", "{got}");
     assert!(!got["text"].as_str().unwrap_or("").is_empty(), "{got}");
     assert_eq!(got["whole_completion_tokens"], 12, "{got}");
-    assert!(got["whole_prompt_tokens"].as_u64().unwrap_or(0) > 0, "{got}");
+    assert!(
+        got["whole_prompt_tokens"].as_u64().unwrap_or(0) > 0,
+        "{got}"
+    );
     assert!(
         !got["whole_text"].as_str().unwrap_or("").is_empty(),
         "{got}"

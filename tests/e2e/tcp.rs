@@ -32,7 +32,12 @@ async fn run(program: &str, args: Vec<String>) -> Output {
 }
 
 fn redis_cli(port: u16, command: &[&str]) -> Vec<String> {
-    let mut args = vec!["-h".into(), "127.0.0.1".into(), "-p".into(), port.to_string()];
+    let mut args = vec![
+        "-h".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port.to_string(),
+    ];
     args.extend(command.iter().map(|s| (*s).to_owned()));
     args
 }

@@ -21,6 +21,58 @@ pub struct RawConfig {
     pub clusters: Vec<RawCluster>,
     #[serde(default)]
     pub routes: Vec<RawRoute>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<RawTelemetry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<RawGpu>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelemetry {
+    /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`. No export when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    /// Share of traces kept, 0.0..=1.0 (default 1.0). A sampled `traceparent` from the client is always kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Request header that names the model when the body does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log: Option<RawAccessLog>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAccessLog {
+    /// `stdout` or a file path (appended to).
+    pub path: String,
+    /// Percent of requests logged, 0..=100 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    /// Log prompt and answer text too (default false: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_text: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawGpuMode {
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpu {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<RawGpuMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -92,6 +144,11 @@ pub struct RawCluster {
     pub tls: Option<RawUpstreamTls>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeouts: Option<RawTimeouts>,
+    /// `llm`: the model server's own Prometheus path (e.g. `/metrics`), scraped into `sluice_upstream_*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_interval: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -17,6 +17,68 @@ pub struct Config {
     pub listeners: Vec<ListenerConfig>,
     pub clusters: Vec<ClusterConfig>,
     pub routes: Vec<RouteConfig>,
+    pub telemetry: TelemetryConfig,
+    pub gpu: GpuConfig,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TelemetryConfig {
+    pub otlp_endpoint: Option<String>,
+    pub sample_ratio: f64,
+    pub service_name: String,
+    /// Lower-case header naming the model when the request body does not.
+    pub model_header: Option<String>,
+    pub access_log: Option<AccessLogConfig>,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            sample_ratio: 1.0,
+            service_name: "sluice".into(),
+            model_header: None,
+            access_log: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccessLogTarget {
+    Stdout,
+    File(PathBuf),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccessLogConfig {
+    pub target: AccessLogTarget,
+    /// Share of requests logged, 0.0..=1.0.
+    pub ratio: f64,
+    pub include_text: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMode {
+    /// Watch GPUs when a driver is found; say so once otherwise.
+    Auto,
+    /// Watch GPUs; a missing driver is logged as a warning.
+    On,
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuConfig {
+    pub mode: GpuMode,
+    pub interval: Duration,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        Self {
+            mode: GpuMode::Auto,
+            interval: Duration::from_secs(5),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,6 +182,9 @@ pub struct ClusterConfig {
     pub endpoints: Vec<Endpoint>,
     pub tls: Option<UpstreamTls>,
     pub timeouts: Timeouts,
+    /// The model server's own Prometheus path, scraped every `metrics_interval`.
+    pub metrics_path: Option<String>,
+    pub metrics_interval: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use sluice_filters::{HeaderMatch, Matcher};
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawRoute, RawTimeouts, RawUpstreamTls,
+    RawCluster, RawClusterKind, RawGpuMode, RawListener, RawProtocol, RawRoute, RawTimeouts,
+    RawUpstreamTls,
 };
 use super::typed::*;
 use super::units::parse_duration;
@@ -106,6 +107,8 @@ impl RawConfig {
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes(&self.routes, &self.listeners, &clusters, &mut errs);
+        let telemetry = telemetry(self, &mut errs);
+        let gpu = gpu(self, &mut errs);
         if !errs.0.is_empty() {
             return Err(ConfigErrors(errs.0));
         }
@@ -116,7 +119,79 @@ impl RawConfig {
             listeners,
             clusters,
             routes,
+            telemetry,
+            gpu,
         })
+    }
+}
+
+fn telemetry(raw: &RawConfig, errs: &mut Errors) -> TelemetryConfig {
+    let d = TelemetryConfig::default();
+    let Some(t) = &raw.telemetry else { return d };
+    if let Some(e) = &t.otlp_endpoint {
+        if !(e.starts_with("http://") || e.starts_with("https://")) {
+            errs.push(
+                "telemetry.otlp_endpoint",
+                format!("`{e}` must be a URL like http://127.0.0.1:4317"),
+            );
+        }
+    }
+    let sample_ratio = match t.sample_ratio {
+        Some(r) if !(0.0..=1.0).contains(&r) => {
+            errs.push(
+                "telemetry.sample_ratio",
+                format!("{r} is not within 0.0..=1.0"),
+            );
+            1.0
+        }
+        Some(r) => r,
+        None => 1.0,
+    };
+    let access_log = t.access_log.as_ref().map(|a| {
+        let percent = a.percent.unwrap_or(100.0);
+        if !(0.0..=100.0).contains(&percent) {
+            errs.push(
+                "telemetry.access_log.percent",
+                format!("{percent} is not within 0..=100"),
+            );
+        }
+        if a.path.is_empty() {
+            errs.push(
+                "telemetry.access_log.path",
+                "must be `stdout` or a file path",
+            );
+        }
+        AccessLogConfig {
+            target: match a.path.as_str() {
+                "stdout" | "-" => AccessLogTarget::Stdout,
+                p => AccessLogTarget::File(PathBuf::from(p)),
+            },
+            ratio: percent.clamp(0.0, 100.0) / 100.0,
+            include_text: a.include_text.unwrap_or(false),
+        }
+    });
+    TelemetryConfig {
+        otlp_endpoint: t.otlp_endpoint.clone(),
+        sample_ratio,
+        service_name: t.service_name.clone().unwrap_or(d.service_name),
+        model_header: t
+            .model_header
+            .as_ref()
+            .map(|h| errs.header_name("telemetry.model_header".into(), h)),
+        access_log,
+    }
+}
+
+fn gpu(raw: &RawConfig, errs: &mut Errors) -> GpuConfig {
+    let d = GpuConfig::default();
+    let Some(g) = &raw.gpu else { return d };
+    GpuConfig {
+        mode: match g.enabled {
+            Some(RawGpuMode::On) => GpuMode::On,
+            Some(RawGpuMode::Off) => GpuMode::Off,
+            Some(RawGpuMode::Auto) | None => GpuMode::Auto,
+        },
+        interval: errs.duration("gpu.interval".into(), g.interval.as_deref(), d.interval),
     }
 }
 
@@ -203,6 +278,12 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                 endpoints,
                 tls: c.tls.as_ref().map(upstream_tls),
                 timeouts: timeouts(&at, c.timeouts.as_ref(), errs),
+                metrics_path: metrics_path(&at, c, errs),
+                metrics_interval: errs.duration(
+                    format!("{at}.metrics_interval"),
+                    c.metrics_interval.as_deref(),
+                    Duration::from_secs(5),
+                ),
             }
         })
         .collect()
@@ -233,6 +314,20 @@ fn endpoint(path: String, text: &str, errs: &mut Errors) -> Option<Endpoint> {
             None
         }
     }
+}
+
+fn metrics_path(at: &str, c: &RawCluster, errs: &mut Errors) -> Option<String> {
+    let path = c.metrics_path.as_ref()?;
+    if !path.starts_with('/') {
+        errs.push(
+            format!("{at}.metrics_path"),
+            format!("`{path}` must start with `/`"),
+        );
+    }
+    if c.kind != RawClusterKind::Llm {
+        errs.push(format!("{at}.metrics_path"), "only allowed on kind llm");
+    }
+    Some(path.clone())
 }
 
 fn upstream_tls(raw: &RawUpstreamTls) -> UpstreamTls {

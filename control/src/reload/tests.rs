@@ -124,8 +124,13 @@ fn file_results(store: &SnapshotStore) -> Vec<String> {
         .collect()
 }
 
+/// A SIGHUP reaches every watcher in the process: the two watcher tests
+/// must not overlap, or one's signal reloads the other's file early.
+static SIGNAL_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(start_paused = true)]
 async fn the_watcher_reloads_on_change_only() {
+    let _serial = SIGNAL_TESTS.lock().await;
     let s = store();
     let file = TempFile::new("watch", CONFIG);
     let cancel = CancellationToken::new();
@@ -159,6 +164,7 @@ async fn the_watcher_reloads_on_change_only() {
 #[cfg(unix)]
 #[tokio::test]
 async fn sighup_reloads_at_once() {
+    let _serial = SIGNAL_TESTS.lock().await;
     use tokio::signal::unix::{signal, SignalKind};
     // Once any SIGHUP handler is installed the signal no longer ends the
     // process, so sending one before the watcher listens is harmless.

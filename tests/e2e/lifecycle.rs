@@ -1,0 +1,275 @@
+//! The real `sluice run` process: SIGTERM drains an in-flight stream and exits 0,
+//! the config file is reloaded when it changes (and a broken one is rejected), and a
+//! listener port already taken stops it at start with the listener's name.
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sluice_proxy::{MockLlm, MockLlmOptions};
+
+use crate::cli::{sluice_bin, TempDir};
+use crate::support::{free_port, NamedUpstream, WAIT_POLL};
+
+const TOKEN: &str = "lifecycle-test-token";
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The YAML of a sluice with listener `public` on `port`, admin on `admin`, and
+/// route `chat` split between clusters `a` and `b` as given.
+fn config(port: u16, admin: u16, a: SocketAddr, b: SocketAddr, split: (u32, u32)) -> String {
+    format!(
+        "runtime: {{ threads: 2, grace_period: 10s }}\n\
+         admin: {{ listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN }}\n\
+         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n\
+         clusters:\n  - {{ name: a, kind: llm, endpoints: [\"{a}\"] }}\n\
+         \x20 - {{ name: b, kind: llm, endpoints: [\"{b}\"] }}\n\
+         routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: / }}, split: {{ a: {}, b: {} }} }}\n",
+        split.0, split.1
+    )
+}
+
+/// A `sluice run -c FILE` child; killed on drop. Its output goes to a file in `dir`.
+struct Running {
+    child: Child,
+    log: PathBuf,
+    admin: String,
+    client: reqwest::Client,
+}
+
+impl Running {
+    fn spawn(dir: &TempDir, config: &PathBuf, admin: u16) -> Self {
+        let log = dir.path().join("sluice.log");
+        let out = File::create(&log).unwrap();
+        let child = Command::new(sluice_bin())
+            .arg("run")
+            .arg("-c")
+            .arg(config)
+            .env("SLUICE_TEST_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("spawn sluice run");
+        Self {
+            child,
+            log,
+            admin: format!("http://127.0.0.1:{admin}"),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Polls `/readyz` until 200; fails early if the process exits.
+    async fn ready(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("sluice exited at start ({status}):\n{}", self.output());
+            }
+            let r = self.client.get(format!("{}/readyz", self.admin)).send();
+            if r.await.is_ok_and(|r| r.status() == 200) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "not ready:\n{}", self.output());
+            tokio::time::sleep(WAIT_POLL).await;
+        }
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let r = self.client.get(format!("{}{path}", self.admin));
+        let r = r.bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.unwrap()
+    }
+
+    /// Waits for the process to exit, up to `timeout`.
+    async fn exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            tokio::time::sleep(WAIT_POLL).await;
+        }
+        None
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
+    let mock = MockLlm::start(MockLlmOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(100),
+        tokens: 20,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let dir = TempDir::new("drain");
+    let file = dir.write(
+        "sluice.yaml",
+        &config(port, admin, mock.addr(), mock.addr(), (100, 0)),
+    );
+    let mut sluice = Running::spawn(&dir, &file, admin);
+    sluice.ready().await;
+
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let mut response = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut streamed = String::new();
+    let first = response.chunk().await.unwrap().expect("a first chunk");
+    streamed.push_str(&String::from_utf8_lossy(&first));
+
+    let pid = sluice.child.id().to_string();
+    let kill = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(kill.success());
+
+    // Draining: readiness goes away while the stream is still going.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = sluice.client.get(format!("{}/readyz", sluice.admin)).send();
+        if r.await.is_ok_and(|r| r.status() == 503) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "readyz never said draining");
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        streamed.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(streamed.trim_end().ends_with("data: [DONE]"), "{streamed}");
+    let content_events = streamed.matches("\"content\":").count();
+    assert!(content_events >= 20, "{streamed}");
+
+    // Grace period 10 s; the stream ended, so it should be out well before that.
+    let status = sluice.exit(Duration::from_secs(15)).await;
+    let status = status.unwrap_or_else(|| panic!("still running:\n{}", sluice.output()));
+    assert!(status.success(), "{status}:\n{}", sluice.output());
+    let refused = tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
+    assert!(refused.is_err(), "listener still accepting after exit");
+}
+
+/// The split of route `chat` as `/v1/routes` shows it.
+async fn split_of(sluice: &Running) -> Value {
+    let routes = sluice.get("/v1/routes").await;
+    let chat = routes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "chat");
+    chat.expect("route chat")["split"].clone()
+}
+
+/// Which upstream answers `n` requests through the proxy.
+async fn answered_by(port: u16, n: usize) -> Vec<String> {
+    let client = reqwest::Client::new();
+    let mut names = Vec::new();
+    for _ in 0..n {
+        let r = client.get(format!("http://127.0.0.1:{port}/v1/models"));
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        names.push(r.headers()["x-upstream"].to_str().unwrap().to_owned());
+    }
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_file_changes_are_applied_and_broken_ones_rejected() {
+    let a = NamedUpstream::start("A").await.unwrap();
+    let b = NamedUpstream::start("B").await.unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let dir = TempDir::new("reload");
+    let file = dir.write(
+        "sluice.yaml",
+        &config(port, admin, a.addr(), b.addr(), (100, 0)),
+    );
+    let mut sluice = Running::spawn(&dir, &file, admin);
+    sluice.ready().await;
+    assert_eq!(split_of(&sluice).await, json!({"a": 100, "b": 0}));
+    assert_eq!(answered_by(port, 5).await, vec!["A"; 5]);
+
+    dir.write(
+        "sluice.yaml",
+        &config(port, admin, a.addr(), b.addr(), (0, 100)),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while split_of(&sluice).await != json!({"a": 0, "b": 100}) {
+        assert!(
+            Instant::now() < deadline,
+            "not reloaded:\n{}",
+            sluice.output()
+        );
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+    assert_eq!(answered_by(port, 5).await, vec!["B"; 5]);
+
+    let broken = config(port, admin, a.addr(), b.addr(), (100, 0)) + "bogus: true\n";
+    dir.write("sluice.yaml", &broken);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let rejected = loop {
+        let events = sluice.get("/v1/events").await;
+        let found = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["result"] == "rejected" && e["source"] == "file");
+        if let Some(e) = found {
+            break e.clone();
+        }
+        assert!(Instant::now() < deadline, "no rejected event: {events}");
+        tokio::time::sleep(WAIT_POLL).await;
+    };
+    assert!(
+        rejected["errors"].to_string().contains("bogus"),
+        "{rejected}"
+    );
+    // The old (reloaded) config keeps serving.
+    assert_eq!(split_of(&sluice).await, json!({"a": 0, "b": 100}));
+    assert_eq!(answered_by(port, 5).await, vec!["B"; 5]);
+    assert!(sluice.child.try_wait().unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_listener_port_stops_the_start_naming_the_listener() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let admin = free_port();
+    let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let dir = TempDir::new("taken");
+    let file = dir.write(
+        "sluice.yaml",
+        &config(port, admin, upstream, upstream, (100, 0)),
+    );
+    let mut sluice = Running::spawn(&dir, &file, admin);
+    let status = sluice.exit(START_TIMEOUT).await;
+    let status = status.unwrap_or_else(|| panic!("still running:\n{}", sluice.output()));
+    let output = sluice.output();
+    assert!(!status.success(), "{output}");
+    assert!(
+        output.contains(&format!("listener `public` cannot bind 127.0.0.1:{port}")),
+        "{output}"
+    );
+    drop(taken);
+}
