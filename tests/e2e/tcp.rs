@@ -25,10 +25,14 @@ fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
 /// Runs a command to completion off the runtime's worker threads.
 async fn run(program: &str, args: Vec<String>) -> Output {
     let program = program.to_owned();
-    tokio::task::spawn_blocking(move || Command::new(&program).args(&args).output())
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("run {args:?}: {e}"))
+    tokio::task::spawn_blocking(move || {
+        Command::new(&program)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {program}: {e}"))
+    })
+    .await
+    .unwrap()
 }
 
 fn redis_cli(port: u16, command: &[&str]) -> Vec<String> {
