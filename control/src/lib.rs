@@ -19,5 +19,5 @@ pub use config::{
 pub use events::{Event, EventLog};
 pub use reload::{reload_from_file, watch_config_file};
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
-pub use stats::{Sample, Stats, StatsKey, StatsRow, WINDOW_SECONDS};
+pub use stats::{Sample, Stats, StatsKey, StatsRow, TokenSample, WINDOW_SECONDS};
 pub use store::SnapshotStore;

@@ -25,18 +25,60 @@ const MAX_MICROS: u64 = 600_000_000;
 pub struct StatsKey(u32);
 
 /// One finished request.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Sample {
     pub key: StatsKey,
     pub status: u16,
     pub latency: Duration,
+    /// Token timing, for answers the token meter read.
+    pub tokens: Option<TokenSample>,
+}
+
+/// The token timing of one streamed (or metered) answer.
+#[derive(Clone, Debug, Default)]
+pub struct TokenSample {
+    pub ttft: Option<Duration>,
+    pub tpot: Option<Duration>,
+    /// Every gap between content chunks.
+    pub gaps: Vec<Duration>,
+    pub output_tokens: u64,
 }
 
 struct Bucket {
     second: u64,
     requests: u64,
     errors: u64,
+    output_tokens: u64,
     latency_us: Histogram<u64>,
+    ttft_us: Histogram<u64>,
+    gap_us: Histogram<u64>,
+    tpot_us: Histogram<u64>,
+}
+
+impl Bucket {
+    fn new() -> Option<Bucket> {
+        Some(Bucket {
+            second: u64::MAX,
+            requests: 0,
+            errors: 0,
+            output_tokens: 0,
+            latency_us: new_histogram()?,
+            ttft_us: new_histogram()?,
+            gap_us: new_histogram()?,
+            tpot_us: new_histogram()?,
+        })
+    }
+
+    fn reset(&mut self, second: u64) {
+        self.second = second;
+        self.requests = 0;
+        self.errors = 0;
+        self.output_tokens = 0;
+        self.latency_us.reset();
+        self.ttft_us.reset();
+        self.gap_us.reset();
+        self.tpot_us.reset();
+    }
 }
 
 #[derive(Default)]
@@ -62,6 +104,64 @@ pub struct StatsRow {
     pub errors: u64,
     pub error_rate: f64,
     pub latency_ms: LatencySummary,
+    /// Time to first token; absent when no metered answer had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<LatencySummary>,
+    /// Gap between content chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_ms: Option<LatencySummary>,
+    /// Time per output token after the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<LatencySummary>,
+    pub output_tokens: u64,
+    pub output_tokens_per_second: f64,
+}
+
+fn summary(h: &Histogram<u64>) -> Option<LatencySummary> {
+    if h.is_empty() {
+        return None;
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    Some(LatencySummary {
+        p50: ms(0.50),
+        p95: ms(0.95),
+        p99: ms(0.99),
+    })
+}
+
+/// The buckets of one key merged over the window.
+struct Merged {
+    requests: u64,
+    errors: u64,
+    output_tokens: u64,
+    latency_us: Histogram<u64>,
+    ttft_us: Histogram<u64>,
+    gap_us: Histogram<u64>,
+    tpot_us: Histogram<u64>,
+}
+
+impl Merged {
+    fn of<'a>(buckets: impl Iterator<Item = &'a Bucket>) -> Option<Merged> {
+        let mut m = Merged {
+            requests: 0,
+            errors: 0,
+            output_tokens: 0,
+            latency_us: new_histogram()?,
+            ttft_us: new_histogram()?,
+            gap_us: new_histogram()?,
+            tpot_us: new_histogram()?,
+        };
+        for b in buckets {
+            m.requests += b.requests;
+            m.errors += b.errors;
+            m.output_tokens += b.output_tokens;
+            m.latency_us.add(&b.latency_us).ok()?;
+            m.ttft_us.add(&b.ttft_us).ok()?;
+            m.gap_us.add(&b.gap_us).ok()?;
+            m.tpot_us.add(&b.tpot_us).ok()?;
+        }
+        Some(m)
+    }
 }
 
 pub struct Stats {
@@ -149,30 +249,24 @@ impl Stats {
             .iter()
             .filter_map(|(key, ring)| {
                 let (route, cluster, version) = names.get(key.0 as usize)?.clone();
-                let mut merged = new_histogram()?;
-                let (mut requests, mut errors) = (0, 0);
-                for b in ring.iter().filter(|b| b.second + WINDOW_SECONDS > second) {
-                    requests += b.requests;
-                    errors += b.errors;
-                    merged.add(&b.latency_us).ok()?;
-                }
-                if requests == 0 {
+                let m = Merged::of(ring.iter().filter(|b| b.second + WINDOW_SECONDS > second))?;
+                if m.requests == 0 {
                     return None;
                 }
-                let ms = |q: f64| merged.value_at_quantile(q) as f64 / 1000.0;
                 Some(StatsRow {
                     route,
                     cluster,
                     version,
-                    requests,
-                    rps: requests as f64 / span,
-                    errors,
-                    error_rate: errors as f64 / requests as f64,
-                    latency_ms: LatencySummary {
-                        p50: ms(0.50),
-                        p95: ms(0.95),
-                        p99: ms(0.99),
-                    },
+                    requests: m.requests,
+                    rps: m.requests as f64 / span,
+                    errors: m.errors,
+                    error_rate: m.errors as f64 / m.requests as f64,
+                    latency_ms: summary(&m.latency_us)?,
+                    ttft_ms: summary(&m.ttft_us),
+                    gap_ms: summary(&m.gap_us),
+                    tpot_ms: summary(&m.tpot_us),
+                    output_tokens: m.output_tokens,
+                    output_tokens_per_second: m.output_tokens as f64 / span,
                 })
             })
             .collect();
@@ -190,29 +284,37 @@ impl Windows {
         let ring = self.rings.entry(s.key).or_default();
         let slot = (second % WINDOW_SECONDS) as usize;
         while ring.len() <= slot {
-            let Some(h) = new_histogram() else { return };
-            ring.push(Bucket {
-                second: u64::MAX,
-                requests: 0,
-                errors: 0,
-                latency_us: h,
-            });
+            let Some(b) = Bucket::new() else { return };
+            ring.push(b);
         }
         let b = &mut ring[slot];
         if b.second != second {
-            b.second = second;
-            b.requests = 0;
-            b.errors = 0;
-            b.latency_us.reset();
+            b.reset(second);
         }
         b.requests += 1;
         if s.status >= 500 {
             b.errors += 1;
         }
-        let us = (s.latency.as_micros() as u64).clamp(1, MAX_MICROS);
-        // In range by the clamp above.
-        let _ = b.latency_us.record(us);
+        record(&mut b.latency_us, s.latency);
+        if let Some(t) = &s.tokens {
+            b.output_tokens += t.output_tokens;
+            if let Some(ttft) = t.ttft {
+                record(&mut b.ttft_us, ttft);
+            }
+            if let Some(tpot) = t.tpot {
+                record(&mut b.tpot_us, tpot);
+            }
+            for gap in &t.gaps {
+                record(&mut b.gap_us, *gap);
+            }
+        }
     }
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
+    // In range by the clamp above.
+    let _ = h.record(us);
 }
 
 #[cfg(test)]
@@ -233,6 +335,12 @@ mod tests {
                 key,
                 status: if i < 5 { 503 } else { 200 },
                 latency: Duration::from_millis(i + 1),
+                tokens: (i < 10).then(|| TokenSample {
+                    ttft: Some(Duration::from_millis(100 + i)),
+                    tpot: Some(Duration::from_millis(20)),
+                    gaps: vec![Duration::from_millis(10); 4],
+                    output_tokens: 5,
+                }),
             });
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -244,6 +352,11 @@ mod tests {
         assert!((r.error_rate - 0.05).abs() < 1e-9);
         assert!((49.0..=51.0).contains(&r.latency_ms.p50), "{r:?}");
         assert!((98.0..=100.5).contains(&r.latency_ms.p99), "{r:?}");
+        let ttft = r.ttft_ms.clone().unwrap();
+        assert!((104.0..=106.0).contains(&ttft.p50), "{r:?}");
+        assert!((9.9..=10.1).contains(&r.gap_ms.clone().unwrap().p99), "{r:?}");
+        assert_eq!(r.output_tokens, 50);
+        assert!((r.output_tokens_per_second - 5.0).abs() < 0.01);
         tokio::time::advance(Duration::from_secs(11)).await;
         assert!(stats.rows().is_empty());
         cancel.cancel();

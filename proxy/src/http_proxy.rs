@@ -247,6 +247,7 @@ impl ProxyHttp for HttpProxy {
                     key: target.stats,
                     status,
                     latency,
+                    tokens: None,
                 });
             }
             (Some(r), None) => {
