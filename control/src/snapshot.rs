@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sluice_filters::{
-    hash_bytes, EndpointSet, Matcher, Metrics, RouteClusterMetrics, StickyTable, WeightedTable,
+    hash_bytes, EndpointSet, Matcher, Metrics, ModelHandleCache, RouteClusterMetrics, StickyTable,
+    WeightedTable,
 };
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
@@ -28,6 +29,8 @@ pub struct RouteTarget {
     pub cluster: usize,
     pub weight: u32,
     pub metrics: RouteClusterMetrics,
+    /// GenAI metric handles by model, for answers the token meter reads.
+    pub genai: Arc<ModelHandleCache>,
     pub stats: StatsKey,
 }
 
@@ -108,6 +111,7 @@ impl Snapshot {
                             cluster: i,
                             weight: *weight,
                             metrics: metrics.route_cluster(&r.name, name, &c.version),
+                            genai: Arc::new(metrics.genai.cache(&r.name, name, &c.version)),
                             stats: stats.key(&r.name, name, &c.version),
                         })
                     })

@@ -354,7 +354,10 @@ mod tests {
         assert!((98.0..=100.5).contains(&r.latency_ms.p99), "{r:?}");
         let ttft = r.ttft_ms.clone().unwrap();
         assert!((104.0..=106.0).contains(&ttft.p50), "{r:?}");
-        assert!((9.9..=10.1).contains(&r.gap_ms.clone().unwrap().p99), "{r:?}");
+        assert!(
+            (9.9..=10.1).contains(&r.gap_ms.clone().unwrap().p99),
+            "{r:?}"
+        );
         assert_eq!(r.output_tokens, 50);
         assert!((r.output_tokens_per_second - 5.0).abs() < 0.01);
         tokio::time::advance(Duration::from_secs(11)).await;

@@ -3,6 +3,7 @@
 
 mod balance;
 mod failure;
+mod genai;
 mod hash;
 mod matcher;
 mod metrics;
@@ -10,6 +11,7 @@ mod weighted;
 
 pub use balance::EndpointSet;
 pub use failure::{error_body, Failure};
+pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use metrics::{Metrics, RouteClusterMetrics, StatusClass};

@@ -8,6 +8,7 @@ use prometheus::{
 };
 
 use crate::failure::Failure;
+use crate::genai::GenAiMetrics;
 
 /// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
 /// extended to two minutes because LLM answers stream for that long.
@@ -72,6 +73,7 @@ pub struct Metrics {
     pub tcp_bytes: IntCounterVec,
     pub config_changes: IntCounterVec,
     pub snapshot_version: IntGauge,
+    pub genai: GenAiMetrics,
 }
 
 /// Pre-resolved handles for one (route, cluster) pair.
@@ -160,6 +162,7 @@ impl Metrics {
         registry.register(Box::new(tcp_bytes.clone()))?;
         registry.register(Box::new(config_changes.clone()))?;
         registry.register(Box::new(snapshot_version.clone()))?;
+        let genai = GenAiMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -170,6 +173,7 @@ impl Metrics {
             tcp_bytes,
             config_changes,
             snapshot_version,
+            genai,
         })
     }
 
