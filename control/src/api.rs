@@ -1,5 +1,6 @@
 //! The control API: health, readiness and metrics without a token; config,
-//! routes, stats and the audit log under `/v1/` behind a bearer token. HTTP/1.1
+//! routes, stats, the audit log, GPUs and upstream load under `/v1/` behind
+//! a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
 mod respond;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+use crate::observers::Observers;
 use crate::store::SnapshotStore;
 use respond::ApiResponse;
 
@@ -68,6 +70,8 @@ pub struct AdminApi {
     pub store: Arc<SnapshotStore>,
     token: String,
     pub readiness: Arc<Readiness>,
+    /// What `/v1/gpu` and `/v1/upstreams` read.
+    pub observers: Observers,
 }
 
 #[derive(Serialize)]
@@ -79,10 +83,22 @@ impl AdminApi {
     /// `token` is the resolved bearer token (see [`resolve_token`]); an empty
     /// one admits nobody to `/v1/`.
     pub fn new(store: Arc<SnapshotStore>, token: String, readiness: Arc<Readiness>) -> Arc<Self> {
+        Self::with_observers(store, token, readiness, Observers::default())
+    }
+
+    /// As [`AdminApi::new`], with the watchers `/v1/gpu` and
+    /// `/v1/upstreams` report.
+    pub fn with_observers(
+        store: Arc<SnapshotStore>,
+        token: String,
+        readiness: Arc<Readiness>,
+        observers: Observers,
+    ) -> Arc<Self> {
         Arc::new(AdminApi {
             store,
             token,
             readiness,
+            observers,
         })
     }
 
@@ -160,6 +176,8 @@ impl AdminApi {
             }
             (["stats"], &Method::GET) => v1::get_stats(store),
             (["events"], &Method::GET) => v1::get_events(store),
+            (["gpu"], &Method::GET) => v1::get_gpu(self.observers.gpu.as_deref()),
+            (["upstreams"], &Method::GET) => v1::get_upstreams(self.observers.upstreams.as_deref()),
             (segments, method) => match v1::allowed(segments) {
                 Some(allow) => respond::wrong_method(method, parts.uri.path(), allow),
                 None => respond::not_found(method, parts.uri.path()),

@@ -31,6 +31,7 @@ use reading::{gauge_values, Family, GaugeValues, GpuView, Reading};
 
 /// How long to wait before trying to open NVML again.
 const RETRY_OPEN: Duration = Duration::from_secs(60);
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 pub struct GpuWatcher {
     config: GpuConfig,
@@ -111,7 +112,10 @@ impl Gauges {
 impl GpuWatcher {
     /// Registers the `sluice_gpu_*` families in `registry`. Nothing is
     /// polled until [`GpuWatcher::run`].
-    pub fn new(config: GpuConfig, registry: &Registry) -> Result<Arc<GpuWatcher>, prometheus::Error> {
+    pub fn new(
+        config: GpuConfig,
+        registry: &Registry,
+    ) -> Result<Arc<GpuWatcher>, prometheus::Error> {
         let reason = match config.mode {
             GpuMode::Off => "disabled",
             GpuMode::Auto | GpuMode::On => "not polled yet",
@@ -126,9 +130,9 @@ impl GpuWatcher {
 
     /// The body of `GET /v1/gpu`.
     pub fn snapshot(&self) -> Value {
-        serde_json::to_value(&*self.view.load()).unwrap_or_else(|e| {
-            serde_json::json!({"available": false, "reason": e.to_string(), "devices": []})
-        })
+        serde_json::to_value(&**self.view.load()).unwrap_or_else(
+            |e| serde_json::json!({"available": false, "reason": e.to_string(), "devices": []}),
+        )
     }
 
     /// Polls until `cancel`. Returns at once in `off` mode.
@@ -158,7 +162,10 @@ impl GpuWatcher {
                     return;
                 }
             };
-            info!(interval_ms = self.config.interval.as_millis() as u64, "GPU watcher started");
+            info!(
+                interval_ms = self.config.interval.as_millis() as u64,
+                "GPU watcher started"
+            );
             self.poll(nvml, &cancel).await;
             return;
         }
@@ -169,14 +176,18 @@ impl GpuWatcher {
         self.set_unavailable(reason);
         match (*told, self.config.mode) {
             (false, GpuMode::On) => warn!(reason, "GPU watching is on but NVML is unavailable"),
-            (false, _) => info!(reason, "no NVIDIA GPU to watch; sluice_gpu_available stays 0"),
+            (false, _) => info!(
+                reason,
+                "no NVIDIA GPU to watch; sluice_gpu_available stays 0"
+            ),
             (true, _) => debug!(reason, "NVML still unavailable"),
         }
         *told = true;
     }
 
     async fn poll(&self, nvml: Arc<nvml_wrapper::Nvml>, cancel: &CancellationToken) {
-        let mut ticks = tokio::time::interval(self.config.interval);
+        // Validation refuses 0; a zero interval would make tokio panic.
+        let mut ticks = tokio::time::interval(self.config.interval.max(MIN_INTERVAL));
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut failing = false;
         loop {
@@ -217,7 +228,8 @@ impl GpuWatcher {
         }
         self.write_gauges(gauge_values(reading));
         self.gauges.available.set(1);
-        self.view.store(Arc::new(GpuView::of(reading, polled_at_ms)));
+        self.view
+            .store(Arc::new(GpuView::of(reading, polled_at_ms)));
     }
 
     fn set_unavailable(&self, reason: &str) {
@@ -244,9 +256,10 @@ impl GpuWatcher {
                 .set(t.value);
         }
         for old in &written.devices {
-            let kept = values.devices.iter().any(|g| {
-                g.family == old.family && g.gpu == old.gpu && g.name == old.name
-            });
+            let kept = values
+                .devices
+                .iter()
+                .any(|g| g.family == old.family && g.gpu == old.gpu && g.name == old.name);
             if !kept {
                 let _ = self
                     .gauges

@@ -4,10 +4,13 @@
 mod api;
 mod config;
 mod events;
+mod gpu;
+mod observers;
 mod reload;
 mod snapshot;
 mod stats;
 mod store;
+mod upstream_metrics;
 
 pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
@@ -17,7 +20,10 @@ pub use config::{
     Timeouts, TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
+pub use gpu::GpuWatcher;
+pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{Sample, Stats, StatsKey, StatsRow, TokenSample, WINDOW_SECONDS};
 pub use store::SnapshotStore;
+pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

@@ -4,6 +4,8 @@
 
 mod context;
 mod errors;
+mod metering;
+mod outcome;
 mod request_id;
 
 use std::sync::Arc;
@@ -14,10 +16,11 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
-use sluice_control::{Sample, SnapshotStore};
-use sluice_filters::{error_body, hash_bytes, Failure, RequestView};
+use sluice_control::{ClusterKind, SnapshotStore};
+use sluice_filters::{error_body, hash_bytes, Failure, Operation, RequestView};
 use tracing::{debug, info_span};
 
+use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
 pub use context::RequestCtx;
 
@@ -29,14 +32,21 @@ pub struct HttpProxy {
     listener: usize,
     store: Arc<SnapshotStore>,
     lifecycle: Arc<Lifecycle>,
+    access_log: Option<Arc<AccessLog>>,
 }
 
 impl HttpProxy {
-    pub fn new(listener: usize, store: Arc<SnapshotStore>, lifecycle: Arc<Lifecycle>) -> Self {
+    pub fn new(
+        listener: usize,
+        store: Arc<SnapshotStore>,
+        lifecycle: Arc<Lifecycle>,
+        access_log: Option<Arc<AccessLog>>,
+    ) -> Self {
         Self {
             listener,
             store,
             lifecycle,
+            access_log,
         }
     }
 
@@ -95,6 +105,7 @@ impl ProxyHttp for HttpProxy {
         ctx.request_id = request_id::take_or_make(session.req_header_mut());
         let snapshot = ctx.snapshot.clone();
         let req = PingoraRequest(session.req_header());
+        ctx.span = info_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
         let routes = snapshot.listener_routes.get(self.listener);
         let route = routes.and_then(|rs| {
             rs.iter()
@@ -121,7 +132,30 @@ impl ProxyHttp for HttpProxy {
                 return Ok(true);
             }
         }
+        if ctx.cluster().is_some_and(|c| c.config.kind == ClusterKind::Llm) {
+            ctx.metered = true;
+            ctx.operation = Operation::from_path(req.path());
+            if let Some(header) = &snapshot.config.telemetry.model_header {
+                ctx.header_model = req
+                    .header(header)
+                    .and_then(|v| std::str::from_utf8(v).ok())
+                    .map(str::to_string);
+            }
+        }
         Ok(false)
+    }
+
+    async fn request_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if ctx.metered {
+            metering::on_request_chunk(ctx, body.as_ref(), end_of_stream);
+        }
+        Ok(())
     }
 
     async fn upstream_peer(
@@ -187,6 +221,14 @@ impl ProxyHttp for HttpProxy {
             cluster.endpoints.restore(i);
         }
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
+        if ctx.metered {
+            let headers = &upstream_response.headers;
+            let encoded = headers
+                .get("content-encoding")
+                .is_some_and(|e| e.as_bytes() != b"identity");
+            let content_type = headers.get("content-type").map(|v| v.as_bytes());
+            metering::on_response_head(ctx, session.req_header().uri.path(), content_type, encoded);
+        }
         if self.lifecycle.is_draining() {
             // Tell keep-alive clients to reconnect elsewhere while we drain.
             session.set_keepalive(None);
@@ -220,6 +262,17 @@ impl ProxyHttp for HttpProxy {
         }
     }
 
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<Option<Duration>> {
+        metering::on_response_chunk(ctx, body.as_ref(), end_of_stream);
+        Ok(None)
+    }
+
     fn suppress_error_log(&self, _session: &Session, _ctx: &RequestCtx, _error: &Error) -> bool {
         // `logging` records every failure with its reason; pingora's own line
         // would repeat it without the route.
@@ -227,46 +280,19 @@ impl ProxyHttp for HttpProxy {
     }
 
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut RequestCtx) {
-        let latency = ctx.started.elapsed();
+        // A stream cut short never reached end_of_stream: close its meter now.
+        metering::finish(ctx, ctx.started.elapsed());
         let status = session
             .response_written()
             .map(|r| r.status.as_u16())
             .or(ctx.failure.map(Failure::status))
             .unwrap_or(0);
-        let snapshot = &ctx.snapshot;
-        let span = info_span!("request", id = %ctx.request_id);
-        let _enter = span.enter();
-        match (ctx.route, ctx.target) {
-            (Some(r), Some(t)) => {
-                let target = &snapshot.routes[r].targets[t];
-                target.metrics.record(status, latency.as_secs_f64());
-                if let Some(f) = ctx.failure {
-                    target.metrics.record_failure(f);
-                }
-                self.store.stats.record(Sample {
-                    key: target.stats,
-                    status,
-                    latency,
-                    tokens: None,
-                });
-            }
-            (Some(r), None) => {
-                let m = &snapshot.routes[r].unrouted;
-                m.record(status, latency.as_secs_f64());
-                if let Some(f) = ctx.failure {
-                    m.record_failure(f);
-                }
-            }
-            _ => {
-                if let Some(m) = snapshot.no_route.get(self.listener) {
-                    m.record(status, latency.as_secs_f64());
-                    m.record_failure(ctx.failure.unwrap_or(Failure::NoRoute));
-                }
-            }
-        }
+        let req = session.req_header();
+        outcome::record(self, ctx, req.method.as_str(), req.uri.path(), status);
+        let _enter = ctx.span.enter();
         debug!(
             status,
-            latency_us = latency.as_micros() as u64,
+            latency_us = ctx.started.elapsed().as_micros() as u64,
             route = ctx.route_name().unwrap_or(""),
             cluster = ctx.cluster().map_or("", |c| c.config.name.as_str()),
             error = e.map(|e| e.etype().as_str()).unwrap_or(""),

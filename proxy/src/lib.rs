@@ -1,5 +1,6 @@
 //! The sluice data plane and CLI plumbing: everything that holds a socket.
 
+mod access_log;
 pub mod ctl;
 mod defaults;
 mod http_proxy;

@@ -1,7 +1,8 @@
 //! Assembles and runs sluice: the pingora server (one service per listener)
 //! on its own thread, and the control plane (admin API, stats aggregator,
-//! config file watcher, signals) on a small runtime of its own. `main` and
-//! the end-to-end tests both start sluice through [`Sluice::start`].
+//! GPU watcher, upstream scraper, config file watcher, signals) on a small
+//! runtime of its own. `main` and the end-to-end tests both start sluice
+//! through [`Sluice::start`].
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -16,13 +17,14 @@ use pingora::server::configuration::ServerConf;
 use pingora::server::{RunArgs, Server};
 use pingora::services::listening::Service;
 use sluice_control::{
-    resolve_token, serve_admin, watch_config_file, AdminApi, Config, ListenerProtocol, Readiness,
-    SnapshotStore, Stats,
+    resolve_token, serve_admin, watch_config_file, AdminApi, Config, ListenerProtocol, Observers,
+    Readiness, SnapshotStore, Stats,
 };
 use sluice_filters::Metrics;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::access_log::AccessLog;
 use crate::http_proxy::HttpProxy;
 use crate::lifecycle::{Lifecycle, Stop};
 use crate::tcp_proxy::TcpProxy;
@@ -78,6 +80,7 @@ impl Sluice {
             .collect();
         let server = build_server(&config)?;
         let store = SnapshotStore::new(config, metrics, stats);
+        let observers = Observers::new(&store).map_err(|e| anyhow!("metrics: {e}"))?;
         let lifecycle = Lifecycle::new();
         let server = add_services(server, &store, &lifecycle)?;
 
@@ -94,7 +97,12 @@ impl Sluice {
         let control_cancel = CancellationToken::new();
         let control = spawn_control(ControlPlane {
             admin_listener,
-            api: AdminApi::new(store.clone(), token.clone(), readiness.clone()),
+            api: AdminApi::with_observers(
+                store.clone(),
+                token.clone(),
+                readiness.clone(),
+                observers,
+            ),
             store: store.clone(),
             lifecycle: lifecycle.clone(),
             readiness: readiness.clone(),
@@ -204,11 +212,15 @@ fn add_services(
 ) -> anyhow::Result<Server> {
     let conf = server.configuration.clone();
     let snapshot = store.load();
+    let access_log = match &snapshot.config.telemetry.access_log {
+        Some(c) => Some(Arc::new(AccessLog::start(c).context("access log")?)),
+        None => None,
+    };
     for (i, l) in snapshot.config.listeners.iter().enumerate() {
         let addr = l.listen.to_string();
         match &l.protocol {
             ListenerProtocol::Http { h2c } => {
-                let app = HttpProxy::new(i, store.clone(), lifecycle.clone());
+                let app = HttpProxy::new(i, store.clone(), lifecycle.clone(), access_log.clone());
                 let mut service = pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
                 service.add_tcp(&addr);
                 if *h2c {
@@ -221,8 +233,11 @@ fn add_services(
                 server.add_service(service);
             }
             ListenerProtocol::Https { cert, key } => {
-                let app = HttpProxy::new(i, store.clone(), lifecycle.clone());
+                let app = HttpProxy::new(i, store.clone(), lifecycle.clone(), access_log.clone());
                 let mut service = pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
+                // pingora reads these files only later, in its own thread, and
+                // panics there: read them now so a bad file fails the start.
+                check_tls_files(cert, key).with_context(|| format!("listener `{}`", l.name))?;
                 let mut tls =
                     TlsSettings::intermediate(&cert.to_string_lossy(), &key.to_string_lossy())
                         .map_err(|e| anyhow!("listener `{}`: certificate or key: {e}", l.name))?;
@@ -244,6 +259,19 @@ fn add_services(
         }
     }
     Ok(server)
+}
+
+fn check_tls_files(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<()> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| anyhow!("certificate {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        bail!("certificate {}: no certificate in the file", cert.display());
+    }
+    PrivateKeyDer::from_pem_file(key).map_err(|e| anyhow!("key {}: {e}", key.display()))?;
+    Ok(())
 }
 
 /// Polls until `addr` accepts a connection (pingora binds asynchronously).
@@ -291,6 +319,7 @@ async fn run_control(cp: ControlPlane) {
     let cancel = cp.cancel.clone();
     let tracker = tokio_util::task::TaskTracker::new();
     tracker.spawn(cp.store.stats.clone().run_aggregator(cancel.clone()));
+    cp.api.observers.spawn(&tracker, &cp.store, &cancel);
     match tokio::net::TcpListener::from_std(cp.admin_listener) {
         Ok(listener) => {
             tracker.spawn(serve_admin(listener, cp.api.clone(), cancel.clone()));

@@ -9,6 +9,7 @@ use tokio::net::TcpStream;
 
 use super::*;
 use crate::config::Config;
+use crate::observers::Observers;
 use crate::stats::Stats;
 
 const TOKEN: &str = "s3cret-token";
@@ -34,15 +35,26 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
+        Server::start_with(false).await
+    }
+
+    /// With `observe`, the GPU watcher and upstream scraper run too.
+    async fn start_with(observe: bool) -> Server {
         let store = SnapshotStore::new(
             Config::from_yaml(CONFIG).unwrap(),
             Metrics::new().unwrap(),
             Stats::new(),
         );
-        let api = AdminApi::new(store, TOKEN.into(), Arc::new(Readiness::new()));
+        let cancel = CancellationToken::new();
+        let observers = match observe {
+            true => Observers::new(&store).unwrap(),
+            false => Observers::default(),
+        };
+        observers.spawn(&TaskTracker::new(), &store, &cancel);
+        let api =
+            AdminApi::with_observers(store, TOKEN.into(), Arc::new(Readiness::new()), observers);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let cancel = CancellationToken::new();
         let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));
         Server {
             addr,
@@ -395,3 +407,5 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
     s.stop().await;
     drop(idle);
 }
+
+mod observers;

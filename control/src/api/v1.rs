@@ -1,4 +1,5 @@
-//! The `/v1/` endpoints: config, routes and their splits, stats, events.
+//! The `/v1/` endpoints: config, routes and their splits, stats, events,
+//! and what the observers saw (GPUs, upstream load).
 //! Every change goes through the store, so it is validated whole, swapped in
 //! atomically and written to the audit log.
 
@@ -10,8 +11,10 @@ use serde_json::Value;
 
 use super::respond::{self, ApiResponse};
 use crate::config::{ConfigError, ConfigErrors, RawConfig, RouteConfig};
+use crate::gpu::GpuWatcher;
 use crate::stats::{StatsRow, WINDOW_SECONDS};
 use crate::store::SnapshotStore;
+use crate::upstream_metrics::UpstreamScraper;
 
 #[derive(Serialize)]
 struct ConfigView<'a> {
@@ -236,12 +239,35 @@ pub fn get_events(store: &SnapshotStore) -> ApiResponse {
     )
 }
 
+/// The GPUs as last polled; without a watcher, unavailable and why.
+pub fn get_gpu(gpu: Option<&GpuWatcher>) -> ApiResponse {
+    let view = match gpu {
+        Some(gpu) => gpu.snapshot(),
+        None => serde_json::json!({
+            "available": false,
+            "reason": "GPU watcher not running",
+            "devices": [],
+            "polled_at_ms": null,
+        }),
+    };
+    respond::json(StatusCode::OK, &view)
+}
+
+/// The model servers' load as last scraped, per cluster and endpoint.
+pub fn get_upstreams(upstreams: Option<&UpstreamScraper>) -> ApiResponse {
+    let view = match upstreams {
+        Some(u) => u.snapshot(),
+        None => serde_json::json!({ "clusters": [] }),
+    };
+    respond::json(StatusCode::OK, &view)
+}
+
 /// The methods each `/v1/` path answers, for 405's `allow` header; `None`
 /// when the path does not exist.
 pub fn allowed(segments: &[&str]) -> Option<&'static str> {
     match segments {
         ["config"] => Some("GET, PUT"),
-        ["routes"] | ["stats"] | ["events"] => Some("GET"),
+        ["routes"] | ["stats"] | ["events"] | ["gpu"] | ["upstreams"] => Some("GET"),
         ["routes", _, "split"] => Some("PUT"),
         _ => None,
     }

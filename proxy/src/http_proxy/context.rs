@@ -2,10 +2,11 @@
 //! has been decided for it so far.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
-use sluice_filters::Failure;
+use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome};
 
 use crate::lifecycle::InflightGuard;
 
@@ -24,6 +25,20 @@ pub struct RequestCtx {
     pub tried: u64,
     /// Set when the proxy answered (or aborted) the request itself.
     pub failure: Option<Failure>,
+    pub span: tracing::Span,
+    /// LLM answers are metered; everything else passes untouched.
+    pub metered: bool,
+    pub operation: Operation,
+    /// The model named by the configured header, if any.
+    pub header_model: Option<String>,
+    /// The first request body chunks, up to the scan limit (refcounted, not copied).
+    pub request_head: Vec<Bytes>,
+    pub request_head_len: usize,
+    pub request_info: Option<RequestInfo>,
+    pub meter: Option<TokenMeter>,
+    pub last_content_at: Option<Duration>,
+    pub gaps: Vec<Duration>,
+    pub tokens: Option<TokenOutcome>,
     _inflight: InflightGuard,
 }
 
@@ -38,6 +53,17 @@ impl RequestCtx {
             endpoint: None,
             tried: 0,
             failure: None,
+            span: tracing::Span::none(),
+            metered: false,
+            operation: Operation::Other,
+            header_model: None,
+            request_head: Vec::new(),
+            request_head_len: 0,
+            request_info: None,
+            meter: None,
+            last_content_at: None,
+            gaps: Vec::new(),
+            tokens: None,
             _inflight: inflight,
         }
     }
@@ -46,6 +72,15 @@ impl RequestCtx {
         let route = self.snapshot.routes.get(self.route?)?;
         let target = route.targets.get(self.target?)?;
         self.snapshot.clusters.get(target.cluster)
+    }
+
+    /// The model for labels: the request body's, else the header's, else "unknown".
+    pub fn model(&self) -> &str {
+        self.request_info
+            .as_ref()
+            .and_then(|i| i.model.as_deref())
+            .or(self.header_model.as_deref())
+            .unwrap_or("unknown")
     }
 
     pub fn route_name(&self) -> Option<&str> {

@@ -1,0 +1,80 @@
+//! The `sluice_upstream_*` metric families and how one scrape's result
+//! sets or removes their series.
+
+use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use super::parse::EndpointLoad;
+
+pub struct Families {
+    pub running: GaugeVec,
+    pub waiting: GaugeVec,
+    pub kv_cache_usage: GaugeVec,
+    pub up: IntGaugeVec,
+    pub errors: IntCounterVec,
+}
+
+const LABELS: [&str; 2] = ["cluster", "endpoint"];
+
+impl Families {
+    pub fn new(registry: &Registry) -> Result<Families, prometheus::Error> {
+        let gauge = |name: &str, help: &str| -> Result<GaugeVec, prometheus::Error> {
+            let vec = GaugeVec::new(Opts::new(name, help), &LABELS)?;
+            registry.register(Box::new(vec.clone()))?;
+            Ok(vec)
+        };
+        let up = IntGaugeVec::new(
+            Opts::new(
+                "sluice_upstream_up",
+                "1 when the last scrape of the model server's metrics succeeded, else 0.",
+            ),
+            &LABELS,
+        )?;
+        registry.register(Box::new(up.clone()))?;
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "sluice_upstream_scrape_errors_total",
+                "Scrapes of the model server's metrics that failed.",
+            ),
+            &LABELS,
+        )?;
+        registry.register(Box::new(errors.clone()))?;
+        Ok(Families {
+            running: gauge(
+                "sluice_upstream_requests_running",
+                "Requests the model server is running (vLLM num_requests_running, llama.cpp requests_processing).",
+            )?,
+            waiting: gauge(
+                "sluice_upstream_requests_waiting",
+                "Requests queued in the model server (vLLM num_requests_waiting, llama.cpp requests_deferred).",
+            )?,
+            kv_cache_usage: gauge(
+                "sluice_upstream_kv_cache_usage_ratio",
+                "KV-cache usage of the model server (0..1).",
+            )?,
+            up,
+            errors,
+        })
+    }
+
+    pub fn set_load(&self, labels: &[&str; 2], load: Option<&EndpointLoad>) {
+        let each = [
+            (&self.running, load.and_then(|l| l.running)),
+            (&self.waiting, load.and_then(|l| l.waiting)),
+            (&self.kv_cache_usage, load.and_then(|l| l.kv_cache_usage)),
+        ];
+        for (family, value) in each {
+            match value {
+                Some(v) => family.with_label_values(labels).set(v),
+                None => {
+                    let _ = family.remove_label_values(labels);
+                }
+            }
+        }
+    }
+
+    pub fn remove(&self, labels: &[&str; 2]) {
+        self.set_load(labels, None);
+        let _ = self.up.remove_label_values(labels);
+        let _ = self.errors.remove_label_values(labels);
+    }
+}

@@ -1,0 +1,88 @@
+//! The one per-request outcome record: what the metrics, the access log, the
+//! stats windows and (later) the rollout controller all read.
+
+use std::time::Duration;
+
+use crate::failure::Failure;
+use crate::genai::Operation;
+
+/// Token timing and counts of an answer the token meter read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenOutcome {
+    /// Time to first token: the first chunk that carried content.
+    pub ttft: Option<Duration>,
+    /// Every gap between content chunks, in order.
+    pub gaps: Vec<Duration>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// True when output tokens were counted from chunks, not read from `usage`.
+    pub output_tokens_estimated: bool,
+    pub finish_reason: Option<String>,
+    pub response_model: Option<String>,
+    /// The stream ended the way its dialect ends a complete answer.
+    pub clean_end: bool,
+    pub malformed_events: u32,
+}
+
+impl TokenOutcome {
+    /// TPOT = (E2E − TTFT) / (output tokens − 1), vLLM's definition; `None`
+    /// without a TTFT or with fewer than two tokens.
+    pub fn tpot(&self, e2e: Duration) -> Option<Duration> {
+        let ttft = self.ttft?;
+        let tokens = self.output_tokens?;
+        if tokens < 2 || e2e < ttft {
+            return None;
+        }
+        Some((e2e - ttft) / (tokens - 1) as u32)
+    }
+}
+
+/// One finished request, borrowed from the request's context.
+#[derive(Clone, Debug)]
+pub struct RequestRecord<'a> {
+    pub request_id: &'a str,
+    pub route: &'a str,
+    pub cluster: &'a str,
+    pub version: &'a str,
+    /// The requested model, or "unknown".
+    pub model: &'a str,
+    pub operation: Operation,
+    pub method: &'a str,
+    pub path: &'a str,
+    /// 0 when no answer reached the client.
+    pub status: u16,
+    pub e2e: Duration,
+    pub failure: Option<Failure>,
+    pub tokens: Option<&'a TokenOutcome>,
+    pub prompt_fingerprint: Option<&'a str>,
+}
+
+impl RequestRecord<'_> {
+    pub fn tpot(&self) -> Option<Duration> {
+        self.tokens?.tpot(self.e2e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tpot_follows_vllm() {
+        let t = TokenOutcome {
+            ttft: Some(Duration::from_millis(100)),
+            output_tokens: Some(11),
+            ..TokenOutcome::default()
+        };
+        assert_eq!(
+            t.tpot(Duration::from_millis(600)),
+            Some(Duration::from_millis(50))
+        );
+        let one = TokenOutcome {
+            output_tokens: Some(1),
+            ..t.clone()
+        };
+        assert_eq!(one.tpot(Duration::from_millis(600)), None);
+        assert_eq!(TokenOutcome::default().tpot(Duration::from_secs(1)), None);
+    }
+}

@@ -1,0 +1,89 @@
+//! The end of a request: one record, handed to the metrics, the stats
+//! windows and the access log.
+
+use sluice_control::{Sample, TokenSample};
+use sluice_filters::{Failure, RequestRecord};
+
+use super::{HttpProxy, RequestCtx};
+
+pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, status: u16) {
+    let e2e = ctx.started.elapsed();
+    let seconds = e2e.as_secs_f64();
+    let snapshot = &ctx.snapshot;
+    let route = ctx.route.and_then(|r| snapshot.routes.get(r));
+    let target = route.and_then(|r| r.targets.get(ctx.target?));
+    let cluster = ctx.cluster().map(|c| &c.config);
+    let record = RequestRecord {
+        request_id: &ctx.request_id,
+        route: route.map_or("", |r| r.name.as_str()),
+        cluster: cluster.map_or("", |c| c.name.as_str()),
+        version: cluster.map_or("", |c| c.version.as_str()),
+        model: ctx.model(),
+        operation: ctx.operation,
+        method,
+        path,
+        status,
+        e2e,
+        failure: ctx.failure,
+        tokens: ctx.tokens.as_ref(),
+        prompt_fingerprint: ctx.request_info.as_ref().and_then(|i| i.prompt_fingerprint.as_deref()),
+    };
+
+    match (route, target) {
+        (Some(_), Some(target)) => {
+            target.metrics.record(status, seconds);
+            if let Some(f) = ctx.failure {
+                target.metrics.record_failure(f);
+            }
+            if ctx.metered {
+                let genai = target.genai.get(record.model, record.operation);
+                genai.duration.observe(seconds);
+                if let Some(t) = &ctx.tokens {
+                    if let Some(ttft) = t.ttft {
+                        genai.ttft.observe(ttft.as_secs_f64());
+                    }
+                    for gap in &t.gaps {
+                        genai.per_chunk.observe(gap.as_secs_f64());
+                    }
+                    if let Some(tpot) = record.tpot() {
+                        genai.tpot.observe(tpot.as_secs_f64());
+                    }
+                    if let Some(n) = t.input_tokens {
+                        genai.input_tokens.observe(n as f64);
+                    }
+                    match (t.output_tokens, t.output_tokens_estimated) {
+                        (Some(n), false) => genai.output_tokens.observe(n as f64),
+                        (Some(n), true) => genai.output_tokens_estimated.observe(n as f64),
+                        (None, _) => {}
+                    }
+                }
+            }
+            proxy.store.stats.record(Sample {
+                key: target.stats,
+                status,
+                latency: e2e,
+                tokens: ctx.tokens.as_ref().map(|t| TokenSample {
+                    ttft: t.ttft,
+                    tpot: record.tpot(),
+                    gaps: t.gaps.clone(),
+                    output_tokens: t.output_tokens.unwrap_or(0),
+                }),
+            });
+        }
+        (Some(route), None) => {
+            route.unrouted.record(status, seconds);
+            if let Some(f) = ctx.failure {
+                route.unrouted.record_failure(f);
+            }
+        }
+        _ => {
+            if let Some(m) = snapshot.no_route.get(proxy.listener) {
+                m.record(status, seconds);
+                m.record_failure(ctx.failure.unwrap_or(Failure::NoRoute));
+            }
+        }
+    }
+    if let Some(log) = &proxy.access_log {
+        log.log(&record, rand::random::<f64>());
+    }
+}
