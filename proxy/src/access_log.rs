@@ -26,26 +26,30 @@ impl AccessLog {
     pub fn start(config: &AccessLogConfig) -> std::io::Result<AccessLog> {
         let mut out: Box<dyn Write + Send> = match &config.target {
             AccessLogTarget::Stdout => Box::new(std::io::stdout()),
-            AccessLogTarget::File(path) => Box::new(OpenOptions::new().create(true).append(true).open(path)?),
+            AccessLogTarget::File(path) => {
+                Box::new(OpenOptions::new().create(true).append(true).open(path)?)
+            }
         };
         let (tx, rx) = sync_channel::<String>(QUEUE);
-        let writer = std::thread::Builder::new().name("sluice-access-log".into()).spawn(move || {
-            let mut out = BufWriter::new(&mut out);
-            loop {
-                match rx.recv_timeout(Duration::from_millis(200)) {
-                    Ok(line) => {
-                        let _ = out.write_all(line.as_bytes());
-                        let _ = out.write_all(b"\n");
+        let writer = std::thread::Builder::new()
+            .name("sluice-access-log".into())
+            .spawn(move || {
+                let mut out = BufWriter::new(&mut out);
+                loop {
+                    match rx.recv_timeout(Duration::from_millis(200)) {
+                        Ok(line) => {
+                            let _ = out.write_all(line.as_bytes());
+                            let _ = out.write_all(b"\n");
+                        }
+                        // Flush when idle so lines show up promptly.
+                        Err(RecvTimeoutError::Timeout) => {
+                            let _ = out.flush();
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
-                    // Flush when idle so lines show up promptly.
-                    Err(RecvTimeoutError::Timeout) => {
-                        let _ = out.flush();
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
                 }
-            }
-            let _ = out.flush();
-        })?;
+                let _ = out.flush();
+            })?;
         Ok(AccessLog {
             ratio: config.ratio,
             tx: Some(tx),
@@ -64,14 +68,16 @@ impl AccessLog {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
-
 }
 
 impl Drop for AccessLog {
     fn drop(&mut self) {
         let dropped = self.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
-            tracing::warn!(dropped, "access log lines dropped: the writer could not keep up");
+            tracing::warn!(
+                dropped,
+                "access log lines dropped: the writer could not keep up"
+            );
         }
         self.tx.take();
         if let Some(w) = self.writer.take() {
@@ -110,7 +116,10 @@ pub fn line(r: &RequestRecord<'_>) -> String {
         v.insert("gaps_ms".into(), gaps.into());
         v.insert("input_tokens".into(), t.input_tokens.into());
         v.insert("output_tokens".into(), t.output_tokens.into());
-        v.insert("output_tokens_estimated".into(), t.output_tokens_estimated.into());
+        v.insert(
+            "output_tokens_estimated".into(),
+            t.output_tokens_estimated.into(),
+        );
         v.insert("finish_reason".into(), t.finish_reason.clone().into());
         v.insert("response_model".into(), t.response_model.clone().into());
         v.insert("clean_end".into(), t.clean_end.into());

@@ -105,7 +105,8 @@ impl ProxyHttp for HttpProxy {
         ctx.request_id = request_id::take_or_make(session.req_header_mut());
         let snapshot = ctx.snapshot.clone();
         let req = PingoraRequest(session.req_header());
-        ctx.span = info_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
+        ctx.span =
+            info_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
         let routes = snapshot.listener_routes.get(self.listener);
         let route = routes.and_then(|rs| {
             rs.iter()
@@ -132,7 +133,10 @@ impl ProxyHttp for HttpProxy {
                 return Ok(true);
             }
         }
-        if ctx.cluster().is_some_and(|c| c.config.kind == ClusterKind::Llm) {
+        if ctx
+            .cluster()
+            .is_some_and(|c| c.config.kind == ClusterKind::Llm)
+        {
             ctx.metered = true;
             ctx.operation = Operation::from_path(req.path());
             if let Some(header) = &snapshot.config.telemetry.model_header {

@@ -12,3 +12,4 @@ mod lifecycle;
 mod openai_sdk;
 mod protocols;
 mod tcp;
+mod token_meter;

@@ -28,7 +28,8 @@ pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stre
         let info = match head.as_slice() {
             [one] => scan_request(&one[..one.len().min(REQUEST_SCAN_LIMIT)]),
             many => {
-                let mut joined = BytesMut::with_capacity(ctx.request_head_len.min(REQUEST_SCAN_LIMIT));
+                let mut joined =
+                    BytesMut::with_capacity(ctx.request_head_len.min(REQUEST_SCAN_LIMIT));
                 for c in many {
                     let room = REQUEST_SCAN_LIMIT - joined.len();
                     joined.extend_from_slice(&c[..c.len().min(room)]);
@@ -42,7 +43,12 @@ pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stre
 
 /// Starts the meter once the answer's headers are known. Compressed answers
 /// are not metered: their bytes are not the events.
-pub fn on_response_head(ctx: &mut RequestCtx, path: &str, content_type: Option<&[u8]>, encoded: bool) {
+pub fn on_response_head(
+    ctx: &mut RequestCtx,
+    path: &str,
+    content_type: Option<&[u8]>,
+    encoded: bool,
+) {
     if !ctx.metered || encoded {
         return;
     }
@@ -54,7 +60,9 @@ pub fn on_response_head(ctx: &mut RequestCtx, path: &str, content_type: Option<&
 
 /// Feeds one chunk on its way to the client; records the gaps between content chunks.
 pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
-    let Some(meter) = ctx.meter.as_mut() else { return };
+    let Some(meter) = ctx.meter.as_mut() else {
+        return;
+    };
     let at = ctx.started.elapsed();
     if let Some(chunk) = chunk {
         let events = meter.feed(chunk, at);

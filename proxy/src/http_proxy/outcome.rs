@@ -26,7 +26,10 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
         e2e,
         failure: ctx.failure,
         tokens: ctx.tokens.as_ref(),
-        prompt_fingerprint: ctx.request_info.as_ref().and_then(|i| i.prompt_fingerprint.as_deref()),
+        prompt_fingerprint: ctx
+            .request_info
+            .as_ref()
+            .and_then(|i| i.prompt_fingerprint.as_deref()),
     };
 
     match (route, target) {

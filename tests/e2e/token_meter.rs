@@ -1,0 +1,188 @@
+//! The token meter end to end: a streaming mock LLM with known timing behind
+//! sluice; metrics, stats and the access log agree with what the client saw.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use sluice_proxy::{MockLlm, MockLlmOptions};
+
+use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::support::free_port;
+
+/// The value of the series `name` whose labels include every pair in `labels`.
+pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+async fn metrics_text(admin_addr: std::net::SocketAddr) -> String {
+    reqwest::get(format!("http://{admin_addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Streams one chat completion; returns the client-side TTFT (first content
+/// chunk) and the number of content chunks.
+async fn stream_chat(
+    client: &reqwest::Client,
+    url: &str,
+    include_usage: bool,
+) -> (Duration, usize) {
+    let body = json!({
+        "model": "mock-7b",
+        "messages": [{"role": "user", "content": "a secret prompt never to be logged"}],
+        "stream": true,
+        "stream_options": {"include_usage": include_usage},
+    });
+    let start = Instant::now();
+    let r = client.post(url).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut stream = r.bytes_stream();
+    let (mut ttft, mut contents) = (None, 0);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        let n = String::from_utf8_lossy(&chunk)
+            .matches("\"content\":\"")
+            .count();
+        if n > 0 && ttft.is_none() {
+            ttft = Some(start.elapsed());
+        }
+        contents += n;
+    }
+    (ttft.unwrap(), contents)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_stats_and_access_log_agree_with_the_client() {
+    let mock = MockLlm::start(MockLlmOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ttft: Duration::from_millis(80),
+        itl: Duration::from_millis(15),
+        tokens: 10,
+        ..MockLlmOptions::default()
+    })
+    .await
+    .unwrap();
+    let log_path = std::env::temp_dir().join(format!("sluice-access-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log_path);
+    let yaml = format!(
+        "{}clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\ntelemetry:\n  access_log: {{ path: {} }}\n",
+        http_listener_yaml(free_port()),
+        mock.addr(),
+        log_path.display()
+    );
+    let sluice = start(&yaml);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+
+    let mut client_ttfts = Vec::new();
+    for _ in 0..5 {
+        let (ttft, contents) = stream_chat(&client, &url, true).await;
+        assert_eq!(contents, 10);
+        client_ttfts.push(ttft.as_secs_f64());
+    }
+    let (_, contents) = stream_chat(&client, &url, false).await;
+    assert_eq!(contents, 10);
+    let r: Value = client
+        .post(&url)
+        .json(&json!({"model": "mock-7b", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["usage"]["completion_tokens"], 10);
+
+    let text = metrics_text(sluice.admin_addr).await;
+    let labels = [
+        ("route", "chat"),
+        ("gen_ai_request_model", "mock-7b"),
+        ("gen_ai_operation_name", "chat"),
+    ];
+    let ttft_count = metric_value(
+        &text,
+        "gen_ai_client_operation_time_to_first_chunk_seconds_count",
+        &labels,
+    );
+    let ttft_sum = metric_value(
+        &text,
+        "gen_ai_client_operation_time_to_first_chunk_seconds_sum",
+        &labels,
+    );
+    assert_eq!(ttft_count, Some(6.0), "{text}");
+    let proxy_mean_first5 = ttft_sum.unwrap() / 6.0;
+    let client_mean = client_ttfts.iter().sum::<f64>() / client_ttfts.len() as f64;
+    // Generous: the proxy stamps chunks as it forwards them; the client reads
+    // them a hop later. The tight comparison is the llama.cpp test's job.
+    assert!(
+        (proxy_mean_first5 - client_mean).abs() < 0.030,
+        "proxy {proxy_mean_first5} client {client_mean}"
+    );
+    let exact = [
+        ("gen_ai_token_type", "output"),
+        ("estimated", "false"),
+        ("route", "chat"),
+    ];
+    assert_eq!(
+        metric_value(&text, "gen_ai_client_token_usage_sum", &exact),
+        Some(60.0),
+        "5 streams with usage + 1 plain"
+    );
+    let estimated = [
+        ("gen_ai_token_type", "output"),
+        ("estimated", "true"),
+        ("route", "chat"),
+    ];
+    assert_eq!(
+        metric_value(&text, "gen_ai_client_token_usage_sum", &estimated),
+        Some(10.0)
+    );
+    let chunks = metric_value(
+        &text,
+        "gen_ai_client_operation_time_per_output_chunk_seconds_count",
+        &labels,
+    );
+    assert_eq!(chunks, Some(6.0 * 9.0), "nine gaps per ten-chunk stream");
+    assert_eq!(
+        metric_value(&text, "sluice_time_per_output_token_seconds_count", &labels),
+        Some(6.0)
+    );
+
+    let (status, stats) = Admin::new(&sluice).get("/v1/stats").await;
+    assert_eq!(status, 200);
+    let row = &stats["stats"][0];
+    let p50 = row["ttft_ms"]["p50"].as_f64().unwrap();
+    assert!((60.0..200.0).contains(&p50), "{row}");
+    assert_eq!(row["output_tokens"], 70);
+
+    drop(sluice); // flushes and closes the access log
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7);
+    assert!(!log.contains("secret prompt"));
+    let first = &lines[0];
+    assert_eq!(first["model"], "mock-7b");
+    assert_eq!(first["output_tokens"], 10);
+    assert_eq!(first["output_tokens_estimated"], false);
+    assert_eq!(first["clean_end"], true);
+    assert_eq!(first["finish_reason"], "stop");
+    assert_eq!(first["gaps_ms"].as_array().unwrap().len(), 9);
+    assert_eq!(first["prompt_fingerprint"].as_str().unwrap().len(), 64);
+    assert_eq!(lines[5]["output_tokens_estimated"], true);
+    let _ = std::fs::remove_file(&log_path);
+}
