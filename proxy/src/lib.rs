@@ -8,8 +8,10 @@ mod lifecycle;
 mod mock_llm;
 mod server;
 mod tcp_proxy;
+mod telemetry;
 
 pub use defaults::{default_config_yaml, MockThread};
 pub use lifecycle::Stop;
 pub use mock_llm::{MockLlm, MockLlmOptions};
 pub use server::{Sluice, StartOptions};
+pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, RequestTrace, Tracer};

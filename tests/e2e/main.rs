@@ -9,6 +9,7 @@ mod split;
 
 mod cli;
 mod lifecycle;
+mod llama_cpp;
 mod openai_sdk;
 mod protocols;
 mod tcp;

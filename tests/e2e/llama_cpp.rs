@@ -1,0 +1,152 @@
+//! A real model server: llama.cpp's own HTTP server (xllamacpp) serving
+//! SmolLM2-135M behind sluice, the official OpenAI SDK streaming in front.
+//! The token meter's figures must match what the client and server saw.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::support::{free_port, python, require, workspace_root};
+use crate::token_meter::metric_value;
+
+fn script(name: &str) -> PathBuf {
+    workspace_root().join("tests/e2e/py").join(name)
+}
+
+/// llama.cpp's server as a child process; killed on drop.
+struct LlamaServer {
+    child: Child,
+    port: u16,
+}
+
+impl LlamaServer {
+    fn start(python: &Path) -> LlamaServer {
+        let port = free_port();
+        let mut child = Command::new(python)
+            .arg(script("llama_server.py"))
+            .arg(port.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start llama_server.py");
+        // The script prints one line once the model is loaded and it listens.
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        assert!(line.starts_with("listening"), "llama server said: {line:?}");
+        LlamaServer { child, port }
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
+    let Some(py) = python() else {
+        require("the .venv python with openai and xllamacpp", false);
+        return;
+    };
+    let llama = tokio::task::spawn_blocking(move || {
+        let server = LlamaServer::start(&py);
+        (server, py)
+    })
+    .await
+    .unwrap();
+    let (server, py) = llama;
+    let yaml = format!(
+        "{}clusters:\n  - {{ name: llama, kind: llm, version: smollm2, endpoints: [127.0.0.1:{}], metrics_path: /metrics, metrics_interval: 200ms }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llama: 100 }} }}\ntelemetry: {{ access_log: {{ path: /tmp/llama-access.log }} }}\n",
+        http_listener_yaml(free_port()),
+        server.port
+    );
+    let sluice = start(&yaml);
+    // Warm the model server up directly (first-request costs are its own).
+    let direct = format!("http://127.0.0.1:{}/v1", server.port);
+    let warm_py = py.clone();
+    let warm = tokio::task::spawn_blocking(move || {
+        Command::new(&warm_py)
+            .arg(script("stream_chat.py"))
+            .args([&direct, "1", "8"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(warm.status.success(), "{}", String::from_utf8_lossy(&warm.stderr));
+    let base = format!("http://{}/v1", listener(&sluice, "public"));
+    let requests = 10;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(&py)
+            .arg(script("stream_chat.py"))
+            .args([&base, &requests.to_string(), "24"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(seen.len(), requests);
+    let client_ttfts: Vec<f64> = seen.iter().map(|r| r["ttft"].as_f64().unwrap()).collect();
+    let server_tokens: u64 = seen.iter().map(|r| r["completion_tokens"].as_u64().unwrap()).sum();
+    let server_prompt: u64 = seen.iter().map(|r| r["prompt_tokens"].as_u64().unwrap()).sum();
+
+    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let labels = [("route", "chat"), ("gen_ai_request_model", "smollm2")];
+    let count = metric_value(&text, "gen_ai_client_operation_time_to_first_chunk_seconds_count", &labels);
+    assert_eq!(count, Some(requests as f64), "one TTFT per request");
+    let sum = metric_value(&text, "gen_ai_client_operation_time_to_first_chunk_seconds_sum", &labels).unwrap();
+    let proxy_mean = sum / requests as f64;
+    let client_mean = client_ttfts.iter().sum::<f64>() / requests as f64;
+    // The client measures from before the SDK builds the request to after it
+    // parsed the chunk; the proxy from the request's arrival to forwarding it.
+    eprintln!("client ttfts {client_ttfts:?}");
+    assert!(
+        (proxy_mean - client_mean).abs() < 0.002,
+        "proxy mean TTFT {:.3} ms, client {:.3} ms",
+        proxy_mean * 1e3,
+        client_mean * 1e3
+    );
+    let output_labels = [("route", "chat"), ("gen_ai_token_type", "output"), ("estimated", "false")];
+    assert_eq!(
+        metric_value(&text, "gen_ai_client_token_usage_sum", &output_labels),
+        Some(server_tokens as f64),
+        "output tokens equal the server's usage exactly"
+    );
+    let input_labels = [("route", "chat"), ("gen_ai_token_type", "input")];
+    assert_eq!(metric_value(&text, "gen_ai_client_token_usage_sum", &input_labels), Some(server_prompt as f64));
+
+    // The model server's own gauges were scraped off the request path.
+    let admin = Admin::new(&sluice);
+    let mut up = None;
+    for _ in 0..50 {
+        let (_, v) = admin.get("/v1/upstreams").await;
+        up = v["clusters"][0]["endpoints"][0]["up"].as_bool();
+        if up == Some(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(up, Some(true), "llama.cpp /metrics scraped");
+    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metric_value(&text, "sluice_upstream_requests_running", &[("cluster", "llama")]).is_some(), "{text}");
+    drop(server);
+}
