@@ -22,5 +22,5 @@ pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{Metrics, RouteClusterMetrics, StatusClass};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
-pub use weighted::{StickyTable, WeightedTable};
 pub use trace_context::{sample, TraceContext};
+pub use weighted::{StickyTable, WeightedTable};

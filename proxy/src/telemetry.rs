@@ -255,7 +255,9 @@ fn parse_tracestate(value: &[u8]) -> Option<String> {
     let value = value.trim_ascii();
     if value.is_empty()
         || value.len() > TRACESTATE_MAX
-        || !value.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
+        || !value
+            .iter()
+            .all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
     {
         return None;
     }

@@ -80,7 +80,11 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
     })
     .await
     .unwrap();
-    assert!(warm.status.success(), "{}", String::from_utf8_lossy(&warm.stderr));
+    assert!(
+        warm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&warm.stderr)
+    );
     let base = format!("http://{}/v1", listener(&sluice, "public"));
     let requests = 10;
     let output = tokio::task::spawn_blocking(move || {
@@ -92,12 +96,22 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
     })
     .await
     .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let seen: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(seen.len(), requests);
     let client_ttfts: Vec<f64> = seen.iter().map(|r| r["ttft"].as_f64().unwrap()).collect();
-    let server_tokens: u64 = seen.iter().map(|r| r["completion_tokens"].as_u64().unwrap()).sum();
-    let server_prompt: u64 = seen.iter().map(|r| r["prompt_tokens"].as_u64().unwrap()).sum();
+    let server_tokens: u64 = seen
+        .iter()
+        .map(|r| r["completion_tokens"].as_u64().unwrap())
+        .sum();
+    let server_prompt: u64 = seen
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .sum();
 
     let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
         .await
@@ -106,9 +120,18 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         .await
         .unwrap();
     let labels = [("route", "chat"), ("gen_ai_request_model", "smollm2")];
-    let count = metric_value(&text, "gen_ai_client_operation_time_to_first_chunk_seconds_count", &labels);
+    let count = metric_value(
+        &text,
+        "gen_ai_client_operation_time_to_first_chunk_seconds_count",
+        &labels,
+    );
     assert_eq!(count, Some(requests as f64), "one TTFT per request");
-    let sum = metric_value(&text, "gen_ai_client_operation_time_to_first_chunk_seconds_sum", &labels).unwrap();
+    let sum = metric_value(
+        &text,
+        "gen_ai_client_operation_time_to_first_chunk_seconds_sum",
+        &labels,
+    )
+    .unwrap();
     let proxy_mean = sum / requests as f64;
     let client_mean = client_ttfts.iter().sum::<f64>() / requests as f64;
     // The client measures from before the SDK builds the request to after it
@@ -120,14 +143,21 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         proxy_mean * 1e3,
         client_mean * 1e3
     );
-    let output_labels = [("route", "chat"), ("gen_ai_token_type", "output"), ("estimated", "false")];
+    let output_labels = [
+        ("route", "chat"),
+        ("gen_ai_token_type", "output"),
+        ("estimated", "false"),
+    ];
     assert_eq!(
         metric_value(&text, "gen_ai_client_token_usage_sum", &output_labels),
         Some(server_tokens as f64),
         "output tokens equal the server's usage exactly"
     );
     let input_labels = [("route", "chat"), ("gen_ai_token_type", "input")];
-    assert_eq!(metric_value(&text, "gen_ai_client_token_usage_sum", &input_labels), Some(server_prompt as f64));
+    assert_eq!(
+        metric_value(&text, "gen_ai_client_token_usage_sum", &input_labels),
+        Some(server_prompt as f64)
+    );
 
     // The model server's own gauges were scraped off the request path.
     let admin = Admin::new(&sluice);
@@ -147,6 +177,14 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         .text()
         .await
         .unwrap();
-    assert!(metric_value(&text, "sluice_upstream_requests_running", &[("cluster", "llama")]).is_some(), "{text}");
+    assert!(
+        metric_value(
+            &text,
+            "sluice_upstream_requests_running",
+            &[("cluster", "llama")]
+        )
+        .is_some(),
+        "{text}"
+    );
     drop(server);
 }

@@ -11,6 +11,8 @@ mod cli;
 mod lifecycle;
 mod llama_cpp;
 mod openai_sdk;
+mod otlp;
+mod prometheus;
 mod protocols;
 mod tcp;
 mod token_meter;

@@ -8,7 +8,9 @@
 use std::borrow::Cow;
 use std::str::FromStr;
 
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
@@ -195,10 +197,16 @@ fn push_response_genai(attributes: &mut Vec<KeyValue>, request: &FinishedRequest
         push_str(attributes, GEN_AI_RESPONSE_MODEL, model);
     }
     if let Some(tokens) = request.input_tokens {
-        attributes.push(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, saturating_i64(tokens)));
+        attributes.push(KeyValue::new(
+            GEN_AI_USAGE_INPUT_TOKENS,
+            saturating_i64(tokens),
+        ));
     }
     if let Some(tokens) = request.output_tokens {
-        attributes.push(KeyValue::new(GEN_AI_USAGE_OUTPUT_TOKENS, saturating_i64(tokens)));
+        attributes.push(KeyValue::new(
+            GEN_AI_USAGE_OUTPUT_TOKENS,
+            saturating_i64(tokens),
+        ));
     }
     if let Some(reason) = request.finish_reason.filter(|r| !r.is_empty()) {
         attributes.push(KeyValue::new(

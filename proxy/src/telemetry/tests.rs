@@ -112,7 +112,11 @@ fn exporter_down_drops_and_counts_without_blocking() {
     assert!(started.elapsed() < Duration::from_secs(1), "finish blocked");
     let deadline = Instant::now() + Duration::from_secs(20);
     while tracer.dropped_spans() < 200 {
-        assert!(Instant::now() < deadline, "dropped {}", tracer.dropped_spans());
+        assert!(
+            Instant::now() < deadline,
+            "dropped {}",
+            tracer.dropped_spans()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(tracer.exported_spans(), 0);
@@ -147,15 +151,25 @@ fn spans_carry_ids_parents_and_genai_attributes() {
         },
     ];
     let request = finished(&attempts);
-    let built = spans::build(&trace, &request, &InstrumentationScope::builder("t").build());
+    let built = spans::build(
+        &trace,
+        &request,
+        &InstrumentationScope::builder("t").build(),
+    );
     assert_eq!(built.len(), 3);
 
     let server = &built[0];
     let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
     assert_eq!(server.span_kind, SpanKind::Server);
     assert_eq!(server.name, "POST chat");
-    assert_eq!(server.span_context.trace_id(), TraceId::from_bytes(client.trace_id));
-    assert_eq!(server.span_context.span_id(), SpanId::from_bytes(trace.context.span_id));
+    assert_eq!(
+        server.span_context.trace_id(),
+        TraceId::from_bytes(client.trace_id)
+    );
+    assert_eq!(
+        server.span_context.span_id(),
+        SpanId::from_bytes(trace.context.span_id)
+    );
     assert_eq!(server.parent_span_id, SpanId::from_bytes(client.span_id));
     assert!(server.parent_span_is_remote);
     assert_eq!(server.span_context.trace_state().get("k"), Some("v"));
@@ -180,8 +194,14 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     for (span, attempt) in built[1..].iter().zip(&attempts) {
         assert_eq!(span.span_kind, SpanKind::Client);
         assert_eq!(span.name, "chat smol");
-        assert_eq!(span.span_context.trace_id(), TraceId::from_bytes(client.trace_id));
-        assert_eq!(span.span_context.span_id(), SpanId::from_bytes(attempt.span_id));
+        assert_eq!(
+            span.span_context.trace_id(),
+            TraceId::from_bytes(client.trace_id)
+        );
+        assert_eq!(
+            span.span_context.span_id(),
+            SpanId::from_bytes(attempt.span_id)
+        );
         assert_eq!(span.parent_span_id, server.span_context.span_id());
         assert!(!span.parent_span_is_remote);
         assert_eq!(span.start_time, attempt.start);
@@ -197,7 +217,10 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     assert_eq!(answered_attrs["server.address"], "127.0.0.1");
     assert_eq!(answered_attrs["server.port"], "8001");
     assert_eq!(answered_attrs["gen_ai.usage.output_tokens"], "12");
-    assert_eq!(answered_attrs["gen_ai.response.time_to_first_chunk"], "0.25");
+    assert_eq!(
+        answered_attrs["gen_ai.response.time_to_first_chunk"],
+        "0.25"
+    );
     assert_eq!(answered_attrs["http.response.status_code"], "200");
     assert!(!answered_attrs.contains_key("error.type"));
     assert_eq!(built[2].status, Status::Unset);
@@ -211,7 +234,11 @@ fn failed_requests_mark_the_server_span() {
     request.status = 502;
     request.error = Some("upstream_connect");
     request.route = "";
-    let built = spans::build(&trace, &request, &InstrumentationScope::builder("t").build());
+    let built = spans::build(
+        &trace,
+        &request,
+        &InstrumentationScope::builder("t").build(),
+    );
     assert_eq!(built.len(), 1);
     assert_eq!(built[0].name, "sluice.request");
     assert_eq!(built[0].parent_span_id, SpanId::INVALID);

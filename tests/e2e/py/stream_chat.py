@@ -27,28 +27,35 @@ def main() -> None:
     client.models.list()
     results = []
     for i in range(n):
-        stream = client.chat.completions.create(
+        # The SDK builds and sends the request; the SSE lines are read as they
+        # arrive, so TTFT is the arrival of the first content chunk, not the end
+        # of the SDK's per-chunk model validation.
+        with client.chat.completions.with_streaming_response.create(
             model="smollm2",
             messages=[{"role": "user", "content": f"Count from {i} to {i + 20}."}],
             max_tokens=max_tokens,
             temperature=0,
             stream=True,
             stream_options={"include_usage": True},
-        )
-        ttft, chunks, usage = None, 0, None
-        for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content:
-                if ttft is None:
-                    ttft = time.perf_counter() - sent[-1]
-                chunks += 1
-            if chunk.usage is not None:
-                usage = chunk.usage
+        ) as response:
+            ttft, chunks, usage = None, 0, None
+            for line in response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                event = json.loads(line[len("data: "):])
+                choices = event.get("choices") or []
+                if choices and (choices[0].get("delta") or {}).get("content"):
+                    if ttft is None:
+                        ttft = time.perf_counter() - sent[-1]
+                    chunks += 1
+                if event.get("usage"):
+                    usage = event["usage"]
         results.append(
             {
                 "ttft": ttft,
                 "content_chunks": chunks,
-                "completion_tokens": usage.completion_tokens if usage else None,
-                "prompt_tokens": usage.prompt_tokens if usage else None,
+                "completion_tokens": usage["completion_tokens"] if usage else None,
+                "prompt_tokens": usage["prompt_tokens"] if usage else None,
             }
         )
     print(json.dumps(results))

@@ -1,0 +1,304 @@
+//! Distributed tracing against a real OTLP/gRPC collector (rotel): the spans of a
+//! request arrive in the client's trace, the client span carries the id that was sent
+//! upstream in `traceparent`, and a collector that is down costs only counted drops.
+
+mod collector;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use sluice_control::TelemetryConfig;
+use sluice_filters::TraceContext;
+use sluice_proxy::{Attempt, FinishedRequest, Tracer};
+
+use crate::harness;
+use crate::support::{self, free_port, NamedUpstream};
+use collector::Collector;
+
+const CLIENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+async fn collector() -> Option<Collector> {
+    let agent = collector::rotel_agent();
+    if !support::require("rotel OTLP collector (pip rotel in .venv)", agent.is_some()) {
+        return None;
+    }
+    Some(Collector::start(&agent?).await.expect("rotel starts"))
+}
+
+fn tracer(endpoint: String) -> Tracer {
+    Tracer::start(&TelemetryConfig {
+        otlp_endpoint: Some(endpoint),
+        sample_ratio: 1.0,
+        service_name: "sluice-e2e".into(),
+        ..TelemetryConfig::default()
+    })
+    .expect("tracer starts")
+}
+
+/// The tracer the way the proxy drives it: begin with the client's headers, one
+/// upstream attempt that carries the injected `traceparent` to a real upstream, finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_reach_the_collector_in_the_clients_trace() {
+    let Some(collector) = collector().await else {
+        return;
+    };
+    let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
+    let tracer = tracer(collector.endpoint());
+    let upstream = NamedUpstream::start("llm").await.unwrap();
+
+    let start = SystemTime::now();
+    let mut trace = tracer.begin(Some(CLIENT.as_bytes()), Some(b"vendor=opaque"));
+    assert!(trace.sampled);
+    let attempt = trace.next_attempt();
+    let attempt_start = SystemTime::now();
+    let echo: Value = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", upstream.url()))
+        .header("traceparent", &attempt.traceparent)
+        .body(r#"{"model":"smol","messages":[{"role":"user","content":"a secret prompt"}]}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let attempt_end = SystemTime::now();
+    let sent = echo["headers"]["traceparent"].as_str().unwrap();
+    let seen = TraceContext::parse(sent.as_bytes()).unwrap();
+    assert_eq!(seen.trace_id, client.trace_id, "upstream saw {sent}");
+    assert_eq!(seen.span_id, attempt.span_id);
+    assert!(seen.sampled);
+
+    let attempts = [Attempt {
+        span_id: attempt.span_id,
+        start: attempt_start,
+        end: attempt_end,
+        address: Some(upstream.addr()),
+        error: None,
+    }];
+    tracer.finish(
+        &trace,
+        &FinishedRequest {
+            start,
+            end: SystemTime::now(),
+            method: "POST",
+            path: "/v1/chat/completions",
+            status: 200,
+            route: "chat",
+            cluster: "llm-stable",
+            version: "v1",
+            operation: "chat",
+            request_model: "smol",
+            response_model: Some("smol-135m"),
+            input_tokens: Some(9),
+            output_tokens: Some(21),
+            finish_reason: Some("stop"),
+            ttft: Some(Duration::from_millis(120)),
+            prompt_fingerprint: Some("9f86d081884c7d65"),
+            error: None,
+            attempts: &attempts,
+        },
+    );
+
+    let spans = collector
+        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
+        .await;
+    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
+    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
+
+    // The server span continues the client's span; the client span is its child and
+    // has exactly the id the upstream received as its parent.
+    assert_eq!(server.service, "sluice-e2e");
+    assert_eq!(server.parent_id, client.span_id_hex());
+    assert_eq!(server.id, trace.context.span_id_hex());
+    assert_eq!(server.name, "POST chat");
+    assert_eq!(server.trace_state, "vendor=opaque");
+    assert_eq!(upstream_span.id, seen.span_id_hex());
+    assert_eq!(upstream_span.parent_id, server.id);
+    assert_eq!(upstream_span.name, "chat smol");
+
+    for span in [server, upstream_span] {
+        assert_eq!(span.attr("gen_ai.operation.name"), "Str(chat)");
+        assert_eq!(span.attr("gen_ai.request.model"), "Str(smol)");
+        assert_eq!(span.attr("gen_ai.response.model"), "Str(smol-135m)");
+        assert_eq!(span.attr("gen_ai.usage.input_tokens"), "Int(9)");
+        assert_eq!(span.attr("gen_ai.usage.output_tokens"), "Int(21)");
+        assert_eq!(
+            span.attr("gen_ai.response.finish_reasons"),
+            "Slice(Str(stop))"
+        );
+        assert_eq!(
+            span.attr("gen_ai.response.time_to_first_chunk"),
+            "Double(0.12)"
+        );
+        assert_eq!(
+            span.attr("sluice.prompt_fingerprint"),
+            "Str(9f86d081884c7d65)"
+        );
+        assert_eq!(span.attr("http.response.status_code"), "Int(200)");
+    }
+    assert_eq!(server.attr("url.path"), "Str(/v1/chat/completions)");
+    assert_eq!(server.attr("sluice.route"), "Str(chat)");
+    assert_eq!(server.attr("sluice.cluster"), "Str(llm-stable)");
+    assert_eq!(server.attr("sluice.version"), "Str(v1)");
+    assert_eq!(upstream_span.attr("server.address"), "Str(127.0.0.1)");
+    assert_eq!(
+        upstream_span.attr("server.port"),
+        format!("Int({})", upstream.addr().port())
+    );
+    assert!(!collector.output().contains("secret prompt"));
+    assert_eq!(tracer.dropped_spans(), 0);
+    assert_eq!(tracer.exported_spans(), 2);
+}
+
+/// A collector that is down: `finish` returns at once, the spans are dropped and
+/// counted, nothing panics, and dropping the tracer does not hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collector_down_drops_and_counts_spans() {
+    let tracer = tracer(format!("http://127.0.0.1:{}", free_port()));
+    let start = SystemTime::now();
+    let attempts = [Attempt {
+        span_id: [7; 8],
+        start,
+        end: start,
+        address: None,
+        error: Some("connect_refused".into()),
+    }];
+    let request = FinishedRequest {
+        start,
+        end: start,
+        method: "POST",
+        path: "/v1/chat/completions",
+        status: 502,
+        route: "chat",
+        cluster: "llm-stable",
+        version: "v1",
+        operation: "chat",
+        request_model: "smol",
+        response_model: None,
+        input_tokens: None,
+        output_tokens: None,
+        finish_reason: None,
+        ttft: None,
+        prompt_fingerprint: None,
+        error: Some("upstream_connect"),
+        attempts: &attempts,
+    };
+    let began = Instant::now();
+    for _ in 0..50 {
+        let trace = tracer.begin(Some(CLIENT.as_bytes()), None);
+        tracer.finish(&trace, &request);
+    }
+    assert!(began.elapsed() < Duration::from_secs(1), "finish blocked");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tracer.dropped_spans() < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "only {} spans counted as dropped",
+            tracer.dropped_spans()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(tracer.exported_spans(), 0);
+    let began = Instant::now();
+    drop(tracer);
+    assert!(began.elapsed() < Duration::from_secs(10));
+}
+
+fn sluice_yaml(upstream: &NamedUpstream, otlp_endpoint: &str) -> String {
+    harness::http_listener_yaml(free_port())
+        + &format!(
+            "clusters:\n  - {{ name: llm-stable, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
+             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm-stable: 100 }} }}\n\
+             telemetry: {{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}\n",
+            upstream.addr()
+        )
+}
+
+const CHAT_BODY: &str =
+    r#"{"model":"smol","messages":[{"role":"user","content":"a secret prompt"}]}"#;
+
+/// The real request path: a client's `traceparent` through sluice reaches the upstream
+/// with the same trace id and sluice's client span as parent, and both spans arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs proxy/src/http_proxy.rs to drive Tracer (begin/next_attempt/finish)"]
+async fn sluice_propagates_the_trace_and_exports_its_spans() {
+    let Some(collector) = collector().await else {
+        return;
+    };
+    let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
+    let upstream = NamedUpstream::start("llm").await.unwrap();
+    let sluice = harness::start(&sluice_yaml(&upstream, &collector.endpoint()));
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        harness::listener(&sluice, "public")
+    );
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("traceparent", CLIENT)
+        .header("tracestate", "vendor=opaque")
+        .header("content-type", "application/json")
+        .body(CHAT_BODY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let echo: Value = response.json().await.unwrap();
+    let sent = echo["headers"]["traceparent"].as_str().unwrap();
+    let seen = TraceContext::parse(sent.as_bytes()).unwrap();
+    assert_eq!(seen.trace_id, client.trace_id, "upstream saw {sent}");
+    assert_ne!(
+        seen.span_id, client.span_id,
+        "sluice must be the upstream's parent"
+    );
+    assert!(seen.sampled);
+    assert_eq!(echo["headers"]["tracestate"], "vendor=opaque");
+
+    let spans = collector
+        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
+        .await;
+    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
+    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
+    assert_eq!(server.service, "sluice-e2e");
+    assert_eq!(server.parent_id, client.span_id_hex());
+    assert_eq!(upstream_span.id, seen.span_id_hex());
+    assert_eq!(upstream_span.parent_id, server.id);
+    assert_eq!(upstream_span.attr("gen_ai.request.model"), "Str(smol)");
+    assert_eq!(
+        upstream_span.attr("server.port"),
+        format!("Int({})", upstream.addr().port())
+    );
+    assert_eq!(server.attr("http.response.status_code"), "Int(200)");
+    assert!(!collector.output().contains("secret prompt"));
+}
+
+/// With the collector down, requests through sluice are served as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sluice_serves_normally_with_the_collector_down() {
+    let upstream = NamedUpstream::start("llm").await.unwrap();
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let sluice = harness::start(&sluice_yaml(&upstream, &dead));
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        harness::listener(&sluice, "public")
+    );
+    let http = reqwest::Client::new();
+    let began = Instant::now();
+    for _ in 0..20 {
+        let response = http
+            .post(&url)
+            .header("traceparent", CLIENT)
+            .body(CHAT_BODY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let echo: Value = response.json().await.unwrap();
+        assert!(echo["headers"]["traceparent"].is_string());
+    }
+    // Twenty loopback requests; an export on the request path would take seconds.
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+}
