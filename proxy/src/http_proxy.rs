@@ -103,6 +103,9 @@ impl ProxyHttp for HttpProxy {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         ctx.request_id = request_id::take_or_make(session.req_header_mut());
+        // Keeps up to 64 KiB of the body so that a request sent on a pooled
+        // connection that turns out dead can be replayed (see `error_while_proxy`).
+        session.as_mut().enable_retry_buffering();
         let snapshot = ctx.snapshot.clone();
         let req = PingoraRequest(session.req_header());
         ctx.span =
@@ -174,9 +177,6 @@ impl ProxyHttp for HttpProxy {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
-        if i < 64 {
-            ctx.tried |= 1 << i;
-        }
         let config = &cluster.config;
         let endpoint = &config.endpoints[i];
         let tls = config.tls.as_ref();
@@ -195,6 +195,28 @@ impl ProxyHttp for HttpProxy {
         Ok(Box::new(peer))
     }
 
+    fn error_while_proxy(
+        &self,
+        peer: &HttpPeer,
+        session: &mut Session,
+        e: Box<Error>,
+        _ctx: &mut RequestCtx,
+        client_reused: bool,
+    ) -> Box<Error> {
+        // pingora never retries a POST. But a pooled connection the model server
+        // closed while idle fails before any answer byte, on reuse only
+        // (`ReusedOnly`): the request never reached the server, so it is safe to
+        // send again on a fresh connection, whatever the method. Every LLM call
+        // is a POST, and servers close idle keep-alives all the time.
+        let mut e = e.more_context(format!("peer: {peer}"));
+        if session.as_ref().retry_buffer_truncated() {
+            e.set_retry(false);
+        } else {
+            e.retry.decide_reuse(client_reused);
+        }
+        e
+    }
+
     fn fail_to_connect(
         &self,
         _session: &mut Session,
@@ -202,7 +224,10 @@ impl ProxyHttp for HttpProxy {
         ctx: &mut RequestCtx,
         mut e: Box<Error>,
     ) -> Box<Error> {
-        if let (Some(cluster), Some(i)) = (ctx.cluster(), ctx.endpoint) {
+        if let (Some(cluster), Some(i)) = (ctx.cluster().cloned(), ctx.endpoint) {
+            if i < 64 {
+                ctx.tried |= 1 << i;
+            }
             let now = self.lifecycle.now_ms();
             cluster.endpoints.eject(i, now, EJECTION.as_millis() as u64);
             debug!(cluster = %cluster.config.name, endpoint = i, "endpoint ejected after connect failure");

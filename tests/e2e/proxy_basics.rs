@@ -217,3 +217,49 @@ async fn a_refused_endpoint_is_skipped_for_the_next() {
     let (status, _) = admin.get("/v1/stats").await;
     assert_eq!(status, 200);
 }
+
+/// An upstream that answers the first request of each connection and drops
+/// the connection on the second, without answering and without having said
+/// `Connection: close` — what the proxy sees when a model server closes an
+/// idle keep-alive connection just as the proxy reuses it.
+async fn closing_upstream() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                // The head and the small body arrive in one read here.
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let body = b"{\"ok\":true}";
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(body).await;
+                // The next request on this connection is read and dropped.
+                let _ = s.read(&mut buf).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_survive_upstreams_that_close_pooled_connections() {
+    let up = closing_upstream().await;
+    let sluice = start(&one_route(free_port(), &up.to_string(), ""));
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    for i in 0..200 {
+        let r = client
+            .post(&url)
+            .body("{\"model\":\"m\"}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "request {i}");
+    }
+}

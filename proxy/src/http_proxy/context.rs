@@ -21,7 +21,7 @@ pub struct RequestCtx {
     pub target: Option<usize>,
     /// Index into the cluster's endpoints of the current attempt.
     pub endpoint: Option<usize>,
-    /// Bit set of endpoints this request already tried.
+    /// Bit set of endpoints this request could not connect to.
     pub tried: u64,
     /// Set when the proxy answered (or aborted) the request itself.
     pub failure: Option<Failure>,
