@@ -22,6 +22,7 @@ use tracing::{debug, info_span};
 
 use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
+use crate::telemetry::{Attempt, Tracer};
 pub use context::RequestCtx;
 
 /// How long an endpoint that refused a connection is skipped.
@@ -33,6 +34,14 @@ pub struct HttpProxy {
     store: Arc<SnapshotStore>,
     lifecycle: Arc<Lifecycle>,
     access_log: Option<Arc<AccessLog>>,
+    tracer: Tracer,
+}
+
+/// What every listener's proxy shares besides the snapshot store.
+#[derive(Clone)]
+pub struct Observability {
+    pub access_log: Option<Arc<AccessLog>>,
+    pub tracer: Tracer,
 }
 
 impl HttpProxy {
@@ -40,13 +49,14 @@ impl HttpProxy {
         listener: usize,
         store: Arc<SnapshotStore>,
         lifecycle: Arc<Lifecycle>,
-        access_log: Option<Arc<AccessLog>>,
+        observability: Observability,
     ) -> Self {
         Self {
             listener,
             store,
             lifecycle,
-            access_log,
+            access_log: observability.access_log,
+            tracer: observability.tracer,
         }
     }
 
@@ -106,6 +116,13 @@ impl ProxyHttp for HttpProxy {
         // Keeps up to 64 KiB of the body so that a request sent on a pooled
         // connection that turns out dead can be replayed (see `error_while_proxy`).
         session.as_mut().enable_retry_buffering();
+        if self.tracer.is_enabled() {
+            let headers = &session.req_header().headers;
+            ctx.trace = Some(self.tracer.begin(
+                headers.get("traceparent").map(|v| v.as_bytes()),
+                headers.get("tracestate").map(|v| v.as_bytes()),
+            ));
+        }
         let snapshot = ctx.snapshot.clone();
         let req = PingoraRequest(session.req_header());
         ctx.span =
@@ -177,6 +194,9 @@ impl ProxyHttp for HttpProxy {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
+        if ctx.trace.is_some() {
+            ctx.connect_started = Some(std::time::SystemTime::now());
+        }
         let config = &cluster.config;
         let endpoint = &config.endpoints[i];
         let tls = config.tls.as_ref();
@@ -195,12 +215,52 @@ impl ProxyHttp for HttpProxy {
         Ok(Box::new(peer))
     }
 
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        upstream_request: &mut pingora::http::RequestHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let Some(trace) = ctx.trace.as_mut() {
+            // Each attempt is a client span of its own, and the upstream's
+            // parent is that span.
+            let attempt = trace.next_attempt();
+            upstream_request.insert_header("traceparent", attempt.traceparent.as_str())?;
+            if let Some(state) = &trace.tracestate {
+                upstream_request.insert_header("tracestate", state.as_str())?;
+            }
+            let address = ctx
+                .cluster()
+                .zip(ctx.endpoint)
+                .and_then(|(c, i)| c.config.endpoints.get(i).map(|e| e.addr));
+            let now = std::time::SystemTime::now();
+            ctx.attempts.push(Attempt {
+                span_id: attempt.span_id,
+                start: now,
+                end: now,
+                address,
+                error: None,
+            });
+        }
+        Ok(())
+    }
+
+    async fn upstream_response_filter(
+        &self,
+        _session: &mut Session,
+        _upstream_response: &mut ResponseHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        ctx.end_attempt(None);
+        Ok(())
+    }
+
     fn error_while_proxy(
         &self,
         peer: &HttpPeer,
         session: &mut Session,
         e: Box<Error>,
-        _ctx: &mut RequestCtx,
+        ctx: &mut RequestCtx,
         client_reused: bool,
     ) -> Box<Error> {
         // pingora never retries a POST. But a pooled connection the model server
@@ -208,6 +268,7 @@ impl ProxyHttp for HttpProxy {
         // (`ReusedOnly`): the request never reached the server, so it is safe to
         // send again on a fresh connection, whatever the method. Every LLM call
         // is a POST, and servers close idle keep-alives all the time.
+        ctx.end_attempt(Some(e.etype().as_str().to_string()));
         let mut e = e.more_context(format!("peer: {peer}"));
         if session.as_ref().retry_buffer_truncated() {
             e.set_retry(false);
@@ -220,10 +281,23 @@ impl ProxyHttp for HttpProxy {
     fn fail_to_connect(
         &self,
         _session: &mut Session,
-        _peer: &HttpPeer,
+        peer: &HttpPeer,
         ctx: &mut RequestCtx,
         mut e: Box<Error>,
     ) -> Box<Error> {
+        if let Some(trace) = ctx.trace.as_mut() {
+            // A failed connect is an attempt too: nothing was sent, but it cost time.
+            let now = std::time::SystemTime::now();
+            ctx.attempts.push(Attempt {
+                span_id: trace.next_attempt().span_id,
+                start: ctx.connect_started.unwrap_or(now),
+                end: now,
+                address: pingora::upstreams::peer::Peer::address(peer)
+                    .as_inet()
+                    .copied(),
+                error: Some(e.etype().as_str().to_string()),
+            });
+        }
         if let (Some(cluster), Some(i)) = (ctx.cluster().cloned(), ctx.endpoint) {
             if i < 64 {
                 ctx.tried |= 1 << i;

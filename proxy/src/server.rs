@@ -25,9 +25,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::access_log::AccessLog;
-use crate::http_proxy::HttpProxy;
+use crate::http_proxy::{HttpProxy, Observability};
 use crate::lifecycle::{Lifecycle, Stop};
 use crate::tcp_proxy::TcpProxy;
+use crate::telemetry::Tracer;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -216,11 +217,17 @@ fn add_services(
         Some(c) => Some(Arc::new(AccessLog::start(c).context("access log")?)),
         None => None,
     };
+    let tracer = Tracer::start(&snapshot.config.telemetry).context("telemetry.otlp_endpoint")?;
+    tracer
+        .register_metrics(store.metrics.registry())
+        .map_err(|e| anyhow!("trace metrics: {e}"))?;
+    let observability = Observability { access_log, tracer };
     for (i, l) in snapshot.config.listeners.iter().enumerate() {
         let addr = l.listen.to_string();
         match &l.protocol {
             ListenerProtocol::Http { h2c } => {
-                let app = HttpProxy::new(i, store.clone(), lifecycle.clone(), access_log.clone());
+                let app =
+                    HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                 let mut service = pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
                 service.add_tcp(&addr);
                 if *h2c {
@@ -233,7 +240,8 @@ fn add_services(
                 server.add_service(service);
             }
             ListenerProtocol::Https { cert, key } => {
-                let app = HttpProxy::new(i, store.clone(), lifecycle.clone(), access_log.clone());
+                let app =
+                    HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                 let mut service = pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
                 // pingora reads these files only later, in its own thread, and
                 // panics there: read them now so a bad file fails the start.

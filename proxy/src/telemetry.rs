@@ -58,6 +58,14 @@ impl Tracer {
         })
     }
 
+    /// Registers `sluice_trace_spans_{dropped,exported}_total` (only when enabled).
+    pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+        if self.is_enabled() {
+            registry.register(Box::new(SpanCounters(self.clone())))?;
+        }
+        Ok(())
+    }
+
     pub fn disabled() -> Tracer {
         Tracer { inner: None }
     }
@@ -144,6 +152,42 @@ impl Tracer {
     /// Spans the collector accepted so far.
     pub fn exported_spans(&self) -> u64 {
         self.inner.as_ref().map_or(0, |p| p.exported())
+    }
+}
+
+/// Exposes the tracer's span counts as Prometheus counters, read at scrape time.
+struct SpanCounters(Tracer);
+
+impl prometheus::core::Collector for SpanCounters {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        Vec::new()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let family = |name: &str, help: &str, value: u64| {
+            let mut counter = prometheus::proto::Counter::default();
+            counter.set_value(value as f64);
+            let mut metric = prometheus::proto::Metric::default();
+            metric.set_counter(counter);
+            let mut f = prometheus::proto::MetricFamily::default();
+            f.set_name(name.to_string());
+            f.set_help(help.to_string());
+            f.set_field_type(prometheus::proto::MetricType::COUNTER);
+            f.mut_metric().push(metric);
+            f
+        };
+        vec![
+            family(
+                "sluice_trace_spans_dropped_total",
+                "Spans not exported: collector down or export queue full.",
+                self.0.dropped_spans(),
+            ),
+            family(
+                "sluice_trace_spans_exported_total",
+                "Spans the OTLP collector accepted.",
+                self.0.exported_spans(),
+            ),
+        ]
     }
 }
 

@@ -220,7 +220,7 @@ const CHAT_BODY: &str =
 /// The real request path: a client's `traceparent` through sluice reaches the upstream
 /// with the same trace id and sluice's client span as parent, and both spans arrive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs proxy/src/http_proxy.rs to drive Tracer (begin/next_attempt/finish)"]
+
 async fn sluice_propagates_the_trace_and_exports_its_spans() {
     let Some(collector) = collector().await else {
         return;
@@ -301,4 +301,18 @@ async fn sluice_serves_normally_with_the_collector_down() {
         "{:?}",
         began.elapsed()
     );
+    // The lost spans are counted where an operator sees them.
+    let metrics = format!("http://{}/metrics", sluice.admin_addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut dropped = 0.0;
+    while Instant::now() < deadline {
+        let text = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
+        dropped = crate::token_meter::metric_value(&text, "sluice_trace_spans_dropped_total", &[])
+            .unwrap_or(0.0);
+        if dropped > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(dropped > 0.0, "no dropped spans counted");
 }

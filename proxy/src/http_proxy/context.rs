@@ -2,13 +2,14 @@
 //! has been decided for it so far.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
 use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome};
 
 use crate::lifecycle::InflightGuard;
+use crate::telemetry::{Attempt, RequestTrace};
 
 pub struct RequestCtx {
     /// Loaded once; the request finishes on it even if a swap happens.
@@ -39,6 +40,13 @@ pub struct RequestCtx {
     pub last_content_at: Option<Duration>,
     pub gaps: Vec<Duration>,
     pub tokens: Option<TokenOutcome>,
+    /// Wall-clock start, for spans.
+    pub started_at: SystemTime,
+    /// Set only when tracing is on.
+    pub trace: Option<RequestTrace>,
+    pub attempts: Vec<Attempt>,
+    /// When the current endpoint was picked, for a failed connect's span.
+    pub connect_started: Option<SystemTime>,
     _inflight: InflightGuard,
 }
 
@@ -64,6 +72,10 @@ impl RequestCtx {
             last_content_at: None,
             gaps: Vec::new(),
             tokens: None,
+            started_at: SystemTime::now(),
+            trace: None,
+            attempts: Vec::new(),
+            connect_started: None,
             _inflight: inflight,
         }
     }
@@ -72,6 +84,16 @@ impl RequestCtx {
         let route = self.snapshot.routes.get(self.route?)?;
         let target = route.targets.get(self.target?)?;
         self.snapshot.clusters.get(target.cluster)
+    }
+
+    /// Closes the current upstream attempt's span (its end, and why it failed).
+    pub fn end_attempt(&mut self, error: Option<String>) {
+        if let Some(a) = self.attempts.last_mut() {
+            if a.end <= a.start {
+                a.end = SystemTime::now();
+                a.error = error;
+            }
+        }
     }
 
     /// The model for labels: the request body's, else the header's, else "unknown".

@@ -1,10 +1,13 @@
 //! The end of a request: one record, handed to the metrics, the stats
 //! windows and the access log.
 
+use std::time::SystemTime;
+
 use sluice_control::{Sample, TokenSample};
 use sluice_filters::{Failure, RequestRecord};
 
 use super::{HttpProxy, RequestCtx};
+use crate::telemetry::FinishedRequest;
 
 pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, status: u16) {
     let e2e = ctx.started.elapsed();
@@ -88,5 +91,35 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
     }
     if let Some(log) = &proxy.access_log {
         log.log(&record, rand::random::<f64>());
+    }
+    if let Some(trace) = &ctx.trace {
+        let tokens = ctx.tokens.as_ref();
+        proxy.tracer.finish(
+            trace,
+            &FinishedRequest {
+                start: ctx.started_at,
+                end: SystemTime::now(),
+                method,
+                path,
+                status,
+                route: record.route,
+                cluster: record.cluster,
+                version: record.version,
+                operation: if ctx.metered {
+                    record.operation.as_str()
+                } else {
+                    ""
+                },
+                request_model: if ctx.metered { record.model } else { "" },
+                response_model: tokens.and_then(|t| t.response_model.as_deref()),
+                input_tokens: tokens.and_then(|t| t.input_tokens),
+                output_tokens: tokens.and_then(|t| t.output_tokens),
+                finish_reason: tokens.and_then(|t| t.finish_reason.as_deref()),
+                ttft: tokens.and_then(|t| t.ttft),
+                prompt_fingerprint: record.prompt_fingerprint,
+                error: ctx.failure.map(Failure::reason),
+                attempts: &ctx.attempts,
+            },
+        );
     }
 }
