@@ -1,0 +1,63 @@
+//! One streamed chat completion, with the arrival time of every chunk.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+
+pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// What the client saw of one stream.
+#[derive(Clone, Debug, Default)]
+pub struct StreamTiming {
+    /// Request sent → first chunk carrying content.
+    pub ttft: Duration,
+    /// Gaps between chunks carrying content.
+    pub gaps: Vec<Duration>,
+    /// Chunks that carried more than one content event (coalesced).
+    pub coalesced: usize,
+    pub content_events: usize,
+}
+
+pub async fn stream_once(client: &HttpClient, url: &str) -> anyhow::Result<StreamTiming> {
+    let body = r#"{"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
+    let request = http::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))?;
+    let start = Instant::now();
+    let response = client.request(request).await?;
+    anyhow::ensure!(response.status() == 200, "status {}", response.status());
+    let mut body = response.into_body();
+    let mut timing = StreamTiming::default();
+    let mut last: Option<Instant> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame?;
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        let events = memchr_count(data, b"\"content\":\"");
+        if events == 0 {
+            continue;
+        }
+        let now = Instant::now();
+        match last {
+            None => timing.ttft = now - start,
+            Some(prev) => timing.gaps.push(now - prev),
+        }
+        if events > 1 {
+            timing.coalesced += 1;
+        }
+        timing.content_events += events;
+        last = Some(now);
+    }
+    Ok(timing)
+}
+
+fn memchr_count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
