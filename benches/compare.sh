@@ -410,6 +410,16 @@ proc_ticks() {
     echo "$total"
 }
 
+# Context switches (voluntary + involuntary) of every thread of a process and of
+# its direct children.
+proc_switches() {
+    local pid=$1 p kids
+    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
+    for p in $pid $kids; do
+        cat /proc/"$p"/task/*/status 2>/dev/null || true
+    done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
 # "busy total" ticks of one core from /proc/stat.
 core_ticks() {
     awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
@@ -461,10 +471,14 @@ retries_used=0
 measure_once() {
     local round=$1 t=$2 attempt=$3 url out pt0 pt1 ut0 ut1 wt0 wt1 b0 b1 tot0 tot1 c0 c1 w0 w1 t0 t1
     local rps p50 p99 reqs non2xx sockerr proxy_cpu=- proxy_pct=0 core0 core1 up_pct wrk_pct f0 f1
+    local sw0 sw1 us_req=- sw_req=-
     url="$(url_of "$t")"
     run_wrk "$work/warmup.txt" -c "$connections" -t 1 -d "${warmup}s" "$url"
     out="$work/wrk-$round-$t-$attempt.txt"
-    [[ $t != direct ]] && pt0="$(proc_ticks "${pid_of[$t]}")"
+    if [[ $t != direct ]]; then
+        pt0="$(proc_ticks "${pid_of[$t]}")"
+        sw0="$(proc_switches "${pid_of[$t]}")"
+    fi
     ut0="$(proc_ticks "$upstream_pid")"
     wt0="$(child_ticks)"
     read -r b0 tot0 <<<"$(core_ticks 0)"
@@ -480,6 +494,7 @@ measure_once() {
     wall_ticks="$(awk -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN { print (b - a) * hz }')"
     if [[ $t != direct ]]; then
         pt1="$(proc_ticks "${pid_of[$t]}")"
+        sw1="$(proc_switches "${pid_of[$t]}")"
         proxy_pct="$(pct $((pt1 - pt0)) "$wall_ticks")"
         proxy_cpu=$proxy_pct
     fi
@@ -499,11 +514,17 @@ measure_once() {
     p50="$(to_ms "$(awk '$1 == "50%" { print $2 }' "$out")")"
     p99="$(to_ms "$(awk '$1 == "99%" { print $2 }' "$out")")"
     reqs="$(awk '/requests in/ { print $1 }' "$out")"
+    if [[ $t != direct ]]; then
+        # Requests wrk completed in the window the proxy's counters were read over.
+        us_req="$(awk -v d=$((pt1 - pt0)) -v hz="$hz" -v n="$reqs" 'BEGIN { printf "%.1f", 1e6 * d / hz / n }')"
+        sw_req="$(awk -v d=$((sw1 - sw0)) -v n="$reqs" 'BEGIN { printf "%.2f", d / n }')"
+    fi
     non2xx="$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$out")"
     sockerr="$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' "$out")"
-    line="$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$round" "$t" "$attempt" \
-        "$rps" "$p50" "$p99" "$reqs" "${non2xx:-0}" "${sockerr:-0}" "$proxy_cpu" "$core0" "$core1" "$f0" "$f1")"
-    log "round $round $t #$attempt: $rps req/s, p50 $p50 ms, p99 $p99 ms, proxy cpu $proxy_cpu%, core0 $core0% (wrk $wrk_pct%, upstream $up_pct%, foreign $f0%), core1 $core1% (foreign $f1%), non-2xx ${non2xx:-0}, socket errors ${sockerr:-0}"
+    line="$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$round" "$t" "$attempt" \
+        "$rps" "$p50" "$p99" "$reqs" "${non2xx:-0}" "${sockerr:-0}" "$proxy_cpu" "$core0" "$core1" "$f0" "$f1" \
+        "$us_req" "$sw_req")"
+    log "round $round $t #$attempt: $rps req/s, p50 $p50 ms, p99 $p99 ms, proxy cpu $proxy_cpu% ($us_req us/req, $sw_req switches/req), core0 $core0% (wrk $wrk_pct%, upstream $up_pct%, foreign $f0%), core1 $core1% (foreign $f1%), non-2xx ${non2xx:-0}, socket errors ${sockerr:-0}"
 }
 
 # measure ROUND TARGET: measure_once, repeated while foreign load spoilt it (within
@@ -539,7 +560,7 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # median COLUMN TARGET: median over the kept measurements of one column of results.tsv.
 median() {
-    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $15 == "yes" && $c != "-" { print $c }' "$results" | sort -g |
+    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $17 == "yes" && $c != "-" { print $c }' "$results" | sort -g |
         awk '{ v[NR] = $1 } END {
             if (NR == 0) { print "-"; exit }
             print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
@@ -562,12 +583,13 @@ declare -A med_rps
     echo "- rounds: $rounds, order rotated each round; figures are medians of the rounds"
     echo "- load average (1/5/15 min) before: $load_before, after: $load_after"
     echo
-    echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | non-2xx | socket errors |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
+    echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | proxy CPU µs/req | proxy context switches/req | non-2xx | socket errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for t in "${targets[@]}"; do
         med_rps[$t]="$(median 4 "$t")"
-        printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
-            "$(median 5 "$t")" "$(median 6 "$t")" "$(median 10 "$t")" "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
+        printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
+            "$(median 5 "$t")" "$(median 6 "$t")" "$(median 10 "$t")" "$(median 15 "$t")" "$(median 16 "$t")" \
+            "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
     done
     echo
     ratios=()
@@ -580,12 +602,14 @@ declare -A med_rps
         echo "${ratios[*]}" | sed 's/;/ · /g'
     )"
     echo
-    echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core)."
+    echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core);"
+    echo "µs/req and context switches/req divide the proxy's CPU time and the context switches of"
+    echo "all its threads (nginx: master and worker) by the requests wrk completed."
     echo "non-2xx and socket errors are summed over every attempt. Foreign % is how busy a core"
     echo "was beyond the bench's own processes on it (core 0: wrk + upstream; core 1: the proxy)."
     awk -F'\t' -v th="$threshold" '
-        $15 == "no" { dropped++ }
-        $15 == "yes" { kept++; f = ($2 == "direct") ? $13 : $14; if (f > th) dirty++ }
+        $17 == "no" { dropped++ }
+        $17 == "yes" { kept++; f = ($2 == "direct") ? $13 : $14; if (f > th) dirty++ }
         END {
             printf "A run with more than %d%% foreign load on its bounding core (core 0 for direct, core 1\n", th
             printf "otherwise) was measured again: %d repeats; kept runs still above it: %d of %d.\n", dropped, dirty, kept
@@ -593,8 +617,8 @@ declare -A med_rps
     echo
     echo "<details><summary>every attempt</summary>"
     echo
-    echo "| round | target | attempt | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | proxy CPU % | core 0 busy % | core 1 busy % | core 0 foreign % | core 1 foreign % | kept |"
-    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| round | target | attempt | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | proxy CPU % | core 0 busy % | core 1 busy % | core 0 foreign % | core 1 foreign % | proxy CPU µs/req | proxy switches/req | kept |"
+    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     awk -F'\t' -v OFS=' | ' '{ $1 = $1; print "| " $0 " |" }' "$results"
     echo
     echo "</details>"

@@ -135,10 +135,11 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
     let proxy_mean = sum / requests as f64;
     let client_mean = client_ttfts.iter().sum::<f64>() / requests as f64;
     // The client times from the request leaving to the first content line
-    // arriving; the proxy from the request's arrival to forwarding that chunk.
-    // The figure (within 2 ms in a release build on a quiet machine) is a
-    // benchmark: docs/BENCHMARKS.md has the command. Here, a generous bound,
-    // since the suite runs tests in parallel on two cores.
+    // arriving; the proxy from the request's arrival to forwarding that chunk,
+    // so the proxy's figure is bounded by the client's. How close they are
+    // (within 2 ms in a release build on a quiet machine) is a benchmark:
+    // docs/BENCHMARKS.md has the command. This suite runs tests in parallel on
+    // two cores, so here only the causal order and a loose closeness are checked.
     eprintln!(
         "llama.cpp TTFT over {requests} requests: proxy mean {:.3} ms, client mean {:.3} ms, difference {:.3} ms",
         proxy_mean * 1e3,
@@ -146,7 +147,7 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         (client_mean - proxy_mean) * 1e3
     );
     assert!(
-        (proxy_mean - client_mean).abs() < 0.010,
+        proxy_mean <= client_mean && proxy_mean > client_mean * 0.5,
         "proxy mean TTFT {:.3} ms, client {:.3} ms",
         proxy_mean * 1e3,
         client_mean * 1e3

@@ -53,9 +53,6 @@ pub struct RawAccessLog {
     /// Percent of requests logged, 0..=100 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percent: Option<f64>,
-    /// Log prompt and answer text too (default false: never).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub include_text: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

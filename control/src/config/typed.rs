@@ -54,7 +54,6 @@ pub struct AccessLogConfig {
     pub target: AccessLogTarget,
     /// Share of requests logged, 0.0..=1.0.
     pub ratio: f64,
-    pub include_text: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -167,7 +167,6 @@ fn telemetry(raw: &RawConfig, errs: &mut Errors) -> TelemetryConfig {
                 p => AccessLogTarget::File(PathBuf::from(p)),
             },
             ratio: percent.clamp(0.0, 100.0) / 100.0,
-            include_text: a.include_text.unwrap_or(false),
         }
     });
     TelemetryConfig {
