@@ -5,31 +5,28 @@ use std::time::Duration;
 
 use crate::failure::Failure;
 use crate::genai::Operation;
+use crate::meter::MeterSummary;
 
-/// Token timing and counts of an answer the token meter read.
+/// Token timing and counts of an answer the token meter read: the meter's
+/// summary plus the gaps the proxy saw between content chunks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TokenOutcome {
-    /// Time to first token: the first chunk that carried content.
-    pub ttft: Option<Duration>,
+    pub summary: MeterSummary,
     /// Every gap between content chunks, in order.
     pub gaps: Vec<Duration>,
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    /// True when output tokens were counted from chunks, not read from `usage`.
-    pub output_tokens_estimated: bool,
-    pub finish_reason: Option<String>,
-    pub response_model: Option<String>,
-    /// The stream ended the way its dialect ends a complete answer.
-    pub clean_end: bool,
-    pub malformed_events: u32,
 }
 
 impl TokenOutcome {
+    /// Time to first token: the first chunk that carried content.
+    pub fn ttft(&self) -> Option<Duration> {
+        self.summary.first_content_at
+    }
+
     /// TPOT = (E2E − TTFT) / (output tokens − 1), vLLM's definition; `None`
     /// without a TTFT or with fewer than two tokens.
     pub fn tpot(&self, e2e: Duration) -> Option<Duration> {
-        let ttft = self.ttft?;
-        let tokens = self.output_tokens?;
+        let ttft = self.ttft()?;
+        let tokens = self.summary.output_tokens?;
         if tokens < 2 || e2e < ttft {
             return None;
         }

@@ -111,18 +111,24 @@ pub fn line(r: &RequestRecord<'_>) -> String {
     }
     if let Some(t) = r.tokens {
         let gaps: Vec<Value> = t.gaps.iter().map(|g| json!(ms(*g))).collect();
-        v.insert("ttft_ms".into(), t.ttft.map(ms).into());
+        v.insert("ttft_ms".into(), t.ttft().map(ms).into());
         v.insert("tpot_ms".into(), r.tpot().map(ms).into());
         v.insert("gaps_ms".into(), gaps.into());
-        v.insert("input_tokens".into(), t.input_tokens.into());
-        v.insert("output_tokens".into(), t.output_tokens.into());
+        v.insert("input_tokens".into(), t.summary.input_tokens.into());
+        v.insert("output_tokens".into(), t.summary.output_tokens.into());
         v.insert(
             "output_tokens_estimated".into(),
-            t.output_tokens_estimated.into(),
+            t.summary.output_tokens_estimated.into(),
         );
-        v.insert("finish_reason".into(), t.finish_reason.clone().into());
-        v.insert("response_model".into(), t.response_model.clone().into());
-        v.insert("clean_end".into(), t.clean_end.into());
+        v.insert(
+            "finish_reason".into(),
+            t.summary.finish_reason.clone().into(),
+        );
+        v.insert(
+            "response_model".into(),
+            t.summary.response_model.clone().into(),
+        );
+        v.insert("clean_end".into(), t.summary.clean_end.into());
     }
     Value::Object(v).to_string()
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use sluice_filters::{scan_request, Dialect, MeterSummary, TokenMeter, TokenOutcome};
+use sluice_filters::{scan_request, Dialect, TokenMeter, TokenOutcome};
 
 use super::RequestCtx;
 
@@ -87,20 +87,9 @@ pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_str
 pub fn finish(ctx: &mut RequestCtx, at: Duration) {
     if let Some(mut meter) = ctx.meter.take() {
         let summary = meter.finish(at);
-        ctx.tokens = Some(outcome(summary, std::mem::take(&mut ctx.gaps)));
-    }
-}
-
-fn outcome(s: MeterSummary, gaps: Vec<Duration>) -> TokenOutcome {
-    TokenOutcome {
-        ttft: s.first_content_at,
-        gaps,
-        input_tokens: s.input_tokens,
-        output_tokens: s.output_tokens,
-        output_tokens_estimated: s.output_tokens_estimated,
-        finish_reason: s.finish_reason,
-        response_model: s.response_model,
-        clean_end: s.clean_end,
-        malformed_events: s.malformed_events,
+        ctx.tokens = Some(TokenOutcome {
+            summary,
+            gaps: std::mem::take(&mut ctx.gaps),
+        });
     }
 }

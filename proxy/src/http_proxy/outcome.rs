@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use sluice_control::{Sample, TokenSample};
-use sluice_filters::{Failure, RequestRecord};
+use sluice_filters::{Failure, RequestRecord, TokenOutcome};
 
 use super::{HttpProxy, RequestCtx};
 use crate::telemetry::FinishedRequest;
@@ -45,7 +45,7 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                 let genai = target.genai.get(record.model, record.operation);
                 genai.duration.observe(seconds);
                 if let Some(t) = &ctx.tokens {
-                    if let Some(ttft) = t.ttft {
+                    if let Some(ttft) = t.ttft() {
                         genai.ttft.observe(ttft.as_secs_f64());
                     }
                     for gap in &t.gaps {
@@ -54,10 +54,10 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                     if let Some(tpot) = record.tpot() {
                         genai.tpot.observe(tpot.as_secs_f64());
                     }
-                    if let Some(n) = t.input_tokens {
+                    if let Some(n) = t.summary.input_tokens {
                         genai.input_tokens.observe(n as f64);
                     }
-                    match (t.output_tokens, t.output_tokens_estimated) {
+                    match (t.summary.output_tokens, t.summary.output_tokens_estimated) {
                         (Some(n), false) => genai.output_tokens.observe(n as f64),
                         (Some(n), true) => genai.output_tokens_estimated.observe(n as f64),
                         (None, _) => {}
@@ -69,10 +69,10 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                 status,
                 latency: e2e,
                 tokens: ctx.tokens.as_ref().map(|t| TokenSample {
-                    ttft: t.ttft,
+                    ttft: t.ttft(),
                     tpot: record.tpot(),
                     gaps: t.gaps.clone(),
-                    output_tokens: t.output_tokens.unwrap_or(0),
+                    output_tokens: t.summary.output_tokens.unwrap_or(0),
                 }),
             });
         }
@@ -111,11 +111,11 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                     ""
                 },
                 request_model: if ctx.metered { record.model } else { "" },
-                response_model: tokens.and_then(|t| t.response_model.as_deref()),
-                input_tokens: tokens.and_then(|t| t.input_tokens),
-                output_tokens: tokens.and_then(|t| t.output_tokens),
-                finish_reason: tokens.and_then(|t| t.finish_reason.as_deref()),
-                ttft: tokens.and_then(|t| t.ttft),
+                response_model: tokens.and_then(|t| t.summary.response_model.as_deref()),
+                input_tokens: tokens.and_then(|t| t.summary.input_tokens),
+                output_tokens: tokens.and_then(|t| t.summary.output_tokens),
+                finish_reason: tokens.and_then(|t| t.summary.finish_reason.as_deref()),
+                ttft: tokens.and_then(TokenOutcome::ttft),
                 prompt_fingerprint: record.prompt_fingerprint,
                 error: ctx.failure.map(Failure::reason),
                 attempts: &ctx.attempts,
