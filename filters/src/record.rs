@@ -64,22 +64,22 @@ impl RequestRecord<'_> {
 mod tests {
     use super::*;
 
+    fn outcome(ttft_ms: u64, tokens: u64) -> TokenOutcome {
+        TokenOutcome {
+            summary: MeterSummary {
+                first_content_at: Some(Duration::from_millis(ttft_ms)),
+                output_tokens: Some(tokens),
+                ..MeterSummary::default()
+            },
+            gaps: Vec::new(),
+        }
+    }
+
     #[test]
     fn tpot_follows_vllm() {
-        let t = TokenOutcome {
-            ttft: Some(Duration::from_millis(100)),
-            output_tokens: Some(11),
-            ..TokenOutcome::default()
-        };
-        assert_eq!(
-            t.tpot(Duration::from_millis(600)),
-            Some(Duration::from_millis(50))
-        );
-        let one = TokenOutcome {
-            output_tokens: Some(1),
-            ..t.clone()
-        };
-        assert_eq!(one.tpot(Duration::from_millis(600)), None);
-        assert_eq!(TokenOutcome::default().tpot(Duration::from_secs(1)), None);
+        let e2e = Duration::from_millis(600);
+        assert_eq!(outcome(100, 11).tpot(e2e), Some(Duration::from_millis(50)));
+        assert_eq!(outcome(100, 1).tpot(e2e), None);
+        assert_eq!(TokenOutcome::default().tpot(e2e), None);
     }
 }
