@@ -3,12 +3,13 @@
 //! such a mock outside any caller's runtime.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context};
 use tokio_util::sync::CancellationToken;
 
-use crate::mock_llm::{MockLlm, MockLlmOptions};
+use crate::mock_llm::{MockKnobs, MockLlm, MockLlmOptions};
 
 /// The default config, with the mock LLM listening on `mock`.
 pub fn default_config_yaml(mock: SocketAddr) -> String {
@@ -37,6 +38,7 @@ routes:
 /// A mock LLM on a thread and runtime of its own; stops when dropped.
 pub struct MockThread {
     pub addr: SocketAddr,
+    pub knobs: Arc<MockKnobs>,
     cancel: CancellationToken,
     thread: Option<JoinHandle<()>>,
 }
@@ -56,7 +58,7 @@ impl MockThread {
                 runtime.block_on(async move {
                     match MockLlm::start(options).await {
                         Ok(mock) => {
-                            let _ = tx.send(Ok(mock.addr()));
+                            let _ = tx.send(Ok((mock.addr(), mock.knobs())));
                             stop.cancelled().await;
                             mock.stop().await;
                         }
@@ -66,12 +68,13 @@ impl MockThread {
                     }
                 });
             })?;
-        let addr = rx
+        let (addr, knobs) = rx
             .recv()
             .map_err(|_| anyhow!("mock LLM thread ended early"))?
             .context("mock LLM")?;
         Ok(MockThread {
             addr,
+            knobs,
             cancel,
             thread: Some(thread),
         })

@@ -12,6 +12,6 @@ mod telemetry;
 
 pub use defaults::{default_config_yaml, MockThread};
 pub use lifecycle::Stop;
-pub use mock_llm::{MockLlm, MockLlmOptions};
+pub use mock_llm::{MockKnobs, MockLlm, MockLlmOptions};
 pub use server::{Sluice, StartOptions};
 pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, RequestTrace, Tracer};

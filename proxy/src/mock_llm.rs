@@ -22,6 +22,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+pub use self::api::MockKnobs;
 use self::api::Shared;
 
 /// How long `stop` lets in-flight answers finish before cutting their connections.
@@ -68,6 +69,7 @@ impl Default for MockLlmOptions {
 /// A running mock server. Dropping it cancels the accept loop; [`MockLlm::stop`] also waits for it.
 pub struct MockLlm {
     addr: SocketAddr,
+    knobs: Arc<MockKnobs>,
     cancel: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -89,9 +91,11 @@ impl MockLlm {
         info!(%addr, model = %opts.model, "mock llm listening");
         let cancel = CancellationToken::new();
         let shared = Arc::new(Shared::new(opts));
+        let knobs = shared.knobs.clone();
         let task = tokio::spawn(accept_loop(listener, shared, cancel.clone()));
         Ok(MockLlm {
             addr,
+            knobs,
             cancel,
             task: Some(task),
         })
@@ -100,6 +104,11 @@ impl MockLlm {
     /// The address actually bound (the real port when `listen` asked for port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// TTFT and error rate, changeable while serving.
+    pub fn knobs(&self) -> Arc<MockKnobs> {
+        self.knobs.clone()
     }
 
     /// Stops accepting, lets in-flight answers finish for a short grace, and waits for the loop.

@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Limited};
@@ -22,14 +23,56 @@ const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 /// What every connection of one server shares.
 pub(super) struct Shared {
     pub opts: MockLlmOptions,
+    /// What can change while serving (the demo slows a canary down).
+    pub knobs: Arc<MockKnobs>,
     /// Numbers requests in arrival order; each one's RNG is seeded from it, so a run with the
     /// same seed and the same request order draws the same errors, text and jitter, without a lock.
     requests: AtomicU64,
 }
 
+/// The mock's behaviour that can be changed while it serves, lock-free.
+#[derive(Debug)]
+pub struct MockKnobs {
+    ttft_us: AtomicU64,
+    /// Error rate in parts per million.
+    error_ppm: AtomicU64,
+}
+
+impl MockKnobs {
+    fn new(opts: &MockLlmOptions) -> Self {
+        let knobs = MockKnobs {
+            ttft_us: AtomicU64::new(0),
+            error_ppm: AtomicU64::new(0),
+        };
+        knobs.set_ttft(opts.ttft);
+        knobs.set_error_rate(opts.error_rate);
+        knobs
+    }
+
+    pub fn ttft(&self) -> Duration {
+        Duration::from_micros(self.ttft_us.load(Ordering::Relaxed))
+    }
+
+    pub fn set_ttft(&self, ttft: Duration) {
+        self.ttft_us
+            .store(ttft.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn error_rate(&self) -> f64 {
+        self.error_ppm.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
+    /// Clamped to 0.0..=1.0.
+    pub fn set_error_rate(&self, rate: f64) {
+        let ppm = (rate.clamp(0.0, 1.0) * 1e6).round() as u64;
+        self.error_ppm.store(ppm, Ordering::Relaxed);
+    }
+}
+
 impl Shared {
     pub fn new(opts: MockLlmOptions) -> Self {
         Shared {
+            knobs: Arc::new(MockKnobs::new(&opts)),
             opts,
             requests: AtomicU64::new(0),
         }
@@ -103,7 +146,8 @@ async fn complete(
     shared: &Shared,
 ) -> Result<Response<MockBody>, Reject> {
     let opts = &shared.opts;
-    let ttft = header_ms(req.headers(), "x-mock-ttft-ms")?.unwrap_or(opts.ttft);
+    let ttft = header_ms(req.headers(), "x-mock-ttft-ms")?.unwrap_or(shared.knobs.ttft());
+    let error_rate = shared.knobs.error_rate();
     let itl = header_ms(req.headers(), "x-mock-itl-ms")?.unwrap_or(opts.itl);
     let natural = header_u32(req.headers(), "x-mock-tokens")?.unwrap_or(opts.tokens);
 
@@ -126,7 +170,7 @@ async fn complete(
 
     let (n, mut rng) = shared.next_rng();
     // Drawn after parsing: a malformed request is the client's fault whatever the error rate.
-    if opts.error_rate > 0.0 && rng.random::<f64>() < opts.error_rate {
+    if error_rate > 0.0 && rng.random::<f64>() < error_rate {
         debug!(request = n, "mock llm injecting an error");
         let msg = "The server had an error while processing your request (mock injected).";
         return Err(Reject {

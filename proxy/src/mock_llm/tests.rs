@@ -332,3 +332,21 @@ async fn rejects_an_error_rate_out_of_range() {
     .unwrap();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+#[tokio::test]
+async fn knobs_change_ttft_and_errors_while_serving() {
+    let mock = MockLlm::start(fast()).await.unwrap();
+    let c = client(false);
+    let body = chat(json!({"stream": true, "max_tokens": 2}));
+    mock.knobs().set_ttft(Duration::from_millis(150));
+    let start = Instant::now();
+    let frames = frames_of(send(&c, &mock, "/v1/chat/completions", &body, &[]).await).await;
+    assert!(start.elapsed() >= Duration::from_millis(150));
+    assert!(!frames.is_empty());
+    mock.knobs().set_error_rate(1.0);
+    let resp = send(&c, &mock, "/v1/chat/completions", &body, &[]).await;
+    assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    mock.knobs().set_error_rate(0.0);
+    let resp = send(&c, &mock, "/v1/chat/completions", &body, &[]).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+}
