@@ -23,8 +23,8 @@
 # twice and within an overall budget, and the last attempt kept. Every attempt,
 # kept or not, is listed in the report.
 #
-#   benches/compare.sh            5 rounds x 8 s per target (~4.5 min)
-#   benches/compare.sh --quick    2 rounds x 4 s per target (~1 min)
+#   benches/compare.sh            5 rounds x 8 s per target (~4-5 min)
+#   benches/compare.sh --quick    2 rounds x 4 s per target (~1.5 min)
 #
 # Options: --rounds N, --duration SECONDS, --connections N, --upstream nginx|mock-llm,
 #          --nice N (default -19; 0 = no change), --no-install (skip
@@ -152,7 +152,7 @@ pids=()
 wrk_pid=""
 cleanup() {
     local pid
-    [[ -n $wrk_pid ]] && kill -TERM "$wrk_pid" 2>/dev/null
+    if [[ -n $wrk_pid ]]; then kill -TERM "$wrk_pid" 2>/dev/null || true; fi
     for pid in "${pids[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
     done
@@ -503,7 +503,7 @@ measure_once() {
     core0="$(pct $((b1 - b0)) $((tot1 - tot0)))"
     core1="$(pct $((c1 - c0)) $((w1 - w0)))"
     # What kept a core busy beyond the bench's own processes: foreign load, plus the
-    # kernel's network work that no process is charged for (small: see the report).
+    # kernel's network work that no process is charged for (0-1% in a quiet run).
     f0="$(floor0 $((core0 - wrk_pct - up_pct)))"
     f1="$(floor0 $((core1 - proxy_pct)))"
     # The core that bounds the run: core 0 (wrk + upstream) for direct, the proxy's
@@ -516,8 +516,9 @@ measure_once() {
     reqs="$(awk '/requests in/ { print $1 }' "$out")"
     if [[ $t != direct ]]; then
         # Requests wrk completed in the window the proxy's counters were read over.
-        us_req="$(awk -v d=$((pt1 - pt0)) -v hz="$hz" -v n="$reqs" 'BEGIN { printf "%.1f", 1e6 * d / hz / n }')"
-        sw_req="$(awk -v d=$((sw1 - sw0)) -v n="$reqs" 'BEGIN { printf "%.2f", d / n }')"
+        us_req="$(awk -v d=$((pt1 - pt0)) -v hz="$hz" -v n="${reqs:-0}" \
+            'BEGIN { if (n > 0) printf "%.1f", 1e6 * d / hz / n; else print "-" }')"
+        sw_req="$(awk -v d=$((sw1 - sw0)) -v n="${reqs:-0}" 'BEGIN { if (n > 0) printf "%.2f", d / n; else print "-" }')"
     fi
     non2xx="$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$out")"
     sockerr="$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' "$out")"
