@@ -1,9 +1,10 @@
 //! The control API: health, readiness and metrics without a token; config,
-//! routes, stats, the audit log, GPUs and upstream load under `/v1/` behind
-//! a bearer token. HTTP/1.1
+//! routes, stats, the audit log, GPUs, upstream load and rollouts under
+//! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
 mod respond;
+mod rollouts;
 mod token;
 mod v1;
 
@@ -27,6 +28,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use crate::observers::Observers;
+use crate::rollout::Rollouts;
 use crate::store::SnapshotStore;
 use respond::ApiResponse;
 
@@ -72,6 +74,8 @@ pub struct AdminApi {
     pub readiness: Arc<Readiness>,
     /// What `/v1/gpu` and `/v1/upstreams` read.
     pub observers: Observers,
+    /// `/v1/rollouts`; its controllers run once [`Rollouts::run`] is spawned.
+    pub rollouts: Arc<Rollouts>,
 }
 
 #[derive(Serialize)]
@@ -87,7 +91,7 @@ impl AdminApi {
     }
 
     /// As [`AdminApi::new`], with the watchers `/v1/gpu` and
-    /// `/v1/upstreams` report.
+    /// `/v1/upstreams` report, which the rollout gates read too.
     pub fn with_observers(
         store: Arc<SnapshotStore>,
         token: String,
@@ -95,6 +99,7 @@ impl AdminApi {
         observers: Observers,
     ) -> Arc<Self> {
         Arc::new(AdminApi {
+            rollouts: Rollouts::new(store.clone(), observers.clone()),
             store,
             token,
             readiness,
@@ -178,6 +183,16 @@ impl AdminApi {
             (["events"], &Method::GET) => v1::get_events(store),
             (["gpu"], &Method::GET) => v1::get_gpu(self.observers.gpu.as_deref()),
             (["upstreams"], &Method::GET) => v1::get_upstreams(self.observers.upstreams.as_deref()),
+            (["rollouts"], &Method::GET) => rollouts::list(&self.rollouts),
+            (["rollouts"], &Method::POST) => match respond::read_body(&parts.headers, body).await {
+                Ok(bytes) => rollouts::add(&self.rollouts, &bytes),
+                Err(answer) => answer,
+            },
+            (["rollouts", name], &Method::GET) => rollouts::show(&self.rollouts, name),
+            (["rollouts", name], &Method::DELETE) => rollouts::remove(&self.rollouts, name),
+            (["rollouts", name, action], &Method::POST) => {
+                rollouts::command(&self.rollouts, name, action)
+            }
             (segments, method) => match v1::allowed(segments) {
                 Some(allow) => respond::wrong_method(method, parts.uri.path(), allow),
                 None => respond::not_found(method, parts.uri.path()),

@@ -6,13 +6,16 @@ mod typed;
 mod units;
 mod validate;
 
-pub use raw::RawConfig;
+pub use raw::{
+    RawConfig, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint,
-    GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, RouteConfig, RuntimeConfig, StickyConfig,
-    TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
+    Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, OnBreach, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
+    TokenSource, UpstreamTls,
 };
-pub use units::{format_duration, parse_duration};
+pub use units::{format_duration, parse_duration, parse_percent};
 
 use std::fmt;
 

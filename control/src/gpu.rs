@@ -135,6 +135,22 @@ impl GpuWatcher {
         )
     }
 
+    /// Percent of memory used on the fullest GPU as last polled (the
+    /// `gpu_memory_max` rollout gate); `None` while no GPU is readable.
+    pub fn memory_used_percent_max(&self) -> Option<f64> {
+        let view = self.view.load();
+        if !view.available {
+            return None;
+        }
+        view.devices
+            .iter()
+            .filter_map(|d| {
+                let (used, total) = (d.memory_used_bytes?, d.memory_total_bytes?);
+                (total > 0).then(|| used as f64 * 100.0 / total as f64)
+            })
+            .reduce(f64::max)
+    }
+
     /// Polls until `cancel`. Returns at once in `off` mode.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         if self.config.mode == GpuMode::Off {

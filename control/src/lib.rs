@@ -1,5 +1,6 @@
 //! The sluice control plane: config, the live snapshot store, the control
-//! API and the stats the API reports. Never imports the proxy or pingora.
+//! API, the stats the API and the rollouts read, and the rollout
+//! controllers. Never imports the proxy or pingora.
 
 mod api;
 mod config;
@@ -7,6 +8,7 @@ mod events;
 mod gpu;
 mod observers;
 mod reload;
+mod rollout;
 mod snapshot;
 mod stats;
 mod store;
@@ -14,16 +16,25 @@ mod upstream_metrics;
 
 pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
-    format_duration, parse_duration, AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig,
-    ClusterKind, Config, ConfigError, ConfigErrors, Endpoint, GpuConfig, GpuMode, ListenerConfig,
-    ListenerProtocol, RawConfig, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, UpstreamTls,
+    format_duration, parse_duration, parse_percent, AccessLogConfig, AccessLogTarget, AdminConfig,
+    ClusterConfig, ClusterKind, Config, ConfigError, ConfigErrors, Endpoint, Gate, Gates,
+    GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, OnBreach, RawConfig, RawGates,
+    RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
+    TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use gpu::GpuWatcher;
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
+pub use rollout::{
+    Command, GateReading, Observation, Policy, RolloutError, RolloutEvent, RolloutStatus, Rollouts,
+    Signals, State, Transition,
+};
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
-pub use stats::{Sample, Stats, StatsKey, StatsRow, TokenSample, WINDOW_SECONDS};
+pub use stats::{
+    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_WINDOW_SECONDS,
+    WINDOW_SECONDS,
+};
 pub use store::SnapshotStore;
 pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

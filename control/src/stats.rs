@@ -1,24 +1,31 @@
-//! Live per-(route, cluster) statistics for `GET /v1/stats`: the data plane
-//! hands each finished request to a bounded channel (never blocking, never
-//! locking); one aggregator task folds them into one-second buckets of
-//! hdrhistograms, of which the last ten make the window.
+//! Live per-(route, cluster) statistics for `GET /v1/stats` and the rollout
+//! gates: the data plane hands each finished request to a bounded channel
+//! (never blocking, never locking); one aggregator task folds them into
+//! one-second buckets of hdrhistograms as they arrive. `/v1/stats` merges the
+//! last ten; a rollout merges its own window (up to a minute) of the keys it
+//! watches, which then keep that much history.
+
+mod window;
+
+pub use window::{Measure, WindowView};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Seconds of history in the window.
+use window::Ring;
+
+/// Seconds of history in the window of `GET /v1/stats`.
 pub const WINDOW_SECONDS: u64 = 10;
+/// The longest window a rollout may ask for.
+pub const MAX_WINDOW_SECONDS: u64 = 60;
 const CHANNEL_CAPACITY: usize = 65_536;
-/// Latencies are kept in microseconds up to ten minutes.
-const MAX_MICROS: u64 = 600_000_000;
 
 /// Identifies a (route, cluster, version) triple; resolved at snapshot build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,47 +51,11 @@ pub struct TokenSample {
     pub output_tokens: u64,
 }
 
-struct Bucket {
-    second: u64,
-    requests: u64,
-    errors: u64,
-    output_tokens: u64,
-    latency_us: Histogram<u64>,
-    ttft_us: Histogram<u64>,
-    gap_us: Histogram<u64>,
-    tpot_us: Histogram<u64>,
-}
-
-impl Bucket {
-    fn new() -> Option<Bucket> {
-        Some(Bucket {
-            second: u64::MAX,
-            requests: 0,
-            errors: 0,
-            output_tokens: 0,
-            latency_us: new_histogram()?,
-            ttft_us: new_histogram()?,
-            gap_us: new_histogram()?,
-            tpot_us: new_histogram()?,
-        })
-    }
-
-    fn reset(&mut self, second: u64) {
-        self.second = second;
-        self.requests = 0;
-        self.errors = 0;
-        self.output_tokens = 0;
-        self.latency_us.reset();
-        self.ttft_us.reset();
-        self.gap_us.reset();
-        self.tpot_us.reset();
-    }
-}
-
 #[derive(Default)]
 struct Windows {
-    /// Per key: a ring of WINDOW_SECONDS buckets indexed by second.
-    rings: HashMap<StatsKey, Vec<Bucket>>,
+    /// Per key: a ring of one-second buckets, [`WINDOW_SECONDS`] long unless
+    /// a rollout asked for more.
+    rings: HashMap<StatsKey, Ring>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,51 +88,12 @@ pub struct StatsRow {
     pub output_tokens_per_second: f64,
 }
 
-fn summary(h: &Histogram<u64>) -> Option<LatencySummary> {
-    if h.is_empty() {
-        return None;
-    }
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+fn summary(view: &WindowView, measure: Measure) -> Option<LatencySummary> {
     Some(LatencySummary {
-        p50: ms(0.50),
-        p95: ms(0.95),
-        p99: ms(0.99),
+        p50: view.quantile_ms(measure, 0.50)?,
+        p95: view.quantile_ms(measure, 0.95)?,
+        p99: view.quantile_ms(measure, 0.99)?,
     })
-}
-
-/// The buckets of one key merged over the window.
-struct Merged {
-    requests: u64,
-    errors: u64,
-    output_tokens: u64,
-    latency_us: Histogram<u64>,
-    ttft_us: Histogram<u64>,
-    gap_us: Histogram<u64>,
-    tpot_us: Histogram<u64>,
-}
-
-impl Merged {
-    fn of<'a>(buckets: impl Iterator<Item = &'a Bucket>) -> Option<Merged> {
-        let mut m = Merged {
-            requests: 0,
-            errors: 0,
-            output_tokens: 0,
-            latency_us: new_histogram()?,
-            ttft_us: new_histogram()?,
-            gap_us: new_histogram()?,
-            tpot_us: new_histogram()?,
-        };
-        for b in buckets {
-            m.requests += b.requests;
-            m.errors += b.errors;
-            m.output_tokens += b.output_tokens;
-            m.latency_us.add(&b.latency_us).ok()?;
-            m.ttft_us.add(&b.ttft_us).ok()?;
-            m.gap_us.add(&b.gap_us).ok()?;
-            m.tpot_us.add(&b.tpot_us).ok()?;
-        }
-        Some(m)
-    }
 }
 
 pub struct Stats {
@@ -229,7 +161,10 @@ impl Stats {
                     let second = self.started.elapsed().as_secs();
                     let mut w = self.windows.lock().unwrap_or_else(|p| p.into_inner());
                     for s in batch.drain(..) {
-                        w.add(second, s);
+                        w.rings
+                            .entry(s.key)
+                            .or_insert_with(|| Ring::new(WINDOW_SECONDS))
+                            .add(second, &s);
                     }
                 }
             }
@@ -249,7 +184,7 @@ impl Stats {
             .iter()
             .filter_map(|(key, ring)| {
                 let (route, cluster, version) = names.get(key.0 as usize)?.clone();
-                let m = Merged::of(ring.iter().filter(|b| b.second + WINDOW_SECONDS > second))?;
+                let m = ring.view(second, WINDOW_SECONDS, &Measure::ALL);
                 if m.requests == 0 {
                     return None;
                 }
@@ -261,10 +196,10 @@ impl Stats {
                     rps: m.requests as f64 / span,
                     errors: m.errors,
                     error_rate: m.errors as f64 / m.requests as f64,
-                    latency_ms: summary(&m.latency_us)?,
-                    ttft_ms: summary(&m.ttft_us),
-                    gap_ms: summary(&m.gap_us),
-                    tpot_ms: summary(&m.tpot_us),
+                    latency_ms: summary(&m, Measure::Latency)?,
+                    ttft_ms: summary(&m, Measure::Ttft),
+                    gap_ms: summary(&m, Measure::Gap),
+                    tpot_ms: summary(&m, Measure::Tpot),
                     output_tokens: m.output_tokens,
                     output_tokens_per_second: m.output_tokens as f64 / span,
                 })
@@ -273,96 +208,31 @@ impl Stats {
         rows.sort_by(|a, b| (&a.route, &a.cluster).cmp(&(&b.route, &b.cluster)));
         rows
     }
-}
 
-fn new_histogram() -> Option<Histogram<u64>> {
-    Histogram::new_with_bounds(1, MAX_MICROS, 2).ok()
-}
-
-impl Windows {
-    fn add(&mut self, second: u64, s: Sample) {
-        let ring = self.rings.entry(s.key).or_default();
-        let slot = (second % WINDOW_SECONDS) as usize;
-        while ring.len() <= slot {
-            let Some(b) = Bucket::new() else { return };
-            ring.push(b);
-        }
-        let b = &mut ring[slot];
-        if b.second != second {
-            b.reset(second);
-        }
-        b.requests += 1;
-        if s.status >= 500 {
-            b.errors += 1;
-        }
-        record(&mut b.latency_us, s.latency);
-        if let Some(t) = &s.tokens {
-            b.output_tokens += t.output_tokens;
-            if let Some(ttft) = t.ttft {
-                record(&mut b.ttft_us, ttft);
-            }
-            if let Some(tpot) = t.tpot {
-                record(&mut b.tpot_us, tpot);
-            }
-            for gap in &t.gaps {
-                record(&mut b.gap_us, *gap);
-            }
-        }
+    /// The requests of `key` over the last `window` (whole seconds, the
+    /// current partial one included; at most [`MAX_WINDOW_SECONDS`]). From
+    /// the first call on, `key` keeps that much history.
+    pub fn view(&self, key: StatsKey, window: Duration) -> WindowView {
+        self.view_only(key, window, &Measure::ALL)
     }
-}
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
-    let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
-    // In range by the clamp above.
-    let _ = h.record(us);
+    /// As [`Stats::view`], with only `measures` of the distributions (the
+    /// counts always): what a rollout's gates read, four times a second.
+    pub fn view_only(&self, key: StatsKey, window: Duration, measures: &[Measure]) -> WindowView {
+        let seconds =
+            (window.as_secs() + u64::from(window.subsec_nanos() > 0)).clamp(1, MAX_WINDOW_SECONDS);
+        let now = self.started.elapsed().as_secs();
+        let mut w = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let ring = w
+            .rings
+            .entry(key)
+            .or_insert_with(|| Ring::new(WINDOW_SECONDS.max(seconds)));
+        if ring.seconds() < seconds {
+            ring.grow(seconds);
+        }
+        ring.view(now, seconds, measures)
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn window_reports_rates_errors_and_percentiles_then_forgets() {
-        let stats = Stats::new();
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
-        let key = stats.key("chat", "a", "v1");
-        assert_eq!(stats.key("chat", "a", "v1"), key);
-        tokio::time::advance(Duration::from_secs(10)).await;
-        for i in 0..100u64 {
-            stats.record(Sample {
-                key,
-                status: if i < 5 { 503 } else { 200 },
-                latency: Duration::from_millis(i + 1),
-                tokens: (i < 10).then(|| TokenSample {
-                    ttft: Some(Duration::from_millis(100 + i)),
-                    tpot: Some(Duration::from_millis(20)),
-                    gaps: vec![Duration::from_millis(10); 4],
-                    output_tokens: 5,
-                }),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let rows = stats.rows();
-        assert_eq!(rows.len(), 1);
-        let r = &rows[0];
-        assert_eq!((r.requests, r.errors), (100, 5));
-        assert!((r.rps - 10.0).abs() < 0.01);
-        assert!((r.error_rate - 0.05).abs() < 1e-9);
-        assert!((49.0..=51.0).contains(&r.latency_ms.p50), "{r:?}");
-        assert!((98.0..=100.5).contains(&r.latency_ms.p99), "{r:?}");
-        let ttft = r.ttft_ms.clone().unwrap();
-        assert!((104.0..=106.0).contains(&ttft.p50), "{r:?}");
-        assert!(
-            (9.9..=10.1).contains(&r.gap_ms.clone().unwrap().p99),
-            "{r:?}"
-        );
-        assert_eq!(r.output_tokens, 50);
-        assert!((r.output_tokens_per_second - 5.0).abs() < 0.01);
-        tokio::time::advance(Duration::from_secs(11)).await;
-        assert!(stats.rows().is_empty());
-        cancel.cancel();
-        task.await.unwrap();
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use sluice_filters::Metrics;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::config::{Config, ConfigError, ConfigErrors, RawConfig};
@@ -21,6 +22,8 @@ pub struct SnapshotStore {
     pub metrics: Metrics,
     pub stats: Arc<Stats>,
     pub events: EventLog,
+    /// The live snapshot's version, for tasks that follow changes (rollouts).
+    changes: watch::Sender<u64>,
 }
 
 impl SnapshotStore {
@@ -33,6 +36,7 @@ impl SnapshotStore {
             metrics,
             stats,
             events: EventLog::default(),
+            changes: watch::Sender::new(1),
         };
         store.events.push("startup", "load config", 1, Vec::new());
         Arc::new(store)
@@ -42,6 +46,11 @@ impl SnapshotStore {
     /// keeps the `Arc` for the request's whole life.
     pub fn load(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// Wakes on every applied change with the new version.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Applies `edit` to a copy of the live config as written, validates the
@@ -59,6 +68,7 @@ impl SnapshotStore {
             Ok(snapshot) => {
                 let snapshot = Arc::new(snapshot);
                 self.current.store(snapshot.clone());
+                self.changes.send_replace(snapshot.version);
                 self.metrics.snapshot_version.set(snapshot.version as i64);
                 self.metrics
                     .config_changes

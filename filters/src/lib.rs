@@ -19,7 +19,7 @@ pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
-pub use metrics::{Metrics, RouteClusterMetrics, StatusClass};
+pub use metrics::{Metrics, RolloutMetrics, RouteClusterMetrics, StatusClass};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
 pub use trace_context::{sample, TraceContext};

@@ -74,6 +74,53 @@ pub struct Metrics {
     pub config_changes: IntCounterVec,
     pub snapshot_version: IntGauge,
     pub genai: GenAiMetrics,
+    pub rollout: RolloutMetrics,
+}
+
+/// The rollout controllers' families, one series per rollout. Written by the
+/// control plane only.
+#[derive(Clone)]
+pub struct RolloutMetrics {
+    /// `sluice_rollout_weight{rollout}`: the canary weight the rollout set.
+    pub weight: IntGaugeVec,
+    /// `sluice_rollout_state{rollout,state}`: 1 for the current state, else 0.
+    pub state: IntGaugeVec,
+    /// `sluice_rollout_rollbacks_total{rollout}`.
+    pub rollbacks: IntCounterVec,
+}
+
+impl RolloutMetrics {
+    fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let weight = IntGaugeVec::new(
+            Opts::new(
+                "sluice_rollout_weight",
+                "Canary weight (percent) the rollout has set on its route.",
+            ),
+            &["rollout"],
+        )?;
+        let state = IntGaugeVec::new(
+            Opts::new(
+                "sluice_rollout_state",
+                "1 for the rollout's current state, 0 for the others.",
+            ),
+            &["rollout", "state"],
+        )?;
+        let rollbacks = IntCounterVec::new(
+            Opts::new(
+                "sluice_rollout_rollbacks_total",
+                "Automatic rollbacks: a gate breached for `consecutive` evaluations.",
+            ),
+            &["rollout"],
+        )?;
+        registry.register(Box::new(weight.clone()))?;
+        registry.register(Box::new(state.clone()))?;
+        registry.register(Box::new(rollbacks.clone()))?;
+        Ok(Self {
+            weight,
+            state,
+            rollbacks,
+        })
+    }
 }
 
 /// Pre-resolved handles for one (route, cluster) pair.
@@ -163,6 +210,7 @@ impl Metrics {
         registry.register(Box::new(config_changes.clone()))?;
         registry.register(Box::new(snapshot_version.clone()))?;
         let genai = GenAiMetrics::new(&registry)?;
+        let rollout = RolloutMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -174,6 +222,7 @@ impl Metrics {
             config_changes,
             snapshot_version,
             genai,
+            rollout,
         })
     }
 

@@ -44,6 +44,50 @@ enum CtlCommand {
     Config,
     /// Replace the config with a YAML or JSON file.
     Apply { file: std::path::PathBuf },
+    /// Progressive rollouts: list, show, start, pause, resume, promote, abort.
+    Rollout {
+        #[command(subcommand)]
+        command: RolloutCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RolloutCommand {
+    /// Every rollout: state, step, weight, last gate readings.
+    List,
+    /// One rollout with its gates and the history of its transitions.
+    Show { name: String },
+    /// Add and start a rollout from a YAML or JSON file (one `rollouts:` item).
+    Start { file: std::path::PathBuf },
+    /// Hold the canary's weight where it is.
+    Pause { name: String },
+    /// Go on from a pause (the hold starts again).
+    Resume { name: String },
+    /// Canary to 100 now.
+    Promote { name: String },
+    /// Canary to 0 now.
+    Abort { name: String },
+    /// Remove a rollout from the config (its weights stay where they are).
+    Delete { name: String },
+}
+
+/// The request a rollout command makes.
+fn rollout_request(
+    command: &RolloutCommand,
+) -> anyhow::Result<(&'static str, String, Option<String>)> {
+    Ok(match command {
+        RolloutCommand::List => ("GET", "/v1/rollouts".into(), None),
+        RolloutCommand::Show { name } => ("GET", format!("/v1/rollouts/{name}"), None),
+        RolloutCommand::Start { file } => {
+            let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
+            ("POST", "/v1/rollouts".into(), Some(text))
+        }
+        RolloutCommand::Pause { name } => ("POST", format!("/v1/rollouts/{name}/pause"), None),
+        RolloutCommand::Resume { name } => ("POST", format!("/v1/rollouts/{name}/resume"), None),
+        RolloutCommand::Promote { name } => ("POST", format!("/v1/rollouts/{name}/promote"), None),
+        RolloutCommand::Abort { name } => ("POST", format!("/v1/rollouts/{name}/abort"), None),
+        RolloutCommand::Delete { name } => ("DELETE", format!("/v1/rollouts/{name}"), None),
+    })
 }
 
 pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
@@ -61,6 +105,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
             let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
             ("PUT", "/v1/config".into(), Some(text))
         }
+        CtlCommand::Rollout { command } => rollout_request(command)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,6 +1,6 @@
 //! Assembles and runs sluice: the pingora server (one service per listener)
 //! on its own thread, and the control plane (admin API, stats aggregator,
-//! GPU watcher, upstream scraper, config file watcher, signals) on a small
+//! GPU watcher, upstream scraper, rollouts, config file watcher, signals) on a small
 //! runtime of its own. `main` and the end-to-end tests both start sluice
 //! through [`Sluice::start`].
 
@@ -328,6 +328,8 @@ async fn run_control(cp: ControlPlane) {
     let tracker = tokio_util::task::TaskTracker::new();
     tracker.spawn(cp.store.stats.clone().run_aggregator(cancel.clone()));
     cp.api.observers.spawn(&tracker, &cp.store, &cancel);
+    // The config's rollouts start now; later ones as the config gains them.
+    tracker.spawn(cp.api.rollouts.clone().run(cancel.clone()));
     match tokio::net::TcpListener::from_std(cp.admin_listener) {
         Ok(listener) => {
             tracker.spawn(serve_admin(listener, cp.api.clone(), cancel.clone()));

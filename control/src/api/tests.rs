@@ -53,6 +53,7 @@ impl Server {
         observers.spawn(&TaskTracker::new(), &store, &cancel);
         let api =
             AdminApi::with_observers(store, TOKEN.into(), Arc::new(Readiness::new()), observers);
+        tokio::spawn(api.rollouts.clone().run(cancel.clone()));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));
@@ -409,3 +410,4 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
 }
 
 mod observers;
+mod rollouts;

@@ -1,5 +1,6 @@
 //! The `/v1/` endpoints: config, routes and their splits, stats, events,
-//! and what the observers saw (GPUs, upstream load).
+//! and what the observers saw (GPUs, upstream load). Rollouts have their
+//! own module.
 //! Every change goes through the store, so it is validated whole, swapped in
 //! atomically and written to the audit log.
 
@@ -269,6 +270,9 @@ pub fn allowed(segments: &[&str]) -> Option<&'static str> {
         ["config"] => Some("GET, PUT"),
         ["routes"] | ["stats"] | ["events"] | ["gpu"] | ["upstreams"] => Some("GET"),
         ["routes", _, "split"] => Some("PUT"),
+        ["rollouts"] => Some("GET, POST"),
+        ["rollouts", _] => Some("GET, DELETE"),
+        ["rollouts", _, "pause" | "resume" | "promote" | "abort"] => Some("POST"),
         _ => None,
     }
 }

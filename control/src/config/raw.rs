@@ -2,6 +2,12 @@
 //! that need checking (addresses, durations, names) stay strings here so
 //! that `validate` can report every problem at once, each with its path.
 
+mod rollout;
+
+pub use rollout::{
+    RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+};
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +27,9 @@ pub struct RawConfig {
     pub clusters: Vec<RawCluster>,
     #[serde(default)]
     pub routes: Vec<RawRoute>,
+    /// Progressive releases; also added at run time by `POST /v1/rollouts`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollouts: Vec<RawRollout>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<RawTelemetry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +192,9 @@ pub struct RawRoute {
     pub split: BTreeMap<String, u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sticky: Option<RawSticky>,
+    /// Let a request pick stable or canary with `x-sluice-version` (testers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_version_header: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -209,18 +221,24 @@ impl RawConfig {
         if text.trim().is_empty() {
             return Ok(RawConfig::default());
         }
-        let de = serde_norway::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let message = without_location(&inner.to_string(), &path);
-            ConfigErrors(vec![ConfigError::new(path, message)])
-        })
+        parse_yaml(text)
     }
 
     pub fn to_yaml(&self) -> String {
         serde_norway::to_string(self).unwrap_or_default()
     }
+}
+
+/// Reads any part of the config (the whole of it, or one rollout) from YAML
+/// or JSON, with the path of the first problem.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigErrors> {
+    let de = serde_norway::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = without_location(&inner.to_string(), &path);
+        ConfigErrors(vec![ConfigError::new(path, message)])
+    })
 }
 
 /// serde_norway appends " at line L column C" and may prefix the path of the

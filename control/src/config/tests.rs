@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod rollouts;
+
 const GOOD: &str = r#"
 runtime: { threads: 2, grace_period: 10s }
 admin: { listen: 127.0.0.1:9901, token_env: SLUICE_ADMIN_TOKEN }

@@ -1,5 +1,12 @@
 //! The validated config: every value parsed, every reference checked.
 
+mod rollout;
+
+pub use rollout::{
+    Gate, Gates, OnBreach, RolloutConfig, RolloutSource, DEFAULT_CONSECUTIVE, DEFAULT_HOLD,
+    DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_STEPS, DEFAULT_WINDOW,
+};
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +24,7 @@ pub struct Config {
     pub listeners: Vec<ListenerConfig>,
     pub clusters: Vec<ClusterConfig>,
     pub routes: Vec<RouteConfig>,
+    pub rollouts: Vec<RolloutConfig>,
     pub telemetry: TelemetryConfig,
     pub gpu: GpuConfig,
 }
@@ -200,10 +208,21 @@ pub struct RouteConfig {
     /// (cluster name, weight), in name order.
     pub split: Vec<(String, u32)>,
     pub sticky: Option<StickyConfig>,
+    /// Whether `x-sluice-version: stable|canary` may pick the cluster of
+    /// this route's rollout (for testers).
+    pub allow_version_header: bool,
 }
 
 impl Config {
     pub fn cluster(&self, name: &str) -> Option<&ClusterConfig> {
         self.clusters.iter().find(|c| c.name == name)
+    }
+
+    pub fn route(&self, name: &str) -> Option<&RouteConfig> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+
+    pub fn rollout(&self, name: &str) -> Option<&RolloutConfig> {
+        self.rollouts.iter().find(|r| r.name == name)
     }
 }

@@ -28,6 +28,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("`{text}` is out of range"))
 }
 
+/// Parses a percent written `1%`, `0.5 %` or as a bare number; the range
+/// (0..=100) is checked by the caller, which knows the path.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim_end();
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{text}` is not a percent like 1% or 0.5%")),
+    }
+}
+
 /// The inverse of [`parse_duration`] for display: the largest unit that is exact.
 pub fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
@@ -71,6 +82,21 @@ mod tests {
         assert_eq!(
             parse_duration("fast"),
             Err("`fast` is not a duration like 250ms or 1s".into())
+        );
+    }
+
+    #[test]
+    fn parses_percents() {
+        assert_eq!(parse_percent("1%"), Ok(1.0));
+        assert_eq!(parse_percent(" 0.5 %"), Ok(0.5));
+        assert_eq!(parse_percent("20"), Ok(20.0));
+        assert_eq!(
+            parse_percent("lots"),
+            Err("`lots` is not a percent like 1% or 0.5%".into())
+        );
+        assert_eq!(
+            parse_percent("inf%"),
+            Err("`inf%` is not a percent like 1% or 0.5%".into())
         );
     }
 

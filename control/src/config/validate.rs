@@ -1,6 +1,8 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod rollout;
+
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -107,6 +109,7 @@ impl RawConfig {
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes(&self.routes, &self.listeners, &clusters, &mut errs);
+        let rollouts = rollout::rollouts(&self.rollouts, &routes, &mut errs);
         let telemetry = telemetry(self, &mut errs);
         let gpu = gpu(self, &mut errs);
         if !errs.0.is_empty() {
@@ -119,6 +122,7 @@ impl RawConfig {
             listeners,
             clusters,
             routes,
+            rollouts,
             telemetry,
             gpu,
         })
@@ -492,6 +496,7 @@ fn routes(
                 sticky: r.sticky.as_ref().map(|s| StickyConfig {
                     header: errs.header_name(format!("{at}.sticky.header"), &s.header),
                 }),
+                allow_version_header: r.allow_version_header.unwrap_or(false),
             }
         })
         .collect()

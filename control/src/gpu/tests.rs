@@ -221,3 +221,23 @@ async fn auto_mode_reports_what_the_machine_has() {
         .unwrap()
         .unwrap();
 }
+
+#[test]
+fn memory_gate_reads_the_fullest_device() {
+    let (w, _registry) = watcher(GpuMode::Auto);
+    assert_eq!(w.memory_used_percent_max(), None);
+    let mut full = h100(1);
+    full.memory_used_bytes = Some(72 << 30);
+    let mut unknown = h100(2);
+    unknown.memory_total_bytes = None;
+    w.publish(
+        &Reading {
+            driver_version: None,
+            devices: vec![h100(0), full, unknown],
+        },
+        1,
+    );
+    assert_eq!(w.memory_used_percent_max(), Some(90.0));
+    w.set_unavailable("GPU poll failed: GPU is lost");
+    assert_eq!(w.memory_used_percent_max(), None);
+}

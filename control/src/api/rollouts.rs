@@ -1,0 +1,77 @@
+//! `/v1/rollouts`: list, add (the shape of one `rollouts:` item, YAML or
+//! JSON), show, remove, and the operator's pause, resume, promote, abort.
+
+use http::StatusCode;
+use serde::Serialize;
+
+use super::respond::{self, ApiResponse};
+use crate::config::{ConfigError, ConfigErrors, RawRollout};
+use crate::rollout::{Command, RolloutError, Rollouts};
+
+#[derive(Serialize)]
+struct Removed<'a> {
+    removed: &'a str,
+}
+
+pub fn list(rollouts: &Rollouts) -> ApiResponse {
+    respond::json(StatusCode::OK, &rollouts.list())
+}
+
+/// 201 with the new rollout's status; 400 with every error (paths relative
+/// to the rollout); 409 when the name is taken.
+pub fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
+    let parsed = match std::str::from_utf8(body) {
+        Ok(text) => RawRollout::from_yaml(text),
+        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            format!("body is not UTF-8: {e}"),
+        )])),
+    };
+    let raw = match parsed {
+        Ok(raw) => raw,
+        Err(errors) => return respond::config_errors(&errors),
+    };
+    match rollouts.add(raw) {
+        Ok(status) => respond::json(StatusCode::CREATED, &status),
+        Err(e) => error(e),
+    }
+}
+
+pub fn show(rollouts: &Rollouts, name: &str) -> ApiResponse {
+    match rollouts.status(name) {
+        Ok(status) => respond::json(StatusCode::OK, &status),
+        Err(e) => error(e),
+    }
+}
+
+pub fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
+    match rollouts.remove(name) {
+        Ok(()) => respond::json(StatusCode::OK, &Removed { removed: name }),
+        Err(e) => error(e),
+    }
+}
+
+/// `action` is one of pause, resume, promote, abort (the router checks).
+pub fn command(rollouts: &Rollouts, name: &str, action: &str) -> ApiResponse {
+    let Some(command) = Command::parse(action) else {
+        return respond::error(
+            StatusCode::NOT_FOUND,
+            &format!("unknown rollout command `{action}` (pause, resume, promote, abort)"),
+        );
+    };
+    match rollouts.command(name, command) {
+        Ok(status) => respond::json(StatusCode::OK, &status),
+        Err(e) => error(e),
+    }
+}
+
+fn error(e: RolloutError) -> ApiResponse {
+    match &e {
+        RolloutError::Unknown(_) => {
+            respond::error_at(StatusCode::NOT_FOUND, &e.to_string(), "name")
+        }
+        RolloutError::Exists(_) => respond::error_at(StatusCode::CONFLICT, &e.to_string(), "name"),
+        RolloutError::Invalid(errors) => respond::config_errors(errors),
+        RolloutError::NotAllowed(message) => respond::error(StatusCode::CONFLICT, message),
+    }
+}

@@ -1,0 +1,295 @@
+//! Validation of `rollouts:`: defaults, units, steps, gates, and the route
+//! and clusters each rollout drives.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::super::raw::{RawGates, RawOnBreach, RawPercent, RawRollout, RawRolloutSource};
+use super::super::typed::*;
+use super::super::units::{format_duration, parse_percent};
+use super::Errors;
+use crate::stats::MAX_WINDOW_SECONDS;
+
+/// The keys `source.prometheus.queries` may override: every gate, and the
+/// canary's request count that `min_requests` is judged on.
+const QUERY_KEYS: [&str; 11] = [
+    "ttft_p95",
+    "ttft_p99",
+    "gap_p99",
+    "tpot_p95",
+    "latency_p99",
+    "error_rate",
+    "p99_vs_stable",
+    "ttft_vs_stable",
+    "gpu_memory_max",
+    "upstream_queue_max",
+    "requests",
+];
+
+pub(super) fn rollouts(
+    raw: &[RawRollout],
+    routes: &[RouteConfig],
+    errs: &mut Errors,
+) -> Vec<RolloutConfig> {
+    let mut seen = HashMap::new();
+    // route → (rollout, its path): a route has at most one rollout, since two
+    // would fight over the same weights.
+    let mut driven: HashMap<&str, (&str, String)> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, r) in raw.iter().enumerate() {
+        let at = format!("rollouts[{i}]");
+        errs.name(format!("{at}.name"), &r.name);
+        errs.unique(&mut seen, format!("{at}.name"), "rollout", &r.name);
+        match driven.get(r.route.as_str()) {
+            Some((other, path)) => errs.push(
+                format!("{at}.route"),
+                format!("route `{}` already has rollout `{other}` ({path})", r.route),
+            ),
+            None => {
+                driven.insert(&r.route, (&r.name, at.clone()));
+            }
+        }
+        clusters(&at, r, routes, errs);
+        out.push(RolloutConfig {
+            name: r.name.clone(),
+            route: r.route.clone(),
+            stable: r.stable.clone(),
+            canary: r.canary.clone(),
+            steps: steps(&at, r.steps.as_deref(), errs),
+            hold: errs.duration(format!("{at}.hold"), r.hold.as_deref(), DEFAULT_HOLD),
+            min_requests: at_least_one(
+                errs,
+                format!("{at}.min_requests"),
+                r.min_requests,
+                DEFAULT_MIN_REQUESTS,
+            ),
+            interval: errs.duration(
+                format!("{at}.interval"),
+                r.interval.as_deref(),
+                DEFAULT_INTERVAL,
+            ),
+            window: window(&at, r.window.as_deref(), errs),
+            consecutive: at_least_one(
+                errs,
+                format!("{at}.consecutive"),
+                r.consecutive.map(u64::from),
+                u64::from(DEFAULT_CONSECUTIVE),
+            ) as u32,
+            on_breach: match r.on_breach {
+                Some(RawOnBreach::Pause) => OnBreach::Pause,
+                Some(RawOnBreach::Rollback) | None => OnBreach::Rollback,
+            },
+            gates: gates(&format!("{at}.gates"), &r.gates, errs),
+            source: r
+                .source
+                .as_ref()
+                .map(|s| source(&format!("{at}.source"), s, errs)),
+            targets: r
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    url(
+                        errs,
+                        format!("{at}.targets[{j}]"),
+                        t,
+                        "http://10.0.0.2:9901",
+                    )
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
+/// The route exists, and stable and canary are two different clusters of
+/// its split (the weights the rollout moves).
+fn clusters(at: &str, r: &RawRollout, routes: &[RouteConfig], errs: &mut Errors) {
+    let route = routes.iter().find(|x| x.name == r.route);
+    if route.is_none() {
+        errs.push(
+            format!("{at}.route"),
+            format!("unknown route `{}`", r.route),
+        );
+    }
+    if r.stable == r.canary {
+        errs.push(
+            format!("{at}.canary"),
+            format!("must differ from stable (`{}`)", r.stable),
+        );
+    }
+    let Some(route) = route else { return };
+    for (field, cluster) in [("stable", &r.stable), ("canary", &r.canary)] {
+        if !route.split.iter().any(|(c, _)| c == cluster) {
+            errs.push(
+                format!("{at}.{field}"),
+                format!(
+                    "cluster `{cluster}` is not in the split of route `{}`",
+                    r.route
+                ),
+            );
+        }
+    }
+}
+
+fn steps(at: &str, raw: Option<&[u32]>, errs: &mut Errors) -> Vec<u32> {
+    let Some(steps) = raw else {
+        return DEFAULT_STEPS.to_vec();
+    };
+    let Some(&last) = steps.last() else {
+        errs.push(format!("{at}.steps"), "at least one step is required");
+        return DEFAULT_STEPS.to_vec();
+    };
+    let mut before = 0;
+    for (j, &s) in steps.iter().enumerate() {
+        if !(1..=100).contains(&s) {
+            errs.push(
+                format!("{at}.steps[{j}]"),
+                format!("{s} is not within 1..=100"),
+            );
+        } else if s <= before {
+            errs.push(
+                format!("{at}.steps[{j}]"),
+                format!("{s} must be greater than the step before ({before})"),
+            );
+        }
+        before = before.max(s);
+    }
+    if last != 100 {
+        errs.push(
+            format!("{at}.steps"),
+            format!("the last step must be 100, found {last}"),
+        );
+    }
+    steps.to_vec()
+}
+
+/// Windows are merged from one-second buckets, of which sluice keeps at
+/// most a minute: a fraction of a second is rounded up.
+fn window(at: &str, raw: Option<&str>, errs: &mut Errors) -> Duration {
+    let path = format!("{at}.window");
+    let w = errs.duration(path.clone(), raw, DEFAULT_WINDOW);
+    let max = Duration::from_secs(MAX_WINDOW_SECONDS);
+    if w > max {
+        errs.push(
+            path,
+            format!(
+                "{} is over the {MAX_WINDOW_SECONDS}s maximum",
+                format_duration(w)
+            ),
+        );
+        return max;
+    }
+    Duration::from_secs(w.as_secs() + u64::from(w.subsec_nanos() > 0))
+}
+
+fn at_least_one(errs: &mut Errors, path: String, value: Option<u64>, default: u64) -> u64 {
+    match value {
+        Some(0) => {
+            errs.push(path, "must be at least 1");
+            default
+        }
+        Some(n) => n,
+        None => default,
+    }
+}
+
+fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
+    if g.is_empty() {
+        errs.push(at, "at least one gate is required");
+    }
+    let mut duration = |name: &str, text: &Option<String>| {
+        let text = text.as_deref()?;
+        let path = format!("{at}.{name}");
+        let before = errs.0.len();
+        let d = errs.duration(path, Some(text), Duration::ZERO);
+        (errs.0.len() == before).then_some(d)
+    };
+    let ttft_p95 = duration("ttft_p95", &g.ttft_p95);
+    let ttft_p99 = duration("ttft_p99", &g.ttft_p99);
+    let gap_p99 = duration("gap_p99", &g.gap_p99);
+    let tpot_p95 = duration("tpot_p95", &g.tpot_p95);
+    let latency_p99 = duration("latency_p99", &g.latency_p99);
+    Gates {
+        ttft_p95,
+        ttft_p99,
+        gap_p99,
+        tpot_p95,
+        latency_p99,
+        error_rate: percent(errs, format!("{at}.error_rate"), g.error_rate.as_ref()),
+        p99_vs_stable: ratio(errs, format!("{at}.p99_vs_stable"), g.p99_vs_stable),
+        ttft_vs_stable: ratio(errs, format!("{at}.ttft_vs_stable"), g.ttft_vs_stable),
+        gpu_memory_max: percent(
+            errs,
+            format!("{at}.gpu_memory_max"),
+            g.gpu_memory_max.as_ref(),
+        ),
+        upstream_queue_max: g.upstream_queue_max,
+    }
+}
+
+fn percent(errs: &mut Errors, path: String, raw: Option<&RawPercent>) -> Option<f64> {
+    let value = match raw? {
+        RawPercent::Number(n) => *n,
+        RawPercent::Text(t) => match parse_percent(t) {
+            Ok(v) => v,
+            Err(e) => {
+                errs.push(path, e);
+                return None;
+            }
+        },
+    };
+    if !(0.0..=100.0).contains(&value) {
+        errs.push(path, format!("{value} is not within 0..=100"));
+        return None;
+    }
+    Some(value)
+}
+
+fn ratio(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
+    let value = raw?;
+    if !(value.is_finite() && value > 0.0) {
+        errs.push(path, format!("must be greater than 0, found {value}"));
+        return None;
+    }
+    Some(value)
+}
+
+fn source(at: &str, s: &RawRolloutSource, errs: &mut Errors) -> RolloutSource {
+    let p = &s.prometheus;
+    let at = format!("{at}.prometheus");
+    for (key, query) in &p.queries {
+        if !QUERY_KEYS.contains(&key.as_str()) {
+            errs.push(
+                format!("{at}.queries.{key}"),
+                format!(
+                    "unknown query `{key}` (expected one of {})",
+                    QUERY_KEYS.join(", ")
+                ),
+            );
+        } else if query.trim().is_empty() {
+            errs.push(format!("{at}.queries.{key}"), "must not be empty");
+        }
+    }
+    RolloutSource::Prometheus {
+        url: url(errs, format!("{at}.url"), &p.url, "http://127.0.0.1:9090"),
+        queries: p.queries.clone(),
+    }
+}
+
+/// An `http` or `https` URL with a host; returned without a trailing `/`.
+fn url(errs: &mut Errors, path: String, text: &str, example: &str) -> String {
+    let ok = text
+        .parse::<http::Uri>()
+        .ok()
+        .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
+        .and_then(|u| u.host().map(|h| !h.is_empty()))
+        .unwrap_or(false);
+    if !ok {
+        errs.push(
+            path,
+            format!("`{text}` is not an http(s) URL like {example}"),
+        );
+    }
+    text.trim_end_matches('/').to_string()
+}

@@ -1,0 +1,160 @@
+//! Judging the gates: from what the canary and stable did in the window,
+//! and the GPU and model-server readings, to one reading per gate. Pure:
+//! the controller gathers the observation, the policy acts on the readings.
+
+use serde::Serialize;
+
+use crate::config::{Gate, Gates};
+use crate::stats::{Measure, WindowView};
+
+/// Everything the gates are judged on, gathered at one instant.
+#[derive(Clone, Copy, Debug)]
+pub struct Observation<'a> {
+    pub canary: &'a WindowView,
+    pub stable: &'a WindowView,
+    /// Percent of memory used on the fullest GPU; `None` without a reading.
+    pub gpu_memory_percent: Option<f64>,
+    /// Requests waiting at the canary's model server; `None` when it is not
+    /// scraped or did not answer.
+    pub upstream_waiting: Option<f64>,
+}
+
+/// One gate at one evaluation: the evidence behind every decision.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GateReading {
+    pub gate: Gate,
+    /// The canary's value in the gate's unit; `None` when nothing to read.
+    pub value: Option<f64>,
+    pub bound: f64,
+    pub unit: &'static str,
+    /// Canary samples the value is computed from.
+    pub samples: u64,
+    /// Relative gates: stable samples in the same window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stable_samples: Option<u64>,
+    /// `None` when not judged (too few samples, or no reading).
+    pub ok: Option<bool>,
+}
+
+impl GateReading {
+    pub fn breached(&self) -> bool {
+        self.ok == Some(false)
+    }
+
+    /// `ttft_p95 400ms > 150ms (120 samples)`, for events and logs.
+    pub fn describe(&self) -> String {
+        let unit = match self.unit {
+            "ms" | "%" => self.unit,
+            _ => "",
+        };
+        let value = self
+            .value
+            .map_or_else(|| "n/a".to_string(), |v| format!("{}{unit}", round(v)));
+        let cmp = match self.ok {
+            Some(true) => "<=",
+            Some(false) => ">",
+            None => "vs",
+        };
+        format!(
+            "{} {value} {cmp} {}{unit} ({} samples)",
+            self.gate.as_str(),
+            round(self.bound),
+            self.samples
+        )
+    }
+}
+
+/// Three decimals at most: readings are for people.
+fn round(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Reads every configured gate. A gate is judged only with at least
+/// `min_requests` canary samples (relative gates: stable samples too) and
+/// a value to compare; it passes when the value is at most the bound.
+pub fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> Vec<GateReading> {
+    let (canary, stable) = (obs.canary, obs.stable);
+    gates
+        .bounds()
+        .into_iter()
+        .map(|(gate, bound)| {
+            let q = |view: &WindowView, measure, q| view.quantile_ms(measure, q);
+            let (value, samples, stable_samples) = match gate {
+                Gate::TtftP95 => (
+                    q(canary, Measure::Ttft, 0.95),
+                    canary.count(Measure::Ttft),
+                    None,
+                ),
+                Gate::TtftP99 => (
+                    q(canary, Measure::Ttft, 0.99),
+                    canary.count(Measure::Ttft),
+                    None,
+                ),
+                Gate::GapP99 => (q(canary, Measure::Gap, 0.99), canary.gap_requests, None),
+                Gate::TpotP95 => (
+                    q(canary, Measure::Tpot, 0.95),
+                    canary.count(Measure::Tpot),
+                    None,
+                ),
+                Gate::LatencyP99 => (q(canary, Measure::Latency, 0.99), canary.requests, None),
+                Gate::ErrorRate => (canary.error_percent(), canary.requests, None),
+                Gate::P99VsStable => (
+                    ratio(
+                        q(canary, Measure::Latency, 0.99),
+                        q(stable, Measure::Latency, 0.99),
+                    ),
+                    canary.requests,
+                    Some(stable.requests),
+                ),
+                Gate::TtftVsStable => (
+                    ratio(
+                        q(canary, Measure::Ttft, 0.95),
+                        q(stable, Measure::Ttft, 0.95),
+                    ),
+                    canary.count(Measure::Ttft),
+                    Some(stable.count(Measure::Ttft)),
+                ),
+                Gate::GpuMemoryMax => (obs.gpu_memory_percent, canary.requests, None),
+                Gate::UpstreamQueueMax => (obs.upstream_waiting, canary.requests, None),
+            };
+            let enough =
+                samples >= min_requests && stable_samples.is_none_or(|s| s >= min_requests);
+            GateReading {
+                gate,
+                value,
+                bound,
+                unit: gate.unit(),
+                samples,
+                stable_samples,
+                ok: value.filter(|_| enough).map(|v| v <= bound),
+            }
+        })
+        .collect()
+}
+
+/// The distributions the gates read, of the canary and of stable: a window
+/// merges only those (counts are always there).
+pub fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
+    let (mut canary, mut stable) = (Vec::new(), Vec::new());
+    for (gate, _) in gates.bounds() {
+        let measure = match gate {
+            Gate::TtftP95 | Gate::TtftP99 | Gate::TtftVsStable => Measure::Ttft,
+            Gate::GapP99 => Measure::Gap,
+            Gate::TpotP95 => Measure::Tpot,
+            Gate::LatencyP99 | Gate::P99VsStable => Measure::Latency,
+            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::UpstreamQueueMax => continue,
+        };
+        if !canary.contains(&measure) {
+            canary.push(measure);
+        }
+        if gate.is_relative() && !stable.contains(&measure) {
+            stable.push(measure);
+        }
+    }
+    (canary, stable)
+}
+
+fn ratio(canary: Option<f64>, stable: Option<f64>) -> Option<f64> {
+    let (c, s) = (canary?, stable?);
+    (s > 0.0).then(|| c / s)
+}

@@ -1,0 +1,49 @@
+//! What the API shows of a rollout: its state, the last gate readings and
+//! its history of transitions, each with the evidence that decided it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::gates::GateReading;
+use super::policy::State;
+
+/// One transition in a rollout's history.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RolloutEvent {
+    /// Milliseconds since the rollout was created (tokio's clock).
+    pub at_ms: u64,
+    /// Wall clock, milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    pub from: State,
+    pub to: State,
+    /// 1-based position in `steps` after the transition (0: not started).
+    pub step: usize,
+    /// Canary weight after the transition.
+    pub weight: u32,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<GateReading>,
+}
+
+/// The body of `GET /v1/rollouts/{name}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RolloutStatus {
+    pub name: String,
+    pub route: String,
+    pub stable: String,
+    pub canary: String,
+    pub state: State,
+    /// 1-based position in `steps` (0: not started).
+    pub step: usize,
+    pub steps: Vec<u32>,
+    /// The canary weight the rollout set last; stable has `100 - weight`.
+    pub weight: u32,
+    /// Evaluations in a row with a breached gate.
+    pub breaches: u32,
+    /// The last evaluation, by gate name.
+    pub gates: BTreeMap<&'static str, GateReading>,
+    /// Oldest first; left out of the list (`GET /v1/rollouts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<RolloutEvent>>,
+}

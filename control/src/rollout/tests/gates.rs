@@ -1,0 +1,67 @@
+//! Gates that compare with stable or read the observers.
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn a_canary_slower_than_stable_is_rolled_back() {
+    let mut h = Harness::start(&rollout(", gates: { p99_vs_stable: 1.25 }")).await;
+    let slow = Shape {
+        latency_ms: 2000,
+        ..GOOD
+    };
+    let s = h
+        .drive(Duration::from_secs(60), 10_000, |_| slow, is_final)
+        .await;
+    assert_eq!((s.state, s.weight), (State::RolledBack, 0));
+    let e = &s.events.unwrap().pop().unwrap().evidence[0];
+    assert_eq!(e.gate.as_str(), "p99_vs_stable");
+    assert!((1.95..=2.05).contains(&e.value.unwrap()), "{e:?}");
+    assert!(e.stable_samples.unwrap() >= 50);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_canary_as_fast_as_stable_steps_up() {
+    let mut h = Harness::start(&rollout(
+        ", gates: { p99_vs_stable: 1.25, ttft_vs_stable: 1.5 }",
+    ))
+    .await;
+    let s = h
+        .drive(Duration::from_secs(120), 1000, |_| GOOD, |s| s.weight == 5)
+        .await;
+    assert_eq!((s.state, s.weight), (State::Progressing, 5));
+    assert_eq!(s.gates["p99_vs_stable"].value, Some(1.0));
+    assert_eq!(s.gates["ttft_vs_stable"].ok, Some(true));
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn gpu_memory_and_queue_gates_read_the_observers() {
+    let mut h = Harness::start(&rollout(
+        ", gates: { gpu_memory_max: 90%, upstream_queue_max: 8 }",
+    ))
+    .await;
+    // No readings: not judged, so no step up however long.
+    let s = h
+        .drive(Duration::from_secs(120), 1000, |_| GOOD, |_| false)
+        .await;
+    assert_eq!((s.state, s.weight), (State::Progressing, 1));
+    assert_eq!(s.gates["gpu_memory_max"].ok, None);
+    h.signals.set(Some(50.0), Some(2.0));
+    let s = h
+        .drive(Duration::from_secs(70), 1000, |_| GOOD, |s| s.weight == 5)
+        .await;
+    assert_eq!(s.weight, 5);
+    // The model server's queue grows: rolled back.
+    h.signals.set(Some(50.0), Some(12.0));
+    let s = h
+        .drive(Duration::from_secs(5), 1000, |_| GOOD, is_final)
+        .await;
+    assert_eq!((s.state, s.weight), (State::RolledBack, 0));
+    let e = &s.events.unwrap().pop().unwrap().evidence[0];
+    assert_eq!(
+        (e.gate.as_str(), e.value, e.bound),
+        ("upstream_queue_max", Some(12.0), 8.0)
+    );
+    h.stop().await;
+}

@@ -1,0 +1,248 @@
+//! The counts and histograms of a set of requests ([`WindowView`]), and the
+//! ring of one-second buckets per key that windows are merged from.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::Sample;
+
+/// Latencies are kept in microseconds up to ten minutes.
+const MAX_MICROS: u64 = 600_000_000;
+
+/// What a set of requests looked like: one second's bucket, or a window
+/// merged from several. Histograms are in microseconds and allocated on
+/// first use, so a cluster that streams no tokens pays for no token
+/// histograms.
+#[derive(Clone, Debug, Default)]
+pub struct WindowView {
+    pub requests: u64,
+    /// Answers with a 5xx status.
+    pub errors: u64,
+    pub output_tokens: u64,
+    /// Requests that contributed at least one gap between chunks.
+    pub gap_requests: u64,
+    latency_us: Option<Histogram<u64>>,
+    ttft_us: Option<Histogram<u64>>,
+    gap_us: Option<Histogram<u64>>,
+    tpot_us: Option<Histogram<u64>>,
+}
+
+/// Which distribution of a [`WindowView`] to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Whole request, arrival to last byte.
+    Latency,
+    /// Time to first token.
+    Ttft,
+    /// Every gap between content chunks.
+    Gap,
+    /// Time per output token after the first.
+    Tpot,
+}
+
+impl Measure {
+    pub const ALL: [Measure; 4] = [Measure::Latency, Measure::Ttft, Measure::Gap, Measure::Tpot];
+}
+
+impl WindowView {
+    /// Counts one finished request in.
+    pub fn add(&mut self, s: &Sample) {
+        self.requests += 1;
+        if s.status >= 500 {
+            self.errors += 1;
+        }
+        record(&mut self.latency_us, s.latency);
+        if let Some(t) = &s.tokens {
+            self.output_tokens += t.output_tokens;
+            if let Some(ttft) = t.ttft {
+                record(&mut self.ttft_us, ttft);
+            }
+            if let Some(tpot) = t.tpot {
+                record(&mut self.tpot_us, tpot);
+            }
+            if !t.gaps.is_empty() {
+                self.gap_requests += 1;
+            }
+            for gap in &t.gaps {
+                record(&mut self.gap_us, *gap);
+            }
+        }
+    }
+
+    /// Adds `other`'s requests to these.
+    pub fn merge(&mut self, other: &WindowView) {
+        self.merge_only(other, &Measure::ALL);
+    }
+
+    /// Adds `other`'s counts, and of its distributions only `measures`:
+    /// merging a histogram walks all of it, and a gate reads one or two.
+    pub fn merge_only(&mut self, other: &WindowView, measures: &[Measure]) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.output_tokens += other.output_tokens;
+        self.gap_requests += other.gap_requests;
+        for &m in measures {
+            merge(self.histogram_mut(m), other.histogram(m));
+        }
+    }
+
+    /// Empties the view and keeps its histograms' memory for reuse.
+    fn clear(&mut self) {
+        self.requests = 0;
+        self.errors = 0;
+        self.output_tokens = 0;
+        self.gap_requests = 0;
+        for h in [
+            &mut self.latency_us,
+            &mut self.ttft_us,
+            &mut self.gap_us,
+            &mut self.tpot_us,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            h.reset();
+        }
+    }
+
+    /// The `q` quantile (0..=1) of `measure` in milliseconds; `None` with no
+    /// value recorded.
+    pub fn quantile_ms(&self, measure: Measure, q: f64) -> Option<f64> {
+        let h = self.histogram(measure)?;
+        if h.is_empty() {
+            return None;
+        }
+        Some(h.value_at_quantile(q) as f64 / 1000.0)
+    }
+
+    /// How many values of `measure` were recorded (gaps: one per gap).
+    pub fn count(&self, measure: Measure) -> u64 {
+        self.histogram(measure).map_or(0, Histogram::len)
+    }
+
+    /// Percent of requests answered 5xx; `None` with no request.
+    pub fn error_percent(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.errors as f64 * 100.0 / self.requests as f64)
+    }
+
+    fn histogram_mut(&mut self, measure: Measure) -> &mut Option<Histogram<u64>> {
+        match measure {
+            Measure::Latency => &mut self.latency_us,
+            Measure::Ttft => &mut self.ttft_us,
+            Measure::Gap => &mut self.gap_us,
+            Measure::Tpot => &mut self.tpot_us,
+        }
+    }
+
+    fn histogram(&self, measure: Measure) -> Option<&Histogram<u64>> {
+        match measure {
+            Measure::Latency => self.latency_us.as_ref(),
+            Measure::Ttft => self.ttft_us.as_ref(),
+            Measure::Gap => self.gap_us.as_ref(),
+            Measure::Tpot => self.tpot_us.as_ref(),
+        }
+    }
+}
+
+fn new_histogram() -> Option<Histogram<u64>> {
+    Histogram::new_with_bounds(1, MAX_MICROS, 2).ok()
+}
+
+fn record(h: &mut Option<Histogram<u64>>, d: Duration) {
+    if h.is_none() {
+        *h = new_histogram();
+    }
+    if let Some(h) = h {
+        let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
+        // In range by the clamp above.
+        let _ = h.record(us);
+    }
+}
+
+fn merge(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    let Some(from) = from.filter(|h| !h.is_empty()) else {
+        return;
+    };
+    if into.is_none() {
+        *into = new_histogram();
+    }
+    if let Some(into) = into {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = into.add(from);
+    }
+}
+
+struct Bucket {
+    /// The second since the stats began that this bucket holds.
+    second: u64,
+    view: WindowView,
+}
+
+/// One key's last `len` seconds: bucket `s % len` holds second `s` until a
+/// later second reuses it.
+pub(super) struct Ring {
+    buckets: Vec<Bucket>,
+    len: usize,
+}
+
+impl Ring {
+    pub(super) fn new(seconds: u64) -> Ring {
+        Ring {
+            buckets: Vec::new(),
+            len: seconds.max(1) as usize,
+        }
+    }
+
+    pub(super) fn seconds(&self) -> u64 {
+        self.len as u64
+    }
+
+    pub(super) fn add(&mut self, second: u64, s: &Sample) {
+        let slot = (second % self.len as u64) as usize;
+        while self.buckets.len() <= slot {
+            self.buckets.push(Bucket {
+                second: u64::MAX,
+                view: WindowView::default(),
+            });
+        }
+        let b = &mut self.buckets[slot];
+        if b.second != second {
+            b.second = second;
+            b.view.clear();
+        }
+        b.view.add(s);
+    }
+
+    /// The requests of the `seconds` seconds up to and including `now`
+    /// (the current, partial second counts).
+    pub(super) fn view(&self, now: u64, seconds: u64, measures: &[Measure]) -> WindowView {
+        let mut view = WindowView::default();
+        for b in &self.buckets {
+            if b.second <= now && b.second + seconds > now {
+                view.merge_only(&b.view, measures);
+            }
+        }
+        view
+    }
+
+    /// Keeps `seconds` of history from now on, moving each bucket to its
+    /// slot in the longer ring.
+    pub(super) fn grow(&mut self, seconds: u64) {
+        if seconds as usize <= self.len {
+            return;
+        }
+        let old = std::mem::take(&mut self.buckets);
+        self.len = seconds as usize;
+        for b in old.into_iter().filter(|b| b.second != u64::MAX) {
+            let slot = (b.second % seconds) as usize;
+            while self.buckets.len() <= slot {
+                self.buckets.push(Bucket {
+                    second: u64::MAX,
+                    view: WindowView::default(),
+                });
+            }
+            self.buckets[slot] = b;
+        }
+    }
+}
