@@ -43,6 +43,20 @@ pub struct RouteRuntime {
     pub sticky: Option<(String, StickyTable)>,
     /// Handles for failures before a cluster is chosen (cluster label "").
     pub unrouted: RouteClusterMetrics,
+    /// With `allow_version_header`: the target an `x-sluice-version` value
+    /// forces — `stable` / `canary` (from the route's rollout) or a cluster's
+    /// `version`. Empty when the route does not allow it.
+    pub versions: Vec<(String, usize)>,
+}
+
+impl RouteRuntime {
+    /// The target an `x-sluice-version` header value names, if any.
+    pub fn forced_target(&self, value: &[u8]) -> Option<usize> {
+        self.versions
+            .iter()
+            .find(|(name, _)| name.as_bytes() == value)
+            .map(|(_, t)| *t)
+    }
 }
 
 pub struct Snapshot {
@@ -129,7 +143,13 @@ impl Snapshot {
                         .collect();
                     (s.header.clone(), StickyTable::new(&pairs))
                 });
+                let versions = if r.allow_version_header {
+                    version_names(&config, &r.name, &targets, &clusters)
+                } else {
+                    Vec::new()
+                };
                 RouteRuntime {
+                    versions,
                     name: r.name.clone(),
                     matcher: r.matcher.clone(),
                     table: WeightedTable::new(&weights),
@@ -179,6 +199,33 @@ impl Snapshot {
     pub fn route(&self, name: &str) -> Option<&RouteRuntime> {
         self.routes.iter().find(|r| r.name == name)
     }
+}
+
+/// The names a tester may put in `x-sluice-version` for a route: `stable` and
+/// `canary` when a rollout runs on it, and each cluster's `version` label.
+fn version_names(
+    config: &Config,
+    route: &str,
+    targets: &[RouteTarget],
+    clusters: &[Arc<ClusterRuntime>],
+) -> Vec<(String, usize)> {
+    let target_of = |cluster: &str| {
+        targets
+            .iter()
+            .position(|t| clusters[t.cluster].config.name == cluster)
+    };
+    let mut names = Vec::new();
+    if let Some(rollout) = config.rollouts.iter().find(|r| r.route == route) {
+        names.extend(target_of(&rollout.stable).map(|t| ("stable".to_string(), t)));
+        names.extend(target_of(&rollout.canary).map(|t| ("canary".to_string(), t)));
+    }
+    for (i, t) in targets.iter().enumerate() {
+        let version = &clusters[t.cluster].config.version;
+        if !version.is_empty() && !names.iter().any(|(n, _)| n == version) {
+            names.push((version.clone(), i));
+        }
+    }
+    names
 }
 
 impl std::fmt::Debug for Snapshot {

@@ -139,12 +139,18 @@ impl ProxyHttp for HttpProxy {
         };
         ctx.route = Some(route_index);
         let route = &snapshot.routes[route_index];
-        let target = match &route.sticky {
-            Some((header, table)) => match req.header(header) {
+        // A tester may force a version where the route allows it; otherwise
+        // the session's sticky cluster, otherwise a weighted pick.
+        let forced = req
+            .header("x-sluice-version")
+            .and_then(|v| route.forced_target(v));
+        let target = match (forced, &route.sticky) {
+            (Some(t), _) => Some(t),
+            (None, Some((header, table))) => match req.header(header) {
                 Some(key) => table.pick(hash_bytes(key)),
                 None => route.table.pick(rand::random()),
             },
-            None => route.table.pick(rand::random()),
+            (None, None) => route.table.pick(rand::random()),
         };
         match target {
             Some(t) => ctx.target = Some(t),

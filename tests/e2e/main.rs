@@ -14,5 +14,6 @@ mod openai_sdk;
 mod otlp;
 mod prometheus;
 mod protocols;
+mod rollout;
 mod tcp;
 mod token_meter;
