@@ -6,6 +6,7 @@ mod api;
 mod config;
 mod events;
 mod gpu;
+mod http_client;
 mod observers;
 mod reload;
 mod rollout;
@@ -28,8 +29,8 @@ pub use gpu::GpuWatcher;
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
 pub use rollout::{
-    Command, GateReading, Observation, Policy, RolloutError, RolloutEvent, RolloutStatus, Rollouts,
-    Signals, State, Transition,
+    Command, Figure, Figures, GateReading, Observation, Policy, RolloutError, RolloutEvent,
+    RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{

@@ -1,20 +1,26 @@
 //! Progressive delivery: each rollout raises a canary cluster's weight on a
 //! route step by step and takes it back to 0 the moment an SLA gate is
 //! breached. `policy` is the pure state machine, `gates` judges what the
-//! stats windows and observers saw, `controller` runs one rollout as an
-//! owned task, `registry` keeps every rollout of the live config running.
+//! stats windows and observers saw (or Prometheus: `source`, `promql`),
+//! `controller` runs one rollout as an owned task, `fleet` applies its
+//! weights through other instances' control APIs, `registry` keeps every
+//! rollout of the live config running.
 
 mod controller;
+mod fleet;
 mod gates;
 mod policy;
+mod promql;
 mod registry;
+mod source;
 mod status;
 
-pub use controller::Signals;
-pub use gates::{GateReading, Observation};
+pub use fleet::TargetStatus;
+pub use gates::{Figure, Figures, GateReading, Observation};
 pub use policy::{Command, Policy, State, Transition};
 pub use registry::{RolloutError, Rollouts};
-pub use status::{RolloutEvent, RolloutStatus};
+pub use source::Signals;
+pub use status::{RolloutEvent, RolloutStatus, SourceStatus};
 
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,8 @@ mod proxy_basics;
 mod split;
 
 mod cli;
+mod demo;
+mod fleet;
 mod lifecycle;
 mod llama_cpp;
 mod openai_sdk;

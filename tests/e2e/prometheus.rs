@@ -5,77 +5,11 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use sluice_proxy::{MockLlm, MockLlmOptions};
 
 use crate::harness::{http_listener_yaml, listener, start};
-use crate::support::{free_port, require, wait_for_tcp};
-
-fn have(bin: &str) -> bool {
-    Command::new(bin)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// A Prometheus server on a free loopback port; killed on drop.
-struct Prometheus {
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-impl Prometheus {
-    async fn start(target: std::net::SocketAddr) -> Prometheus {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("sluice-prom-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global: {{ scrape_interval: 1s }}\nscrape_configs:\n  - job_name: sluice\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .unwrap();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus");
-        wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(30))
-            .await
-            .unwrap();
-        Prometheus { child, dir, port }
-    }
-
-    async fn query(&self, promql: &str) -> Option<f64> {
-        let v: Value = reqwest::Client::new()
-            .get(format!("http://127.0.0.1:{}/api/v1/query", self.port))
-            .query(&[("query", promql)])
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use crate::support::{free_port, have, require, Prometheus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
@@ -139,7 +73,7 @@ async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let prom = Prometheus::start(sluice.admin_addr).await;
+    let prom = Prometheus::start(&[sluice.admin_addr]).await;
     let promql = "histogram_quantile(0.5, sum by (le) (gen_ai_client_operation_time_to_first_chunk_seconds_bucket{route=\"chat\"}))";
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut value = None;

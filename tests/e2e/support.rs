@@ -1,5 +1,6 @@
 //! Helpers the end-to-end tests share: free ports and readiness polling, fake upstreams
-//! (plain, h2c, TLS, slow, SSE), TLS material, a Redis child process, the venv Python.
+//! (plain, h2c, TLS, slow, SSE), TLS material, a Redis child process, a Prometheus server,
+//! the venv Python.
 //!
 //! Everything binds 127.0.0.1 only, reports its address, and stops when its handle drops.
 // The tests that use these helpers live in sibling modules and not every helper (or
@@ -7,6 +8,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod net;
+mod prometheus_server;
 mod python;
 mod redis;
 mod tls;
@@ -16,6 +18,7 @@ mod upstream;
 mod tests;
 
 pub use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub use prometheus_server::{have, Prometheus};
 pub use python::{python, workspace_root};
 pub use redis::{redis_available, RedisServer};
 pub use tls::{install_crypto_provider, TlsFixture};

@@ -1,50 +1,34 @@
-//! One rollout's task: every `interval` on tokio's clock it reads the
-//! canary's and stable's windows and the observers, evaluates the policy,
-//! and carries out what comes back — a weight change through the store (one
-//! snapshot swap), an entry in the rollout's history and in the audit log,
-//! the metrics. Operators' commands from the API are carried out by the same
-//! [`act`], under the same lock, so a command and a tick never interleave.
+//! One rollout's task: every `interval` on tokio's clock it gathers what
+//! the gates read (this instance's windows and observers, or Prometheus:
+//! see `source`), evaluates the policy, and carries out what comes back — a
+//! weight change (one snapshot swap here, or a call to every target's
+//! control API in fleet mode: see `fleet`), an entry in the rollout's
+//! history and in the audit log, the metrics. Operators' commands from the
+//! API are carried out by the same [`act`], under the same lock, so a
+//! command and a tick never interleave.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::RolloutMetrics;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::gates::{measures, GateReading, Observation};
+use super::fleet::{Job, Pusher, Targets};
+use super::gates::GateReading;
 use super::policy::{Command, Policy, State, Transition};
-use super::status::{RolloutEvent, RolloutStatus};
-use crate::config::{Config, ConfigError, ConfigErrors, RawConfig, RolloutConfig};
-use crate::observers::Observers;
-use crate::stats::{Measure, WindowView};
+use super::source::{Gathered, Signals, Sources};
+use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
+use crate::config::{Config, ConfigError, ConfigErrors, RawConfig, RolloutConfig, RolloutSource};
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Transitions kept per rollout; the audit log keeps them all too.
 const HISTORY: usize = 200;
-
-/// What the gates read besides the stats windows: the observers in a
-/// running sluice, set values in tests.
-pub trait Signals: Send + Sync {
-    /// Percent of memory used on the fullest GPU.
-    fn gpu_memory_percent(&self) -> Option<f64>;
-    /// Requests waiting at `cluster`'s model servers.
-    fn upstream_waiting(&self, cluster: &str) -> Option<f64>;
-}
-
-impl Signals for Observers {
-    fn gpu_memory_percent(&self) -> Option<f64> {
-        self.gpu.as_ref()?.memory_used_percent_max()
-    }
-
-    fn upstream_waiting(&self, cluster: &str) -> Option<f64> {
-        self.upstreams.as_ref()?.latest(cluster)?.waiting
-    }
-}
 
 /// What every rollout of one sluice shares.
 pub(crate) struct Env {
@@ -63,6 +47,9 @@ pub(crate) struct Cell {
     pub name: String,
     created: Instant,
     inner: Mutex<Inner>,
+    /// Fleet mode: wakes the task to apply an operator's weight to the
+    /// targets at once rather than at the next evaluation.
+    wake: Notify,
 }
 
 struct Inner {
@@ -70,8 +57,12 @@ struct Inner {
     readings: Vec<GateReading>,
     events: VecDeque<RolloutEvent>,
     /// A canary weight a transition set that is not applied yet (retried
-    /// every tick).
+    /// every tick; in fleet mode, until every target has it).
     want: Option<u32>,
+    /// Fleet mode: each target, and whether it has `want`.
+    targets: Targets,
+    /// Fleet mode: the last evaluation's failed queries.
+    source_errors: BTreeMap<String, String>,
 }
 
 impl Cell {
@@ -91,7 +82,10 @@ impl Cell {
                 readings: Vec::new(),
                 events: VecDeque::new(),
                 want: None,
+                targets: Targets::new(&config.targets),
+                source_errors: BTreeMap::new(),
             }),
+            wake: Notify::new(),
         }
     }
 
@@ -117,6 +111,13 @@ impl Cell {
                 .iter()
                 .map(|r| (r.gate.as_str(), r.clone()))
                 .collect::<BTreeMap<_, _>>(),
+            source: c.source.as_ref().map(|s| match s {
+                RolloutSource::Prometheus { url, .. } => SourceStatus {
+                    prometheus: url.clone(),
+                    errors: inner.source_errors.clone(),
+                },
+            }),
+            targets: inner.targets.status(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
     }
@@ -126,19 +127,30 @@ impl Cell {
         let mut inner = self.lock();
         let t = inner.policy.command(command, now)?;
         self.act(env, "api", &mut inner, t, now);
+        if inner.policy.config().is_fleet() {
+            self.wake.notify_one();
+        }
         Ok(())
     }
 
-    /// One evaluation. `None` when the task should end: the rollout left
-    /// the config, or reached a final state with its weight applied.
-    pub fn tick(&self, env: &Env, now: Instant) -> Option<Duration> {
+    /// One evaluation of what was `gathered`. `None` when the task should
+    /// end: the rollout left the config, or reached a final state with its
+    /// weight applied (in fleet mode: on every target).
+    pub fn tick(&self, env: &Env, now: Instant, gathered: &Gathered) -> Option<Duration> {
         // Lock first: a command applied between a load and the lock would
         // look like someone else's change of the weights.
         let mut inner = self.lock();
         let snapshot = env.store.load();
         let config = snapshot.config.rollout(&self.name)?.clone();
         inner.policy.reconfigure(&config);
-        if let Some(w) = inner.want {
+        if config.is_fleet() {
+            // The targets' splits are not this instance's to watch for
+            // drift; a target added on the way gets the current weight.
+            let added = inner.targets.follow(&config.targets);
+            if added && inner.policy.step() > 0 && inner.want.is_none() {
+                inner.want = Some(inner.policy.weight());
+            }
+        } else if let Some(w) = inner.want {
             let action = format!("rollout {}: weight {w} (retry)", self.name);
             if apply_weight(env, "rollout", &config, w, &action) {
                 inner.want = None;
@@ -150,14 +162,8 @@ impl Cell {
                 }
             }
         }
-        let (canary, stable) = views(env, &snapshot.config, &config);
-        let obs = Observation {
-            canary: &canary,
-            stable: &stable,
-            gpu_memory_percent: env.signals.gpu_memory_percent(),
-            upstream_waiting: env.signals.upstream_waiting(&config.canary),
-        };
-        let (readings, transition) = inner.policy.evaluate(now, &obs);
+        inner.source_errors = gathered.errors();
+        let (readings, transition) = inner.policy.evaluate(now, &gathered.observation());
         inner.readings = readings;
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
@@ -183,6 +189,14 @@ impl Cell {
             "rollout transition"
         );
         match t.apply {
+            Some(w) if inner.policy.config().is_fleet() => {
+                // Applied by the task, outside the lock: see `push`.
+                inner.want = Some(w);
+                inner.targets.want();
+                env.store
+                    .events
+                    .push(source, &action, env.store.load().version, Vec::new());
+            }
             Some(w) => {
                 inner.want = Some(w);
                 if apply_weight(env, source, inner.policy.config(), w, &action) {
@@ -217,25 +231,95 @@ impl Cell {
         });
         publish(env.metrics(), &self.name, &inner.policy);
     }
+
+    /// Fleet mode: applies the wanted weight to the targets that do not
+    /// have it yet, outside the lock (a call may take its timeout), then
+    /// records the round. The weight counts as applied once every target
+    /// has it. Does nothing without targets or without a weight to apply.
+    pub async fn push(&self, env: &Env, pusher: &Pusher) {
+        let job = {
+            let inner = self.lock();
+            let c = inner.policy.config();
+            let due = inner.targets.due();
+            match inner.want {
+                Some(w) if c.is_fleet() && !due.is_empty() => Job::new(c, due, w),
+                _ => return,
+            }
+        };
+        let results = pusher.push(&job).await;
+        let mut inner = self.lock();
+        let want = inner.want;
+        let round = inner.targets.record(job.weight, want, results);
+        let total = inner.targets.len();
+        let version = env.store.load().version;
+        if !round.first_failures.is_empty() {
+            warn!(rollout = %self.name, weight = job.weight, failed = %round.first_failures.join("; "), "rollout weight not applied on every target; retrying");
+            let action = format!(
+                "rollout {}: weight {} not applied on {} of {total} target(s); retrying",
+                self.name, job.weight, round.failed
+            );
+            env.store
+                .events
+                .push("rollout", &action, version, round.first_failures);
+        }
+        if want == Some(job.weight) && inner.targets.due().is_empty() {
+            inner.want = None;
+            info!(rollout = %self.name, weight = job.weight, targets = total, "rollout weight applied on every target");
+            let action = format!(
+                "rollout {}: weight {} applied on all {total} target(s)",
+                self.name, job.weight
+            );
+            env.store
+                .events
+                .push("rollout", &action, version, Vec::new());
+        }
+    }
 }
 
 /// Runs one rollout until it is final, leaves the config, or `cancel`.
 pub(crate) async fn run(env: Arc<Env>, cell: Arc<Cell>, cancel: CancellationToken) {
     if let Some(c) = env.store.load().config.rollout(&cell.name) {
-        if c.source.is_some() || !c.targets.is_empty() {
-            warn!(
-                rollout = %cell.name,
-                "fleet mode (source, targets) is not in this build; gates read this instance's stats"
-            );
-        }
+        announce(c);
     }
+    let sources = Sources::new();
+    let pusher = Pusher::new();
     loop {
-        let Some(next) = cell.tick(&env, Instant::now()) else {
+        let Some(config) = env.store.load().config.rollout(&cell.name).cloned() else {
             return;
         };
-        tokio::select! {
+        let gathered = tokio::select! {
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(next) => {}
+            g = sources.of(&config).gather(&env, &config) => g,
+        };
+        let Some(next) = cell.tick(&env, Instant::now(), &gathered) else {
+            return;
+        };
+        let due = Instant::now() + next;
+        // Until the next evaluation: apply a pending weight to the targets
+        // (again at each wake by an operator's command).
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = cell.push(&env, &pusher) => {}
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep_until(due) => break,
+                () = cell.wake.notified() => {}
+            }
+        }
+    }
+}
+
+/// Says where a fleet rollout reads and writes, and what it lacks.
+fn announce(c: &RolloutConfig) {
+    if let Some(RolloutSource::Prometheus { url, .. }) = &c.source {
+        info!(rollout = %c.name, %url, "rollout gates read from Prometheus");
+    }
+    if c.is_fleet() {
+        info!(rollout = %c.name, targets = c.targets.len(), "rollout weights applied through the targets' control APIs");
+        if std::env::var_os(&c.target_token_env).is_none() {
+            warn!(rollout = %c.name, variable = %c.target_token_env, "rollout token variable not set; every target will refuse until it is");
         }
     }
 }
@@ -248,18 +332,6 @@ fn action(name: &str, t: &Transition) -> String {
         (to, None) => to.as_str().to_string(),
     };
     format!("rollout {name}: {what} ({})", t.reason)
-}
-
-/// The canary and stable windows, keyed by each cluster's version label,
-/// with the distributions the gates read.
-fn views(env: &Env, live: &Config, c: &RolloutConfig) -> (WindowView, WindowView) {
-    let (canary, stable) = measures(&c.gates);
-    let view = |cluster: &str, measures: &[Measure]| {
-        let version = live.cluster(cluster).map_or("", |x| x.version.as_str());
-        let key = env.store.stats.key(&c.route, cluster, version);
-        env.store.stats.view_only(key, c.window, measures)
-    };
-    (view(&c.canary, &canary), view(&c.stable, &stable))
 }
 
 /// The live weights of the rollout's clusters, if they are not what it set.

@@ -1,6 +1,9 @@
 //! Judging the gates: from what the canary and stable did in the window,
 //! and the GPU and model-server readings, to one reading per gate. Pure:
-//! the controller gathers the observation, the policy acts on the readings.
+//! the controller gathers the observation (from this instance's windows,
+//! or as figures from Prometheus), the policy acts on the readings.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -9,15 +12,35 @@ use crate::stats::{Measure, WindowView};
 
 /// Everything the gates are judged on, gathered at one instant.
 #[derive(Clone, Copy, Debug)]
-pub struct Observation<'a> {
-    pub canary: &'a WindowView,
-    pub stable: &'a WindowView,
-    /// Percent of memory used on the fullest GPU; `None` without a reading.
-    pub gpu_memory_percent: Option<f64>,
-    /// Requests waiting at the canary's model server; `None` when it is not
-    /// scraped or did not answer.
-    pub upstream_waiting: Option<f64>,
+pub enum Observation<'a> {
+    /// This instance's stats windows and observers.
+    Windows {
+        canary: &'a WindowView,
+        stable: &'a WindowView,
+        /// Percent of memory used on the fullest GPU; `None` without a reading.
+        gpu_memory_percent: Option<f64>,
+        /// Requests waiting at the canary's model server; `None` when it is
+        /// not scraped or did not answer.
+        upstream_waiting: Option<f64>,
+    },
+    /// Each gate's value and samples as read elsewhere (fleet mode: PromQL
+    /// over every instance); a gate missing here has nothing to read.
+    Figures(&'a Figures),
 }
+
+/// One gate's value over the window, with the samples behind it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figure {
+    /// In the gate's unit; `None` when nothing to read.
+    pub value: Option<f64>,
+    /// Canary samples.
+    pub samples: u64,
+    /// Relative gates: stable samples.
+    pub stable_samples: Option<u64>,
+}
+
+/// Figures by gate.
+pub type Figures = BTreeMap<Gate, Figure>;
 
 /// One gate at one evaluation: the evidence behind every decision.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -73,63 +96,84 @@ fn round(v: f64) -> f64 {
 /// `min_requests` canary samples (relative gates: stable samples too) and
 /// a value to compare; it passes when the value is at most the bound.
 pub fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> Vec<GateReading> {
-    let (canary, stable) = (obs.canary, obs.stable);
     gates
         .bounds()
         .into_iter()
         .map(|(gate, bound)| {
-            let q = |view: &WindowView, measure, q| view.quantile_ms(measure, q);
-            let (value, samples, stable_samples) = match gate {
-                Gate::TtftP95 => (
-                    q(canary, Measure::Ttft, 0.95),
-                    canary.count(Measure::Ttft),
-                    None,
-                ),
-                Gate::TtftP99 => (
-                    q(canary, Measure::Ttft, 0.99),
-                    canary.count(Measure::Ttft),
-                    None,
-                ),
-                Gate::GapP99 => (q(canary, Measure::Gap, 0.99), canary.gap_requests, None),
-                Gate::TpotP95 => (
-                    q(canary, Measure::Tpot, 0.95),
-                    canary.count(Measure::Tpot),
-                    None,
-                ),
-                Gate::LatencyP99 => (q(canary, Measure::Latency, 0.99), canary.requests, None),
-                Gate::ErrorRate => (canary.error_percent(), canary.requests, None),
-                Gate::P99VsStable => (
-                    ratio(
-                        q(canary, Measure::Latency, 0.99),
-                        q(stable, Measure::Latency, 0.99),
-                    ),
-                    canary.requests,
-                    Some(stable.requests),
-                ),
-                Gate::TtftVsStable => (
-                    ratio(
-                        q(canary, Measure::Ttft, 0.95),
-                        q(stable, Measure::Ttft, 0.95),
-                    ),
-                    canary.count(Measure::Ttft),
-                    Some(stable.count(Measure::Ttft)),
-                ),
-                Gate::GpuMemoryMax => (obs.gpu_memory_percent, canary.requests, None),
-                Gate::UpstreamQueueMax => (obs.upstream_waiting, canary.requests, None),
+            let f = match obs {
+                Observation::Figures(figures) => figures.get(&gate).copied().unwrap_or_default(),
+                Observation::Windows { .. } => windows_figure(gate, obs),
             };
             let enough =
-                samples >= min_requests && stable_samples.is_none_or(|s| s >= min_requests);
+                f.samples >= min_requests && f.stable_samples.is_none_or(|s| s >= min_requests);
             GateReading {
                 gate,
-                value,
+                value: f.value,
                 bound,
                 unit: gate.unit(),
-                samples,
-                stable_samples,
-                ok: value.filter(|_| enough).map(|v| v <= bound),
+                samples: f.samples,
+                stable_samples: f.stable_samples,
+                ok: f.value.filter(|_| enough).map(|v| v <= bound),
             }
         })
         .collect()
+}
+
+/// One gate's figure from this instance's windows and observers.
+fn windows_figure(gate: Gate, obs: &Observation<'_>) -> Figure {
+    let Observation::Windows {
+        canary,
+        stable,
+        gpu_memory_percent,
+        upstream_waiting,
+    } = *obs
+    else {
+        return Figure::default();
+    };
+    let q = |view: &WindowView, measure, q| view.quantile_ms(measure, q);
+    let (value, samples, stable_samples) = match gate {
+        Gate::TtftP95 => (
+            q(canary, Measure::Ttft, 0.95),
+            canary.count(Measure::Ttft),
+            None,
+        ),
+        Gate::TtftP99 => (
+            q(canary, Measure::Ttft, 0.99),
+            canary.count(Measure::Ttft),
+            None,
+        ),
+        Gate::GapP99 => (q(canary, Measure::Gap, 0.99), canary.gap_requests, None),
+        Gate::TpotP95 => (
+            q(canary, Measure::Tpot, 0.95),
+            canary.count(Measure::Tpot),
+            None,
+        ),
+        Gate::LatencyP99 => (q(canary, Measure::Latency, 0.99), canary.requests, None),
+        Gate::ErrorRate => (canary.error_percent(), canary.requests, None),
+        Gate::P99VsStable => (
+            ratio(
+                q(canary, Measure::Latency, 0.99),
+                q(stable, Measure::Latency, 0.99),
+            ),
+            canary.requests,
+            Some(stable.requests),
+        ),
+        Gate::TtftVsStable => (
+            ratio(
+                q(canary, Measure::Ttft, 0.95),
+                q(stable, Measure::Ttft, 0.95),
+            ),
+            canary.count(Measure::Ttft),
+            Some(stable.count(Measure::Ttft)),
+        ),
+        Gate::GpuMemoryMax => (gpu_memory_percent, canary.requests, None),
+        Gate::UpstreamQueueMax => (upstream_waiting, canary.requests, None),
+    };
+    Figure {
+        value,
+        samples,
+        stable_samples,
+    }
 }
 
 /// The distributions the gates read, of the canary and of stable: a window

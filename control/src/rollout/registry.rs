@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
-use super::controller::{self, Cell, Env, Signals};
+use super::controller::{self, Cell, Env};
 use super::policy::Command;
+use super::source::Signals;
 use super::status::RolloutStatus;
 use crate::config::{ConfigError, ConfigErrors, RawRollout, RolloutConfig};
 use crate::observers::Observers;

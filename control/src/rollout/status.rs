@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::fleet::TargetStatus;
 use super::gates::GateReading;
 use super::policy::State;
 
@@ -43,7 +44,23 @@ pub struct RolloutStatus {
     pub breaches: u32,
     /// The last evaluation, by gate name.
     pub gates: BTreeMap<&'static str, GateReading>,
+    /// Fleet mode: where the gates are read, and what failed there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceStatus>,
+    /// Fleet mode: each target's control API and whether it has the weight.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetStatus>,
     /// Oldest first; left out of the list (`GET /v1/rollouts`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<RolloutEvent>>,
+}
+
+/// A rollout's `source`, as the status shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceStatus {
+    /// The Prometheus base URL.
+    pub prometheus: String,
+    /// The last evaluation's failed queries, by gate name (or `requests`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
 }

@@ -46,6 +46,10 @@ pub struct RawRollout {
     /// Fleet mode: control API base URLs every weight change is applied to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<String>,
+    /// Fleet mode: the environment variable holding the targets' bearer
+    /// token (default `SLUICE_ADMIN_TOKEN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_token_env: Option<String>,
 }
 
 impl RawRollout {
@@ -112,6 +116,10 @@ pub struct RawRolloutSource {
 #[serde(deny_unknown_fields)]
 pub struct RawPrometheusSource {
     pub url: String,
+    /// How often Prometheus scrapes the fleet (default 15s): bounds the
+    /// window from below and sets the default interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrape_interval: Option<String>,
     /// PromQL per gate (or `requests`), replacing the generated query.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub queries: BTreeMap<String, String>,

@@ -48,8 +48,10 @@ const FULL: &str = r#"
     source:
       prometheus:
         url: http://127.0.0.1:9090/
+        scrape_interval: 500ms
         queries: { ttft_p95: "histogram_quantile(0.95, x)" }
-    targets: [http://10.0.0.1:9901, "https://sluice-2.internal:9901/"]
+    targets: [http://sluice-1.internal:9901, "http://sluice-2.internal:9901/"]
+    target_token_env: FLEET_TOKEN
 "#;
 
 /// One minimal rollout with `extra` fields appended inside it.
@@ -111,13 +113,19 @@ fn every_field_is_read() {
             (Gate::UpstreamQueueMax, 8.0),
         ]
     );
-    let RolloutSource::Prometheus { url, queries } = r.source.clone().unwrap();
+    let RolloutSource::Prometheus {
+        url,
+        scrape_interval,
+        queries,
+    } = r.source.clone().unwrap();
+    assert_eq!(scrape_interval, Duration::from_millis(500));
     assert_eq!(url, "http://127.0.0.1:9090");
     assert_eq!(queries["ttft_p95"], "histogram_quantile(0.95, x)");
     assert_eq!(
         r.targets,
-        ["http://10.0.0.1:9901", "https://sluice-2.internal:9901"]
+        ["http://sluice-1.internal:9901", "http://sluice-2.internal:9901"]
     );
+    assert_eq!(r.target_token_env, "FLEET_TOKEN");
     // What was written round-trips (`itl_p99` is kept as `gap_p99`).
     let again = Config::from_yaml(&c.raw.to_yaml()).unwrap();
     assert_eq!(again.rollouts, c.rollouts);
@@ -250,8 +258,9 @@ fn bad_gates() {
 
 #[test]
 fn bad_fleet_fields() {
-    let extra = ", targets: [\"10.0.0.2:9901\", \"ftp://x\"], \
-                 source: { prometheus: { url: \"localhost:9090\", \
+    let extra = ", targets: [\"sluice-9.internal:9901\", \"ftp://x\", \"https://b:9901\", \"http://c:1\", \
+                 \"http://c:1/\"], target_token_env: 1TOKEN, \
+                 source: { prometheus: { url: \"localhost:9090\", scrape_interval: 0s, \
                  queries: { ttft_p96: x, error_rate: \" \", requests: \"sum(x)\" } } }";
     assert_eq!(
         errors_in(&one(extra)),
@@ -260,13 +269,82 @@ fn bad_fleet_fields() {
             "rollouts[0].source.prometheus.queries.ttft_p96: unknown query `ttft_p96` \
              (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, \
              p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, requests)",
-            "rollouts[0].source.prometheus.url: `localhost:9090` is not an http(s) URL like \
+            "rollouts[0].source.prometheus.url: `localhost:9090` is not an http URL like \
              http://127.0.0.1:9090",
-            "rollouts[0].targets[0]: `10.0.0.2:9901` is not an http(s) URL like \
-             http://10.0.0.2:9901",
-            "rollouts[0].targets[1]: `ftp://x` is not an http(s) URL like http://10.0.0.2:9901",
+            "rollouts[0].source.prometheus.scrape_interval: must be greater than 0",
+            "rollouts[0].targets[0]: `sluice-9.internal:9901` is not an http URL like \
+             http://sluice-2.internal:9901",
+            "rollouts[0].targets[1]: `ftp://x` is not an http URL like http://sluice-2.internal:9901",
+            "rollouts[0].targets[2]: `https://b:9901`: https is not supported here yet; use \
+             http:// (a trusted network, or a TLS proxy next to it)",
+            "rollouts[0].targets[4]: duplicate target `http://c:1` (first at rollouts[0].targets[3])",
+            "rollouts[0].target_token_env: `1TOKEN` is not an environment variable name \
+             (letters, digits, `_`)",
         ]
     );
+    assert_eq!(
+        errors_in(&one(", target_token_env: TOKEN")),
+        ["rollouts[0].target_token_env: is only read with `targets`"]
+    );
+}
+
+#[test]
+fn a_prometheus_source_sets_the_timing_from_its_scrape_interval() {
+    let c = Config::from_yaml(&one(
+        ", source: { prometheus: { url: \"http://127.0.0.1:9090\" } }",
+    ))
+    .unwrap();
+    let r = &c.rollouts[0];
+    // Four of Prometheus's default 15s scrapes; one evaluation per scrape.
+    assert_eq!(r.window, Duration::from_secs(60));
+    assert_eq!(r.interval, Duration::from_secs(15));
+    assert!(r.targets.is_empty());
+    assert_eq!(r.target_token_env, "SLUICE_ADMIN_TOKEN");
+
+    let c = Config::from_yaml(&one(", window: 10m, interval: 1s, \
+         source: { prometheus: { url: \"http://p:9090\", scrape_interval: 1s } }"))
+    .unwrap();
+    assert_eq!(c.rollouts[0].window, Duration::from_secs(600));
+    assert_eq!(c.rollouts[0].interval, Duration::from_secs(1));
+
+    let short =
+        ", window: 3s, source: { prometheus: { url: \"http://p:9090\", scrape_interval: 1s } }";
+    assert_eq!(
+        errors_in(&one(short)),
+        [
+            "rollouts[0].window: 3s is under 4 × source.prometheus.scrape_interval (1s): rate() \
+             needs at least two scrapes in the window; use 4s or more"
+        ]
+    );
+    let long = ", window: 2h, source: { prometheus: { url: \"http://p:9090\" } }";
+    assert_eq!(
+        errors_in(&one(long)),
+        ["rollouts[0].window: 2h is over the 3600s maximum"]
+    );
+}
+
+#[test]
+fn a_fleet_controller_needs_no_route_of_its_own() {
+    let fleet = ", targets: [\"http://sluice-2.internal:9901\"], \
+                 source: { prometheus: { url: \"http://p:9090\", scrape_interval: 1s } }";
+    let text = one(fleet).replace("route: chat", "route: remote-only");
+    let c = Config::from_yaml(&text).unwrap();
+    assert_eq!(c.rollouts[0].route, "remote-only");
+    // Still one rollout per route, and two different clusters.
+    assert_eq!(
+        errors_in(&text.replace("canary: llm-canary", "canary: llm-stable")),
+        ["rollouts[0].canary: must differ from stable (`llm-stable`)"]
+    );
+    // Either half alone reads or writes this instance: the route must be here.
+    for half in [
+        ", targets: [\"http://sluice-2.internal:9901\"]",
+        ", source: { prometheus: { url: \"http://p:9090\" } }",
+    ] {
+        assert_eq!(
+            errors_in(&one(half).replace("route: chat", "route: remote-only")),
+            ["rollouts[0].route: unknown route `remote-only`"]
+        );
+    }
 }
 
 #[test]

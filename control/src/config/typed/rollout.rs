@@ -22,10 +22,14 @@ pub struct RolloutConfig {
     pub consecutive: u32,
     pub on_breach: OnBreach,
     pub gates: Gates,
-    /// Fleet mode (read by the fleet controller; the local one ignores it).
+    /// Fleet mode: where the gates are read; `None` reads this instance's
+    /// stats windows.
     pub source: Option<RolloutSource>,
-    /// Fleet mode: control API base URLs, without a trailing `/`.
+    /// Fleet mode: control API base URLs, without a trailing `/`, every
+    /// weight change is applied to; empty changes this instance's store.
     pub targets: Vec<String>,
+    /// Fleet mode: the environment variable holding the targets' token.
+    pub target_token_env: String,
 }
 
 pub const DEFAULT_STEPS: [u32; 5] = [1, 5, 20, 50, 100];
@@ -34,6 +38,17 @@ pub const DEFAULT_MIN_REQUESTS: u64 = 100;
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(250);
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 pub const DEFAULT_CONSECUTIVE: u32 = 2;
+/// Prometheus's own default `scrape_interval`.
+pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
+/// The variable `sluice ctl` reads the token from, too.
+pub const DEFAULT_TARGET_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
+
+impl RolloutConfig {
+    /// Fleet mode applies weights through the targets' control APIs.
+    pub fn is_fleet(&self) -> bool {
+        !self.targets.is_empty()
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +171,8 @@ pub enum RolloutSource {
     Prometheus {
         /// Base URL of the Prometheus HTTP API, without a trailing `/`.
         url: String,
+        /// How often Prometheus scrapes the instances.
+        scrape_interval: Duration,
         /// PromQL by gate name (or `requests`), replacing generated queries.
         queries: BTreeMap<String, String>,
     },

@@ -1,30 +1,20 @@
 //! Validation of `rollouts:`: defaults, units, steps, gates, and the route
-//! and clusters each rollout drives.
+//! and clusters each rollout drives. Fleet mode's fields are in `fleet`.
+
+mod fleet;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::super::raw::{RawGates, RawOnBreach, RawPercent, RawRollout, RawRolloutSource};
+use super::super::raw::{RawGates, RawOnBreach, RawPercent, RawRollout};
 use super::super::typed::*;
 use super::super::units::{format_duration, parse_percent};
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 
-/// The keys `source.prometheus.queries` may override: every gate, and the
-/// canary's request count that `min_requests` is judged on.
-const QUERY_KEYS: [&str; 11] = [
-    "ttft_p95",
-    "ttft_p99",
-    "gap_p99",
-    "tpot_p95",
-    "latency_p99",
-    "error_rate",
-    "p99_vs_stable",
-    "ttft_vs_stable",
-    "gpu_memory_max",
-    "upstream_queue_max",
-    "requests",
-];
+/// Prometheus keeps the history, so a window read there may be longer
+/// than the stats rings' minute.
+const MAX_PROMETHEUS_WINDOW: Duration = Duration::from_secs(3600);
 
 pub(super) fn rollouts(
     raw: &[RawRollout],
@@ -49,7 +39,13 @@ pub(super) fn rollouts(
                 driven.insert(&r.route, (&r.name, at.clone()));
             }
         }
-        clusters(&at, r, routes, errs);
+        let fleet = fleet::fleet(&at, r, errs);
+        // A controller that reads Prometheus and writes to targets touches
+        // nothing of this instance, so the route may live only on the
+        // targets (a controller-only sluice has no routes).
+        let remote = fleet.source.is_some() && !fleet.targets.is_empty();
+        clusters(&at, r, routes, remote, errs);
+        let scrape = fleet.scrape_interval();
         out.push(RolloutConfig {
             name: r.name.clone(),
             route: r.route.clone(),
@@ -63,12 +59,14 @@ pub(super) fn rollouts(
                 r.min_requests,
                 DEFAULT_MIN_REQUESTS,
             ),
+            // Prometheus has new figures once a scrape: evaluating faster
+            // would count one scrape's breach `consecutive` times.
             interval: errs.duration(
                 format!("{at}.interval"),
                 r.interval.as_deref(),
-                DEFAULT_INTERVAL,
+                scrape.unwrap_or(DEFAULT_INTERVAL),
             ),
-            window: window(&at, r.window.as_deref(), errs),
+            window: window(&at, r.window.as_deref(), scrape, errs),
             consecutive: at_least_one(
                 errs,
                 format!("{at}.consecutive"),
@@ -80,33 +78,20 @@ pub(super) fn rollouts(
                 Some(RawOnBreach::Rollback) | None => OnBreach::Rollback,
             },
             gates: gates(&format!("{at}.gates"), &r.gates, errs),
-            source: r
-                .source
-                .as_ref()
-                .map(|s| source(&format!("{at}.source"), s, errs)),
-            targets: r
-                .targets
-                .iter()
-                .enumerate()
-                .map(|(j, t)| {
-                    url(
-                        errs,
-                        format!("{at}.targets[{j}]"),
-                        t,
-                        "http://10.0.0.2:9901",
-                    )
-                })
-                .collect(),
+            source: fleet.source,
+            targets: fleet.targets,
+            target_token_env: fleet.token_env,
         });
     }
     out
 }
 
 /// The route exists, and stable and canary are two different clusters of
-/// its split (the weights the rollout moves).
-fn clusters(at: &str, r: &RawRollout, routes: &[RouteConfig], errs: &mut Errors) {
+/// its split (the weights the rollout moves). With `remote`, the route is
+/// the targets' business and only stable ≠ canary is checked here.
+fn clusters(at: &str, r: &RawRollout, routes: &[RouteConfig], remote: bool, errs: &mut Errors) {
     let route = routes.iter().find(|x| x.name == r.route);
-    if route.is_none() {
+    if route.is_none() && !remote {
         errs.push(
             format!("{at}.route"),
             format!("unknown route `{}`", r.route),
@@ -118,7 +103,9 @@ fn clusters(at: &str, r: &RawRollout, routes: &[RouteConfig], errs: &mut Errors)
             format!("must differ from stable (`{}`)", r.stable),
         );
     }
-    let Some(route) = route else { return };
+    let Some(route) = route.filter(|_| !remote) else {
+        return;
+    };
     for (field, cluster) in [("stable", &r.stable), ("canary", &r.canary)] {
         if !route.split.iter().any(|(c, _)| c == cluster) {
             errs.push(
@@ -165,22 +152,45 @@ fn steps(at: &str, raw: Option<&[u32]>, errs: &mut Errors) -> Vec<u32> {
 }
 
 /// Windows are merged from one-second buckets, of which sluice keeps at
-/// most a minute: a fraction of a second is rounded up.
-fn window(at: &str, raw: Option<&str>, errs: &mut Errors) -> Duration {
+/// most a minute: a fraction of a second is rounded up. Read from
+/// Prometheus (`scrape`), a window may be longer, and must hold at least
+/// four scrapes: `rate()` needs two samples in its range, and a scrape
+/// arrives late now and then.
+fn window(at: &str, raw: Option<&str>, scrape: Option<Duration>, errs: &mut Errors) -> Duration {
     let path = format!("{at}.window");
-    let w = errs.duration(path.clone(), raw, DEFAULT_WINDOW);
-    let max = Duration::from_secs(MAX_WINDOW_SECONDS);
+    let (default, max) = match scrape {
+        None => (DEFAULT_WINDOW, Duration::from_secs(MAX_WINDOW_SECONDS)),
+        Some(s) => (
+            DEFAULT_WINDOW.max(s.saturating_mul(4)),
+            MAX_PROMETHEUS_WINDOW,
+        ),
+    };
+    let w = errs.duration(path.clone(), raw, default);
     if w > max {
         errs.push(
             path,
             format!(
-                "{} is over the {MAX_WINDOW_SECONDS}s maximum",
-                format_duration(w)
+                "{} is over the {}s maximum",
+                format_duration(w),
+                max.as_secs()
             ),
         );
         return max;
     }
-    Duration::from_secs(w.as_secs() + u64::from(w.subsec_nanos() > 0))
+    let w = Duration::from_secs(w.as_secs() + u64::from(w.subsec_nanos() > 0));
+    if let Some(s) = scrape.filter(|s| w < s.saturating_mul(4)) {
+        errs.push(
+            path,
+            format!(
+                "{} is under 4 × source.prometheus.scrape_interval ({}): rate() needs at \
+                 least two scrapes in the window; use {} or more",
+                format_duration(w),
+                format_duration(s),
+                format_duration(s.saturating_mul(4))
+            ),
+        );
+    }
+    w
 }
 
 fn at_least_one(errs: &mut Errors, path: String, value: Option<u64>, default: u64) -> u64 {
@@ -253,43 +263,4 @@ fn ratio(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
         return None;
     }
     Some(value)
-}
-
-fn source(at: &str, s: &RawRolloutSource, errs: &mut Errors) -> RolloutSource {
-    let p = &s.prometheus;
-    let at = format!("{at}.prometheus");
-    for (key, query) in &p.queries {
-        if !QUERY_KEYS.contains(&key.as_str()) {
-            errs.push(
-                format!("{at}.queries.{key}"),
-                format!(
-                    "unknown query `{key}` (expected one of {})",
-                    QUERY_KEYS.join(", ")
-                ),
-            );
-        } else if query.trim().is_empty() {
-            errs.push(format!("{at}.queries.{key}"), "must not be empty");
-        }
-    }
-    RolloutSource::Prometheus {
-        url: url(errs, format!("{at}.url"), &p.url, "http://127.0.0.1:9090"),
-        queries: p.queries.clone(),
-    }
-}
-
-/// An `http` or `https` URL with a host; returned without a trailing `/`.
-fn url(errs: &mut Errors, path: String, text: &str, example: &str) -> String {
-    let ok = text
-        .parse::<http::Uri>()
-        .ok()
-        .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
-        .and_then(|u| u.host().map(|h| !h.is_empty()))
-        .unwrap_or(false);
-    if !ok {
-        errs.push(
-            path,
-            format!("`{text}` is not an http(s) URL like {example}"),
-        );
-    }
-    text.trim_end_matches('/').to_string()
 }

@@ -24,6 +24,7 @@ fn config(gates: Gates) -> RolloutConfig {
         gates,
         source: None,
         targets: Vec::new(),
+        target_token_env: "SLUICE_ADMIN_TOKEN".into(),
     }
 }
 
@@ -59,7 +60,7 @@ fn view(n: u64, ttft_ms: u64, status: u16) -> WindowView {
 }
 
 fn obs<'a>(canary: &'a WindowView, stable: &'a WindowView) -> Observation<'a> {
-    Observation {
+    Observation::Windows {
         canary,
         stable,
         gpu_memory_percent: None,
@@ -294,9 +295,12 @@ fn gpu_and_queue_gates_are_not_judged_without_a_reading() {
     assert!(readings.iter().all(|r| r.ok.is_none() && r.value.is_none()));
     // Nothing judged: no step up however long the hold.
     assert_eq!(t, None);
-    let mut o = obs(&canary, &stable);
-    o.gpu_memory_percent = Some(95.5);
-    o.upstream_waiting = Some(3.0);
+    let o = Observation::Windows {
+        canary: &canary,
+        stable: &stable,
+        gpu_memory_percent: Some(95.5),
+        upstream_waiting: Some(3.0),
+    };
     let (readings, _) = p.evaluate(t0 + Duration::from_secs(61), &o);
     assert_eq!(readings[0].ok, Some(false));
     assert_eq!(
@@ -412,4 +416,48 @@ fn new_steps_go_on_from_the_current_weight() {
         .1
         .unwrap();
     assert_eq!((t.apply, t.step), (Some(10), 2));
+}
+
+/// Fleet mode: figures read elsewhere are judged by the same rules — the
+/// request count as samples, stable's for relative gates, a gate with no
+/// figure not judged.
+#[test]
+fn figures_from_prometheus_are_judged_like_windows() {
+    let gates = Gates {
+        ttft_p95: Some(Duration::from_millis(150)),
+        p99_vs_stable: Some(1.25),
+        error_rate: Some(1.0),
+        ..Gates::default()
+    };
+    let (mut p, t0) = started(config(gates));
+    let figure = |value, samples, stable_samples| crate::rollout::Figure {
+        value: Some(value),
+        samples,
+        stable_samples,
+    };
+    let mut figures = crate::rollout::Figures::new();
+    figures.insert(Gate::TtftP95, figure(437.5, 99, None));
+    figures.insert(Gate::P99VsStable, figure(1.1, 120, Some(80)));
+    let (readings, t) = p.evaluate(t0, &Observation::Figures(&figures));
+    assert_eq!(t, None);
+    let judged: Vec<_> = readings.iter().map(|r| (r.gate, r.ok)).collect();
+    // 99 < min_requests 100; stable has 80; error_rate has no figure.
+    assert_eq!(
+        judged,
+        [
+            (Gate::TtftP95, None),
+            (Gate::ErrorRate, None),
+            (Gate::P99VsStable, None)
+        ]
+    );
+    figures.insert(Gate::TtftP95, figure(437.5, 120, None));
+    figures.insert(Gate::P99VsStable, figure(1.1, 120, Some(300)));
+    let (readings, _) = p.evaluate(t0, &Observation::Figures(&figures));
+    assert_eq!(
+        readings[0].describe(),
+        "ttft_p95 437.5ms > 150ms (120 samples)"
+    );
+    assert_eq!(readings[2].ok, Some(true));
+    let (_, t) = p.evaluate(t0, &Observation::Figures(&figures));
+    assert_eq!(t.unwrap().to, State::RolledBack);
 }

@@ -1,0 +1,141 @@
+//! The PromQL that fleet mode reads the gates with. Pure: from a rollout
+//! to query strings. Each gate has a generated query over sluice's own
+//! metric names, summed over every instance Prometheus scrapes and taken
+//! over the rollout's `window`; `source.prometheus.queries` replaces any of
+//! them. Queries are written with placeholders, filled in here:
+//!
+//! | placeholder | value |
+//! |---|---|
+//! | `$route` | the rollout's route |
+//! | `$cluster` | the canary cluster (stable's, in stable's `requests`) |
+//! | `$stable` | the stable cluster |
+//! | `$window` | the window in seconds, e.g. `30s` |
+//!
+//! A query must come back with one series (or a scalar). Time gates are
+//! read in seconds, Prometheus's unit, and shown in milliseconds;
+//! `error_rate` and `gpu_memory_max` in percent; relative gates as the
+//! ratio; `upstream_queue_max` in requests; `requests` as a count.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::{Gate, RolloutConfig};
+
+const TTFT: &str = "gen_ai_client_operation_time_to_first_chunk_seconds_bucket";
+const GAP: &str = "gen_ai_client_operation_time_per_output_chunk_seconds_bucket";
+const TPOT: &str = "sluice_time_per_output_token_seconds_bucket";
+const LATENCY: &str = "sluice_request_duration_seconds_bucket";
+const REQUESTS: &str = "sluice_requests_total";
+
+/// What one evaluation asks Prometheus, with the placeholders filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Queries {
+    /// Every configured gate, in [`Gate::ALL`] order.
+    pub gates: Vec<(Gate, String)>,
+    /// The canary's requests in the window: every gate's samples.
+    pub canary_requests: String,
+    /// Stable's requests, asked only for relative gates.
+    pub stable_requests: Option<String>,
+}
+
+/// The queries of `c`'s gates; `overrides` by gate name (or `requests`)
+/// replace the generated ones.
+pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<String, String>) -> Queries {
+    let fill = |template: &str, cluster: &str| expand(template, c, cluster);
+    let pick = |key: &str, generated: String| overrides.get(key).cloned().unwrap_or(generated);
+    let requests = pick("requests", template_requests());
+    let gates: Vec<(Gate, String)> = c
+        .gates
+        .bounds()
+        .into_iter()
+        .map(|(gate, _)| (gate, fill(&pick(gate.as_str(), template(gate)), &c.canary)))
+        .collect();
+    let relative = gates.iter().any(|(g, _)| g.is_relative());
+    Queries {
+        gates,
+        canary_requests: fill(&requests, &c.canary),
+        stable_requests: relative.then(|| fill(&requests, &c.stable)),
+    }
+}
+
+/// What a gate's query answers is multiplied by to get the gate's unit:
+/// time gates are queried in seconds and judged in milliseconds.
+pub(crate) fn scale(gate: Gate) -> f64 {
+    match gate.unit() {
+        "ms" => 1000.0,
+        _ => 1.0,
+    }
+}
+
+/// The generated query of one gate, placeholders unfilled.
+pub(crate) fn template(gate: Gate) -> String {
+    match gate {
+        Gate::TtftP95 => quantile(0.95, TTFT, "$cluster"),
+        Gate::TtftP99 => quantile(0.99, TTFT, "$cluster"),
+        Gate::GapP99 => quantile(0.99, GAP, "$cluster"),
+        Gate::TpotP95 => quantile(0.95, TPOT, "$cluster"),
+        Gate::LatencyP99 => quantile(0.99, LATENCY, "$cluster"),
+        // The 5xx count may have no series yet: `or vector(0)` keeps the
+        // rate at 0 rather than empty.
+        Gate::ErrorRate => format!(
+            "100 * (sum(increase({REQUESTS}{{route=\"$route\",cluster=\"$cluster\",status_class=\"5xx\"}}[$window])) or vector(0)) / {}",
+            template_requests()
+        ),
+        Gate::P99VsStable => format!(
+            "{} / {}",
+            quantile(0.99, LATENCY, "$cluster"),
+            quantile(0.99, LATENCY, "$stable")
+        ),
+        Gate::TtftVsStable => format!(
+            "{} / {}",
+            quantile(0.95, TTFT, "$cluster"),
+            quantile(0.95, TTFT, "$stable")
+        ),
+        // Every instance exports its own GPUs: the fullest over the fleet.
+        Gate::GpuMemoryMax => {
+            "max(100 * sluice_gpu_memory_used_bytes / sluice_gpu_memory_total_bytes)".to_string()
+        }
+        // Every instance scrapes the same model servers: one reading per
+        // endpoint (the largest), then summed over the endpoints.
+        Gate::UpstreamQueueMax => {
+            "sum(max by (endpoint) (sluice_upstream_requests_waiting{cluster=\"$cluster\"}))"
+                .to_string()
+        }
+    }
+}
+
+fn template_requests() -> String {
+    format!("sum(increase({REQUESTS}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+}
+
+/// `q`'s quantile of a histogram over every instance: rates per bucket
+/// summed across instances (and models), then interpolated.
+fn quantile(q: f64, bucket: &str, cluster: &str) -> String {
+    format!(
+        "histogram_quantile({q}, sum by (le) (rate({bucket}{{route=\"$route\",cluster=\"{cluster}\"}}[$window])))"
+    )
+}
+
+/// Fills the placeholders of `template` for `c`, with `$cluster` bound to
+/// `cluster`. Names go inside PromQL double quotes, so `\` and `"` are
+/// escaped (validation allows neither, but a query must never break).
+pub(crate) fn expand(template: &str, c: &RolloutConfig, cluster: &str) -> String {
+    template
+        .replace("$window", &window(c.window))
+        .replace("$route", &escape(&c.route))
+        .replace("$cluster", &escape(cluster))
+        .replace("$stable", &escape(&c.stable))
+}
+
+/// A PromQL range in whole seconds, at least one.
+fn window(w: Duration) -> String {
+    let secs = w.as_secs() + u64::from(w.subsec_nanos() > 0);
+    format!("{}s", secs.max(1))
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests;
