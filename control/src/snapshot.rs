@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sluice_filters::{
-    hash_bytes, EndpointSet, Matcher, Metrics, ModelHandleCache, RouteClusterMetrics, StickyTable,
-    WeightedTable,
+    hash_bytes, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView, RouteClusterMetrics,
+    StickyTable, WeightedTable,
 };
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
@@ -50,6 +50,25 @@ pub struct RouteRuntime {
 }
 
 impl RouteRuntime {
+    /// The target for one request: the version a tester forced (where the
+    /// route allows it), else the session's sticky cluster, else a weighted
+    /// pick from `random`. `None` when every weight is 0.
+    pub fn pick_target(&self, req: &impl RequestView, random: u64) -> Option<usize> {
+        if let Some(t) = req
+            .header("x-sluice-version")
+            .and_then(|v| self.forced_target(v))
+        {
+            return Some(t);
+        }
+        match &self.sticky {
+            Some((header, table)) => match req.header(header) {
+                Some(key) => table.pick(hash_bytes(key)),
+                None => self.table.pick(random),
+            },
+            None => self.table.pick(random),
+        }
+    }
+
     /// The target an `x-sluice-version` header value names, if any.
     pub fn forced_target(&self, value: &[u8]) -> Option<usize> {
         self.versions
@@ -192,6 +211,15 @@ impl Snapshot {
         }
     }
 
+    /// The first of the listener's routes (in config order) that matches.
+    pub fn match_route(&self, listener: usize, req: &impl RequestView) -> Option<usize> {
+        self.listener_routes
+            .get(listener)?
+            .iter()
+            .copied()
+            .find(|i| self.routes[*i].matcher.matches(req))
+    }
+
     pub fn listener_index(&self, name: &str) -> Option<usize> {
         self.config.listeners.iter().position(|l| l.name == name)
     }
@@ -238,3 +266,6 @@ impl std::fmt::Debug for Snapshot {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,7 @@ mod errors;
 mod metering;
 mod outcome;
 mod request_id;
+mod request_view;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,13 +18,14 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use sluice_control::{ClusterKind, SnapshotStore};
-use sluice_filters::{error_body, hash_bytes, Failure, Operation, RequestView};
+use sluice_filters::{error_body, Failure, Operation, RequestView};
 use tracing::{debug, info_span};
 
 use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
 use crate::telemetry::{Attempt, Tracer};
 pub use context::RequestCtx;
+use request_view::PingoraRequest;
 
 /// How long an endpoint that refused a connection is skipped.
 const EJECTION: Duration = Duration::from_secs(10);
@@ -82,27 +84,6 @@ impl HttpProxy {
     }
 }
 
-/// What route matching reads from a pingora request.
-struct PingoraRequest<'a>(&'a pingora::http::RequestHeader);
-
-impl RequestView for PingoraRequest<'_> {
-    fn path(&self) -> &str {
-        self.0.uri.path()
-    }
-
-    fn host(&self) -> Option<&str> {
-        self.0
-            .uri
-            .authority()
-            .map(|a| a.as_str())
-            .or_else(|| self.0.headers.get("host").and_then(|h| h.to_str().ok()))
-    }
-
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.0.headers.get(name).map(|v| v.as_bytes())
-    }
-}
-
 #[async_trait]
 impl ProxyHttp for HttpProxy {
     type CTX = RequestCtx;
@@ -127,31 +108,12 @@ impl ProxyHttp for HttpProxy {
         let req = PingoraRequest(session.req_header());
         ctx.span =
             info_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
-        let routes = snapshot.listener_routes.get(self.listener);
-        let route = routes.and_then(|rs| {
-            rs.iter()
-                .copied()
-                .find(|i| snapshot.routes[*i].matcher.matches(&req))
-        });
-        let Some(route_index) = route else {
+        let Some(route_index) = snapshot.match_route(self.listener, &req) else {
             self.respond_failure(session, ctx, Failure::NoRoute).await;
             return Ok(true);
         };
         ctx.route = Some(route_index);
-        let route = &snapshot.routes[route_index];
-        // A tester may force a version where the route allows it; otherwise
-        // the session's sticky cluster, otherwise a weighted pick.
-        let forced = req
-            .header("x-sluice-version")
-            .and_then(|v| route.forced_target(v));
-        let target = match (forced, &route.sticky) {
-            (Some(t), _) => Some(t),
-            (None, Some((header, table))) => match req.header(header) {
-                Some(key) => table.pick(hash_bytes(key)),
-                None => route.table.pick(rand::random()),
-            },
-            (None, None) => route.table.pick(rand::random()),
-        };
+        let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
             Some(t) => ctx.target = Some(t),
             None => {

@@ -1,0 +1,91 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+const CONFIG: &str = r#"
+listeners:
+  - { name: public, listen: 127.0.0.1:18080, protocol: http }
+clusters:
+  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
+  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
+routes:
+  - { name: admin, listener: public, match: { path_prefix: /admin }, split: { a: 100 } }
+  - { name: chat, listener: public, split: { a: 100, b: 0 }, sticky: { header: x-session-id },
+      allow_version_header: true }
+rollouts:
+  - { name: r, route: chat, stable: a, canary: b, gates: { ttft_p95: 1s } }
+"#;
+
+struct Req(&'static str, Vec<(&'static str, &'static str)>);
+
+impl RequestView for Req {
+    fn path(&self) -> &str {
+        self.0
+    }
+    fn host(&self) -> Option<&str> {
+        None
+    }
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.1
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_bytes())
+    }
+}
+
+fn snapshot() -> Snapshot {
+    let config = crate::config::Config::from_yaml(CONFIG).unwrap();
+    Snapshot::build(
+        Arc::new(config),
+        1,
+        None,
+        &Metrics::new().unwrap(),
+        &Stats::new(),
+    )
+}
+
+fn cluster_of(s: &Snapshot, route: usize, target: Option<usize>) -> &str {
+    let t = &s.routes[route].targets[target.unwrap()];
+    &s.clusters[t.cluster].config.name
+}
+
+#[test]
+fn routes_match_in_order_and_versions_can_be_forced() {
+    let s = snapshot();
+    assert_eq!(s.match_route(0, &Req("/admin/x", vec![])), Some(0));
+    let chat = s.match_route(0, &Req("/v1/chat", vec![])).unwrap();
+    assert_eq!(chat, 1);
+    let route = &s.routes[chat];
+    // Weight 0 for b: every pick is a, sticky or not...
+    for r in [0, u64::MAX / 2, u64::MAX] {
+        assert_eq!(
+            cluster_of(&s, chat, route.pick_target(&Req("/", vec![]), r)),
+            "a"
+        );
+    }
+    let session = Req("/", vec![("x-session-id", "s1")]);
+    assert_eq!(cluster_of(&s, chat, route.pick_target(&session, 7)), "a");
+    // ...unless a tester names the canary (or its version).
+    for v in ["canary", "v2"] {
+        let forced = Req("/", vec![("x-sluice-version", v), ("x-session-id", "s1")]);
+        assert_eq!(cluster_of(&s, chat, route.pick_target(&forced, 7)), "b");
+    }
+    assert_eq!(
+        cluster_of(
+            &s,
+            chat,
+            route.pick_target(&Req("/", vec![("x-sluice-version", "stable")]), 7)
+        ),
+        "a"
+    );
+    // Unknown names fall back to the normal pick; routes without the flag ignore it.
+    assert_eq!(
+        cluster_of(
+            &s,
+            chat,
+            route.pick_target(&Req("/", vec![("x-sluice-version", "v9")]), 7)
+        ),
+        "a"
+    );
+    assert!(s.routes[0].versions.is_empty());
+}
