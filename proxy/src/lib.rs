@@ -3,6 +3,7 @@
 mod access_log;
 pub mod ctl;
 mod defaults;
+mod demo;
 mod http_proxy;
 mod lifecycle;
 mod mock_llm;
@@ -11,6 +12,7 @@ mod tcp_proxy;
 mod telemetry;
 
 pub use defaults::{default_config_yaml, MockThread};
+pub use demo::{run_demo, DemoOptions};
 pub use lifecycle::Stop;
 pub use mock_llm::{MockKnobs, MockLlm, MockLlmOptions};
 pub use server::{Sluice, StartOptions};

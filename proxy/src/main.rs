@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{
-    ctl, default_config_yaml, MockLlm, MockLlmOptions, MockThread, Sluice, StartOptions,
+    ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread, Sluice,
+    StartOptions,
 };
 
 #[derive(Parser)]
@@ -26,6 +27,13 @@ enum Command {
     Run {
         #[arg(short, long)]
         config: Option<PathBuf>,
+    },
+    /// The whole story in about a minute: two mock LLMs, the proxy, traffic,
+    /// a rollout rolled back at step 3, then a healthy one promoted.
+    Demo {
+        /// Time budget in seconds (at least 30).
+        #[arg(long, default_value_t = 60, value_parser = demo_seconds)]
+        duration: u64,
     },
     /// Parse and validate a config; print every error. Exit 0 valid, 2 invalid.
     Validate { file: PathBuf },
@@ -64,11 +72,29 @@ fn duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// The demo's `--duration`: whole seconds, enough for every phase.
+fn demo_seconds(s: &str) -> Result<u64, String> {
+    let secs: u64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number of seconds"))?;
+    if secs < 30 {
+        return Err(format!("{secs} s is too short: the demo needs at least 30"));
+    }
+    Ok(secs)
+}
+
 fn main() -> ExitCode {
-    init_tracing();
     let cli = Cli::parse();
+    // The demo draws its own display; sluice's info logs would break it.
+    init_tracing(match cli.command {
+        Command::Demo { .. } => "warn",
+        _ => "info",
+    });
     let result = match cli.command {
         Command::Run { config } => run(config),
+        Command::Demo { duration } => run_demo(DemoOptions {
+            duration: Duration::from_secs(duration),
+        }),
         Command::Validate { file } => return validate(&file),
         Command::MockLlm {
             listen,
@@ -100,9 +126,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -123,7 +123,10 @@ fn every_field_is_read() {
     assert_eq!(queries["ttft_p95"], "histogram_quantile(0.95, x)");
     assert_eq!(
         r.targets,
-        ["http://sluice-1.internal:9901", "http://sluice-2.internal:9901"]
+        [
+            "http://sluice-1.internal:9901",
+            "http://sluice-2.internal:9901"
+        ]
     );
     assert_eq!(r.target_token_env, "FLEET_TOKEN");
     // What was written round-trips (`itl_p99` is kept as `gap_p99`).
@@ -258,7 +261,8 @@ fn bad_gates() {
 
 #[test]
 fn bad_fleet_fields() {
-    let extra = ", targets: [\"sluice-9.internal:9901\", \"ftp://x\", \"https://b:9901\", \"http://c:1\", \
+    let extra =
+        ", targets: [\"sluice-9.internal:9901\", \"ftp://x\", \"https://b:9901\", \"http://c:1\", \
                  \"http://c:1/\"], target_token_env: 1TOKEN, \
                  source: { prometheus: { url: \"localhost:9090\", scrape_interval: 0s, \
                  queries: { ttft_p96: x, error_rate: \" \", requests: \"sum(x)\" } } }";
