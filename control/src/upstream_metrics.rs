@@ -17,13 +17,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use http::header::{ACCEPT, HOST, USER_AGENT};
 use http::{HeaderValue, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use http_body_util::Full;
 use prometheus::Registry;
 use serde::Serialize;
 use serde_json::Value;
@@ -33,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::config::{ClusterKind, Config, Endpoint};
+use crate::http_client::HttpClient;
 use crate::store::SnapshotStore;
 use families::Families;
 use parse::EndpointLoad;
@@ -317,17 +314,8 @@ fn target(cluster: &str, e: &Endpoint, path: &str) -> Option<Target> {
     })
 }
 
-type HttpClient = Client<HttpConnector, Empty<Bytes>>;
-
 fn client() -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(SCRAPE_TIMEOUT));
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(1)
-        .build(connector)
+    HttpClient::new(SCRAPE_TIMEOUT, MAX_METRICS_BYTES)
 }
 
 async fn scrape(client: &HttpClient, target: &Target) -> Result<EndpointLoad, String> {
@@ -335,39 +323,16 @@ async fn scrape(client: &HttpClient, target: &Target) -> Result<EndpointLoad, St
         .header(USER_AGENT, "sluice")
         // The classic text format: older servers answer nothing else.
         .header(ACCEPT, "text/plain;version=0.0.4")
-        .body(Empty::new())
+        .body(Full::default())
         .map_err(|e| e.to_string())?;
     if let Some(host) = &target.host {
         req.headers_mut().insert(HOST, host.clone());
     }
-    let fetch = async {
-        let resp = client.request(req).await.map_err(|e| chain(&e))?;
-        if resp.status() != StatusCode::OK {
-            return Err(format!("answered {}", resp.status()));
-        }
-        let body = Limited::new(resp.into_body(), MAX_METRICS_BYTES)
-            .collect()
-            .await
-            .map_err(|e| format!("reading the body: {e}"))?
-            .to_bytes();
-        Ok(parse::endpoint_load(&String::from_utf8_lossy(&body)))
-    };
-    match tokio::time::timeout(SCRAPE_TIMEOUT, fetch).await {
-        Ok(result) => result,
-        Err(_) => Err(format!("no answer within {SCRAPE_TIMEOUT:?}")),
+    let answer = client.send(req).await?;
+    if answer.status != StatusCode::OK {
+        return Err(format!("answered {}", answer.status));
     }
-}
-
-/// An error with its causes: the legacy client's own text says little.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    Ok(parse::endpoint_load(&String::from_utf8_lossy(&answer.body)))
 }
 
 fn now_ms() -> u64 {
