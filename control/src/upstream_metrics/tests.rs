@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use bytes::Bytes;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
