@@ -2,17 +2,16 @@
 //! builds the typed [`Config`], or returns every error found.
 
 mod rollout;
+mod routes;
+mod telemetry;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{HeaderMatch, Matcher};
-
 use super::raw::{
-    RawCluster, RawClusterKind, RawGpuMode, RawListener, RawProtocol, RawRoute, RawTimeouts,
-    RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamTls,
 };
 use super::typed::*;
 use super::units::parse_duration;
@@ -23,14 +22,19 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 
 /// Collects errors while validation goes on.
 #[derive(Default)]
-struct Errors(Vec<ConfigError>);
+pub(super) struct Errors(Vec<ConfigError>);
 
 impl Errors {
-    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError::new(path, message));
     }
 
-    fn duration(&mut self, path: String, text: Option<&str>, default: Duration) -> Duration {
+    pub(super) fn duration(
+        &mut self,
+        path: String,
+        text: Option<&str>,
+        default: Duration,
+    ) -> Duration {
         let Some(text) = text else { return default };
         match parse_duration(text) {
             Ok(d) if d.is_zero() => {
@@ -45,7 +49,7 @@ impl Errors {
         }
     }
 
-    fn socket_addr(&mut self, path: String, text: &str) -> Option<SocketAddr> {
+    pub(super) fn socket_addr(&mut self, path: String, text: &str) -> Option<SocketAddr> {
         match text.parse::<SocketAddr>() {
             Ok(a) => Some(a),
             Err(_) => {
@@ -58,7 +62,7 @@ impl Errors {
         }
     }
 
-    fn name(&mut self, path: String, name: &str) {
+    pub(super) fn name(&mut self, path: String, name: &str) {
         let ok = !name.is_empty()
             && name
                 .chars()
@@ -71,7 +75,7 @@ impl Errors {
         }
     }
 
-    fn header_name(&mut self, path: String, name: &str) -> String {
+    pub(super) fn header_name(&mut self, path: String, name: &str) -> String {
         let ok = !name.is_empty()
             && name
                 .bytes()
@@ -83,7 +87,7 @@ impl Errors {
     }
 
     /// Reports `name` as a duplicate if an earlier item (at `first`) had it.
-    fn unique<'a>(
+    pub(super) fn unique<'a>(
         &mut self,
         seen: &mut HashMap<&'a str, String>,
         path: String,
@@ -108,10 +112,10 @@ impl RawConfig {
         let admin = admin(self, &mut errs);
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
-        let routes = routes(&self.routes, &self.listeners, &clusters, &mut errs);
+        let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
         let rollouts = rollout::rollouts(&self.rollouts, &routes, &mut errs);
-        let telemetry = telemetry(self, &mut errs);
-        let gpu = gpu(self, &mut errs);
+        let telemetry = telemetry::telemetry(self, &mut errs);
+        let gpu = telemetry::gpu(self, &mut errs);
         if !errs.0.is_empty() {
             return Err(ConfigErrors(errs.0));
         }
@@ -126,75 +130,6 @@ impl RawConfig {
             telemetry,
             gpu,
         })
-    }
-}
-
-fn telemetry(raw: &RawConfig, errs: &mut Errors) -> TelemetryConfig {
-    let d = TelemetryConfig::default();
-    let Some(t) = &raw.telemetry else { return d };
-    if let Some(e) = &t.otlp_endpoint {
-        if !(e.starts_with("http://") || e.starts_with("https://")) {
-            errs.push(
-                "telemetry.otlp_endpoint",
-                format!("`{e}` must be a URL like http://127.0.0.1:4317"),
-            );
-        }
-    }
-    let sample_ratio = match t.sample_ratio {
-        Some(r) if !(0.0..=1.0).contains(&r) => {
-            errs.push(
-                "telemetry.sample_ratio",
-                format!("{r} is not within 0.0..=1.0"),
-            );
-            1.0
-        }
-        Some(r) => r,
-        None => 1.0,
-    };
-    let access_log = t.access_log.as_ref().map(|a| {
-        let percent = a.percent.unwrap_or(100.0);
-        if !(0.0..=100.0).contains(&percent) {
-            errs.push(
-                "telemetry.access_log.percent",
-                format!("{percent} is not within 0..=100"),
-            );
-        }
-        if a.path.is_empty() {
-            errs.push(
-                "telemetry.access_log.path",
-                "must be `stdout` or a file path",
-            );
-        }
-        AccessLogConfig {
-            target: match a.path.as_str() {
-                "stdout" | "-" => AccessLogTarget::Stdout,
-                p => AccessLogTarget::File(PathBuf::from(p)),
-            },
-            ratio: percent.clamp(0.0, 100.0) / 100.0,
-        }
-    });
-    TelemetryConfig {
-        otlp_endpoint: t.otlp_endpoint.clone(),
-        sample_ratio,
-        service_name: t.service_name.clone().unwrap_or(d.service_name),
-        model_header: t
-            .model_header
-            .as_ref()
-            .map(|h| errs.header_name("telemetry.model_header".into(), h)),
-        access_log,
-    }
-}
-
-fn gpu(raw: &RawConfig, errs: &mut Errors) -> GpuConfig {
-    let d = GpuConfig::default();
-    let Some(g) = &raw.gpu else { return d };
-    GpuConfig {
-        mode: match g.enabled {
-            Some(RawGpuMode::On) => GpuMode::On,
-            Some(RawGpuMode::Off) => GpuMode::Off,
-            Some(RawGpuMode::Auto) | None => GpuMode::Auto,
-        },
-        interval: errs.duration("gpu.interval".into(), g.interval.as_deref(), d.interval),
     }
 }
 
@@ -459,101 +394,4 @@ fn listener_protocol(
             Some(ListenerProtocol::Tcp { cluster })
         }
     }
-}
-
-fn routes(
-    raw: &[RawRoute],
-    listeners: &[RawListener],
-    clusters: &[ClusterConfig],
-    errs: &mut Errors,
-) -> Vec<RouteConfig> {
-    let mut seen = HashMap::new();
-    raw.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let at = format!("routes[{i}]");
-            errs.name(format!("{at}.name"), &r.name);
-            errs.unique(&mut seen, format!("{at}.name"), "route", &r.name);
-            match listeners.iter().find(|l| l.name == r.listener) {
-                None => errs.push(
-                    format!("{at}.listener"),
-                    format!("unknown listener `{}`", r.listener),
-                ),
-                Some(l) if l.protocol == RawProtocol::Tcp => errs.push(
-                    format!("{at}.listener"),
-                    format!(
-                        "listener `{}` is tcp; routes need an http or https listener",
-                        r.listener
-                    ),
-                ),
-                Some(_) => {}
-            }
-            RouteConfig {
-                name: r.name.clone(),
-                listener: r.listener.clone(),
-                matcher: matcher(&at, r, errs),
-                split: split(&at, r, clusters, errs),
-                sticky: r.sticky.as_ref().map(|s| StickyConfig {
-                    header: errs.header_name(format!("{at}.sticky.header"), &s.header),
-                }),
-                allow_version_header: r.allow_version_header.unwrap_or(false),
-            }
-        })
-        .collect()
-}
-
-fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
-    let Some(m) = &r.matcher else {
-        return Matcher::default();
-    };
-    if let Some(p) = &m.path_prefix {
-        if !p.starts_with('/') {
-            errs.push(
-                format!("{at}.match.path_prefix"),
-                format!("`{p}` must start with `/`"),
-            );
-        }
-    }
-    Matcher {
-        path_prefix: m.path_prefix.clone(),
-        host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
-        headers: m
-            .headers
-            .iter()
-            .map(|(name, value)| HeaderMatch {
-                name: errs.header_name(format!("{at}.match.headers.{name}"), name),
-                value: value.clone(),
-            })
-            .collect(),
-    }
-}
-
-fn split(
-    at: &str,
-    r: &RawRoute,
-    clusters: &[ClusterConfig],
-    errs: &mut Errors,
-) -> Vec<(String, u32)> {
-    if r.split.is_empty() {
-        errs.push(format!("{at}.split"), "at least one cluster is required");
-        return Vec::new();
-    }
-    for name in r.split.keys() {
-        match clusters.iter().find(|c| &c.name == name) {
-            None => errs.push(
-                format!("{at}.split.{name}"),
-                format!("unknown cluster `{name}`"),
-            ),
-            Some(c) if c.kind == ClusterKind::Cache => errs.push(
-                format!("{at}.split.{name}"),
-                format!("cluster `{name}` is kind cache, which only tcp listeners serve"),
-            ),
-            Some(_) => {}
-        }
-    }
-    let total: u64 = r.split.values().map(|w| u64::from(*w)).sum();
-    if total == 0 {
-        errs.push(format!("{at}.split"), "weights sum to 0");
-    }
-    r.split.iter().map(|(k, v)| (k.clone(), *v)).collect()
 }

@@ -1,0 +1,106 @@
+//! Validation of `routes`: listeners, match blocks and splits.
+
+use std::collections::HashMap;
+
+use sluice_filters::{HeaderMatch, Matcher};
+
+use super::super::raw::{RawListener, RawProtocol, RawRoute};
+use super::super::typed::*;
+use super::Errors;
+
+pub(super) fn routes(
+    raw: &[RawRoute],
+    listeners: &[RawListener],
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> Vec<RouteConfig> {
+    let mut seen = HashMap::new();
+    raw.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let at = format!("routes[{i}]");
+            errs.name(format!("{at}.name"), &r.name);
+            errs.unique(&mut seen, format!("{at}.name"), "route", &r.name);
+            match listeners.iter().find(|l| l.name == r.listener) {
+                None => errs.push(
+                    format!("{at}.listener"),
+                    format!("unknown listener `{}`", r.listener),
+                ),
+                Some(l) if l.protocol == RawProtocol::Tcp => errs.push(
+                    format!("{at}.listener"),
+                    format!(
+                        "listener `{}` is tcp; routes need an http or https listener",
+                        r.listener
+                    ),
+                ),
+                Some(_) => {}
+            }
+            RouteConfig {
+                name: r.name.clone(),
+                listener: r.listener.clone(),
+                matcher: matcher(&at, r, errs),
+                split: split(&at, r, clusters, errs),
+                sticky: r.sticky.as_ref().map(|s| StickyConfig {
+                    header: errs.header_name(format!("{at}.sticky.header"), &s.header),
+                }),
+                allow_version_header: r.allow_version_header.unwrap_or(false),
+            }
+        })
+        .collect()
+}
+
+fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
+    let Some(m) = &r.matcher else {
+        return Matcher::default();
+    };
+    if let Some(p) = &m.path_prefix {
+        if !p.starts_with('/') {
+            errs.push(
+                format!("{at}.match.path_prefix"),
+                format!("`{p}` must start with `/`"),
+            );
+        }
+    }
+    Matcher {
+        path_prefix: m.path_prefix.clone(),
+        host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
+        headers: m
+            .headers
+            .iter()
+            .map(|(name, value)| HeaderMatch {
+                name: errs.header_name(format!("{at}.match.headers.{name}"), name),
+                value: value.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn split(
+    at: &str,
+    r: &RawRoute,
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> Vec<(String, u32)> {
+    if r.split.is_empty() {
+        errs.push(format!("{at}.split"), "at least one cluster is required");
+        return Vec::new();
+    }
+    for name in r.split.keys() {
+        match clusters.iter().find(|c| &c.name == name) {
+            None => errs.push(
+                format!("{at}.split.{name}"),
+                format!("unknown cluster `{name}`"),
+            ),
+            Some(c) if c.kind == ClusterKind::Cache => errs.push(
+                format!("{at}.split.{name}"),
+                format!("cluster `{name}` is kind cache, which only tcp listeners serve"),
+            ),
+            Some(_) => {}
+        }
+    }
+    let total: u64 = r.split.values().map(|w| u64::from(*w)).sum();
+    if total == 0 {
+        errs.push(format!("{at}.split"), "weights sum to 0");
+    }
+    r.split.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
