@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# L4 bench: redis-benchmark straight to Redis, through a sluice tcp listener and
+# through HAProxy in `mode tcp`, each proxy with one worker thread.
+#
+#   direct   redis-benchmark to redis-server
+#   sluice   `protocol: tcp` listener -> `kind: cache` cluster, runtime.threads: 1
+#   haproxy  mode tcp, nbthread 1
+# Each round runs `redis-benchmark -q -n N -t set,get` without and with
+# pipelining (-P 16) against every target; the order of the targets rotates each
+# round and the table reports the median of the rounds. With taskset and two or
+# more cores, the proxies run on core 1 and redis + redis-benchmark on core 0.
+# Every bench process starts in its own session with nice -19 (and autogroup nice
+# -19 where the kernel groups by session) when allowed, as benches/compare.sh does.
+#
+#   benches/l4.sh                 3 rounds, -n 200000
+# Options: --rounds N, --requests N, --pipeline N (default 16), --no-build,
+#          --keep (keep the temp dir).
+# Output: a markdown report on stdout; progress on stderr. Everything binds
+# 127.0.0.1 on free ports and is killed on exit.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+rounds=3
+requests=200000
+pipeline=16
+build=1
+keep=0
+niceness=-19
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --rounds) rounds=$2 && shift ;;
+        --requests) requests=$2 && shift ;;
+        --pipeline) pipeline=$2 && shift ;;
+        --no-build) build=0 ;;
+        --keep) keep=1 ;;
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            usage >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+
+log() { printf 'l4: %s\n' "$*" >&2; }
+die() {
+    log "$*"
+    exit 1
+}
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+for cmd in redis-server redis-benchmark redis-cli python3; do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (apt-get install redis-server)"
+done
+
+if [[ $build == 1 ]]; then
+    log "building sluice (release)"
+    cargo build --release -p sluice-proxy --bin sluice >&2
+fi
+sluice="$root/target/release/sluice"
+[[ -x $sluice ]] || die "$sluice missing (build it or drop --no-build)"
+
+targets=(direct sluice)
+if command -v haproxy >/dev/null 2>&1; then
+    targets+=(haproxy)
+else
+    log "haproxy not installed: skipped"
+fi
+
+if command -v taskset >/dev/null 2>&1 && [[ $(nproc) -ge 2 ]]; then
+    load_pin=(taskset -c 0)
+    proxy_pin=(taskset -c 1)
+    pinning="proxy on core 1; redis-server and redis-benchmark on core 0 (taskset)"
+else
+    load_pin=()
+    proxy_pin=()
+    pinning="none (taskset missing or a single core)"
+fi
+priority="inherited (nice $(nice))"
+autogroup=0
+if [[ $(nice -n "$niceness" nice 2>/dev/null) == "$niceness" ]]; then
+    load_pin=(nice -n "$niceness" "${load_pin[@]}")
+    proxy_pin=(nice -n "$niceness" "${proxy_pin[@]}")
+    priority="nice $niceness"
+    if [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0) == 1 ]]; then
+        autogroup=1
+        priority+=", each process in its own session with autogroup nice $niceness"
+    fi
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-l4.XXXXXX")"
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${pids[@]}"; do
+        for _ in $(seq 30); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [[ $keep == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# set_autogroup PID: once PID leads its own session, give that session the nice.
+set_autogroup() {
+    local pid=$1 stat fields
+    [[ $autogroup == 1 ]] || return 0
+    for _ in $(seq 200); do
+        stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 0
+        read -r -a fields <<<"${stat##*) }"
+        [[ ${fields[3]} == "$pid" ]] && break
+        sleep 0.01
+    done
+    echo "$niceness" >"/proc/$pid/autogroup" 2>/dev/null || log "autogroup nice not set for pid $pid"
+}
+
+# launch PIN_ARRAY_NAME NAME CMD...: background, own session, pinned; sets $launched.
+launch() {
+    local -n pin=$1
+    local name=$2
+    shift 2
+    setsid "${pin[@]}" "$@" >"$work/$name.log" 2>&1 &
+    launched=$!
+    pids+=("$launched")
+    set_autogroup "$launched"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_ping NAME PID PORT: polls until Redis answers PING through the port.
+wait_ping() {
+    local name=$1 pid=$2 port=$3
+    for _ in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || {
+            tail -n 20 "$work/$name.log" >&2 || true
+            die "$name exited during start-up"
+        }
+        [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true) == PONG ]] && return 0
+        sleep 0.05
+    done
+    tail -n 20 "$work/$name.log" >&2 || true
+    die "$name not answering PING on 127.0.0.1:$port after 10 s"
+}
+
+declare -A port
+
+redis_port="$(free_port)"
+launch load_pin redis redis-server --bind 127.0.0.1 --port "$redis_port" --save "" \
+    --appendonly no --protected-mode yes --dir "$work"
+wait_ping redis "$launched" "$redis_port"
+port[direct]=$redis_port
+log "redis on 127.0.0.1:$redis_port"
+
+sluice_port="$(free_port)"
+admin_port="$(free_port)"
+cat >"$work/sluice.yaml" <<EOF
+runtime: { threads: 1, grace_period: 1s }
+admin: { listen: 127.0.0.1:$admin_port }
+listeners:
+  - { name: cache, listen: 127.0.0.1:$sluice_port, protocol: tcp, cluster: redis }
+clusters:
+  - { name: redis, kind: cache, endpoints: [127.0.0.1:$redis_port], timeouts: { connect: 500ms } }
+EOF
+launch proxy_pin sluice "$sluice" run -c "$work/sluice.yaml"
+wait_ping sluice "$launched" "$sluice_port"
+port[sluice]=$sluice_port
+log "sluice on 127.0.0.1:$sluice_port"
+
+if [[ " ${targets[*]} " == *" haproxy "* ]]; then
+    haproxy_port="$(free_port)"
+    cat >"$work/haproxy.cfg" <<EOF
+global
+    nbthread 1
+    maxconn 4096
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 60s
+    timeout server 60s
+frontend cache
+    bind 127.0.0.1:$haproxy_port
+    default_backend redis
+backend redis
+    server r1 127.0.0.1:$redis_port
+EOF
+    launch proxy_pin haproxy haproxy -db -f "$work/haproxy.cfg"
+    wait_ping haproxy "$launched" "$haproxy_port"
+    port[haproxy]=$haproxy_port
+    log "haproxy on 127.0.0.1:$haproxy_port"
+fi
+
+# results[target,mode,test] = space-separated req/s of each round.
+declare -A results
+modes=(plain piped)
+tests=(SET GET)
+
+bench_once() {
+    local target=$1 mode=$2 out extra=()
+    [[ $mode == piped ]] && extra=(-P "$pipeline")
+    # In a session of its own like the servers, so its autogroup nice applies too.
+    launch load_pin redis-benchmark redis-benchmark -h 127.0.0.1 -p "${port[$target]}" -q \
+        -n "$requests" -t set,get "${extra[@]}"
+    wait "$launched" || die "redis-benchmark against $target failed: $(tail -n 5 "$work/redis-benchmark.log")"
+    unset 'pids[-1]'
+    out="$(tr '\r' '\n' <"$work/redis-benchmark.log")"
+    for t in "${tests[@]}"; do
+        local rps
+        rps="$(grep "^$t: .* requests per second" <<<"$out" | tail -n 1 | awk '{print $2}')"
+        [[ -n $rps ]] || die "no $t figure from redis-benchmark against $target: $out"
+        results[$target,$mode,$t]+="$rps "
+    done
+    log "round $round $target $mode: $(grep -E '^(SET|GET): .* requests per second' <<<"$out" | awk '{print $1, $2}' | tr '\n' ' ')"
+}
+
+for round in $(seq "$rounds"); do
+    n=${#targets[@]}
+    for i in $(seq 0 $((n - 1))); do
+        target=${targets[$(((i + round - 1) % n))]}
+        for mode in "${modes[@]}"; do
+            bench_once "$target" "$mode"
+        done
+    done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+range() { tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f–%.0f", lo, hi}'; }
+
+declare -A med
+for target in "${targets[@]}"; do
+    for mode in "${modes[@]}"; do
+        for t in "${tests[@]}"; do
+            med[$target,$mode,$t]="$(median <<<"${results[$target,$mode,$t]}")"
+        done
+    done
+done
+
+echo "## L4: redis-benchmark (medians of $rounds rounds)"
+echo
+echo "- $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; $(redis-server --version | awk '{print $3}'); $(haproxy -v 2>/dev/null | head -n 1 | awk '{print "HAProxy", $3}')"
+echo "- \`redis-benchmark -q -n $requests -t set,get\` (50 clients), and with \`-P $pipeline\`"
+echo "- pinning: $pinning; priority: $priority"
+echo
+echo "| target | SET req/s | GET req/s | SET -P $pipeline req/s | GET -P $pipeline req/s |"
+echo "|---|---:|---:|---:|---:|"
+for target in "${targets[@]}"; do
+    printf '| %s' "$target"
+    for mode in "${modes[@]}"; do
+        for t in "${tests[@]}"; do
+            printf ' | %.0f' "${med[$target,$mode,$t]}"
+        done
+    done
+    echo " |"
+done
+echo
+echo "| ratio vs direct | SET | GET | SET -P $pipeline | GET -P $pipeline |"
+echo "|---|---:|---:|---:|---:|"
+for target in "${targets[@]}"; do
+    [[ $target == direct ]] && continue
+    printf '| %s' "$target"
+    for mode in "${modes[@]}"; do
+        for t in "${tests[@]}"; do
+            awk -v a="${med[$target,$mode,$t]}" -v b="${med[direct,$mode,$t]}" \
+                'BEGIN {printf " | %.2f", a / b}'
+        done
+    done
+    echo " |"
+done
+echo
+echo "Range over the rounds (min–max req/s):"
+echo
+echo "| target | SET | GET | SET -P $pipeline | GET -P $pipeline |"
+echo "|---|---:|---:|---:|---:|"
+for target in "${targets[@]}"; do
+    printf '| %s' "$target"
+    for mode in "${modes[@]}"; do
+        for t in "${tests[@]}"; do
+            printf ' | %s' "$(range <<<"${results[$target,$mode,$t]}")"
+        done
+    done
+    echo " |"
+done
