@@ -146,6 +146,12 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         format!("Int({})", upstream.addr().port())
     );
     assert!(!collector.output().contains("secret prompt"));
+    // The collector logs the spans before the exporter hears back that it took
+    // them: the count follows a moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tracer.exported_spans() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(tracer.dropped_spans(), 0);
     assert_eq!(tracer.exported_spans(), 2);
 }
