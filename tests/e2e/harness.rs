@@ -78,3 +78,24 @@ impl Admin {
             .await
     }
 }
+
+/// `/metrics` once `ready` holds for its text (or after 5 s, for the
+/// assertion to show what was there). pingora records a request in its
+/// `logging` phase, just after the client got the answer, so a test reading
+/// counters right after a response must wait for them.
+pub async fn metrics_when(sluice: &Sluice, ready: impl Fn(&str) -> bool) -> String {
+    let url = format!("http://{}/metrics", sluice.admin_addr);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let text = reqwest::get(&url)
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        if ready(&text) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
 use crate::support::{free_port, python, require, workspace_root};
 use crate::token_meter::metric_value;
 
@@ -113,12 +113,14 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         .map(|r| r["prompt_tokens"].as_u64().unwrap())
         .sum();
 
-    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_when(&sluice, |t| {
+        metric_value(
+            t,
+            "gen_ai_client_operation_time_to_first_chunk_seconds_count",
+            &[("route", "chat")],
+        ) == Some(requests as f64)
+    })
+    .await;
     let labels = [("route", "chat"), ("gen_ai_request_model", "smollm2")];
     let count = metric_value(
         &text,

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use rand::RngCore;
 use serde_json::Value;
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
 use crate::support::{free_port, sha256_hex, NamedUpstream, UpstreamOptions};
 
 fn one_route(port: u16, endpoints: &str, timeouts: &str) -> String {
@@ -170,12 +170,9 @@ async fn dead_upstream_is_502_and_counted() {
     let (status, body, _) = error_of(&format!("http://{}/v1/x", listener(&sluice, "public"))).await;
     assert_eq!(status, 502);
     assert_eq!(body["error"], "connect_error");
-    let metrics = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let connect_error =
+        r#"sluice_proxy_errors_total{cluster="up",reason="connect_error",route="all"} 1"#;
+    let metrics = metrics_when(&sluice, |t| t.contains(connect_error)).await;
     assert!(
         metrics.contains(
             r#"sluice_proxy_errors_total{cluster="up",reason="connect_error",route="all"} 1"#

@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sluice_proxy::{MockLlm, MockLlmOptions};
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
 use crate::support::free_port;
 
 /// The value of the series `name` whose labels include every pair in `labels`.
@@ -21,15 +21,6 @@ pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f
                 .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
         })
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-async fn metrics_text(admin_addr: std::net::SocketAddr) -> String {
-    reqwest::get(format!("http://{admin_addr}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
 }
 
 /// Streams one chat completion; returns the client-side TTFT (first content
@@ -106,7 +97,14 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
         .unwrap();
     assert_eq!(r["usage"]["completion_tokens"], 10);
 
-    let text = metrics_text(sluice.admin_addr).await;
+    let text = metrics_when(&sluice, |t| {
+        metric_value(
+            t,
+            "gen_ai_client_operation_duration_seconds_count",
+            &[("route", "chat")],
+        ) == Some(7.0)
+    })
+    .await;
     let labels = [
         ("route", "chat"),
         ("gen_ai_request_model", "mock-7b"),
