@@ -1,5 +1,6 @@
-//! The end of a request: one record, handed to the metrics, the stats
-//! windows and the access log.
+//! The end of a request: one record, handed to the metrics, the access
+//! log, the tracer and (last, taking the gaps rather than copying them) the
+//! stats windows.
 
 use std::time::SystemTime;
 
@@ -9,10 +10,13 @@ use sluice_filters::{Failure, RequestRecord, TokenOutcome};
 use super::{HttpProxy, RequestCtx};
 use crate::telemetry::FinishedRequest;
 
-pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, status: u16) {
+pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, method: &str, path: &str, status: u16) {
     let e2e = ctx.started.elapsed();
     let seconds = e2e.as_secs_f64();
-    let snapshot = &ctx.snapshot;
+    let snapshot = ctx.snapshot.clone();
+    // Filled when the request reached a cluster: the stats sample is sent last,
+    // so that it can take the gaps instead of copying them.
+    let mut stats_key = None;
     let route = ctx.route.and_then(|r| snapshot.routes.get(r));
     let target = route.and_then(|r| r.targets.get(ctx.target?));
     let cluster = ctx.cluster().map(|c| &c.config);
@@ -64,17 +68,7 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                     }
                 }
             }
-            proxy.store.stats.record(Sample {
-                key: target.stats,
-                status,
-                latency: e2e,
-                tokens: ctx.tokens.as_ref().map(|t| TokenSample {
-                    ttft: t.ttft(),
-                    tpot: record.tpot(),
-                    gaps: t.gaps.clone(),
-                    output_tokens: t.summary.output_tokens.unwrap_or(0),
-                }),
-            });
+            stats_key = Some(target.stats);
         }
         (Some(route), None) => {
             route.unrouted.record(status, seconds);
@@ -121,5 +115,20 @@ pub fn record(proxy: &HttpProxy, ctx: &RequestCtx, method: &str, path: &str, sta
                 attempts: &ctx.attempts,
             },
         );
+    }
+    let tpot = record.tpot();
+    if let Some(key) = stats_key {
+        let tokens = ctx.tokens.as_mut().map(|t| TokenSample {
+            ttft: t.ttft(),
+            tpot,
+            gaps: std::mem::take(&mut t.gaps),
+            output_tokens: t.summary.output_tokens.unwrap_or(0),
+        });
+        proxy.store.stats.record(Sample {
+            key,
+            status,
+            latency: e2e,
+            tokens,
+        });
     }
 }
