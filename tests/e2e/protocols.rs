@@ -8,7 +8,7 @@ use http::Version;
 use serde_json::Value;
 
 use crate::harness;
-use crate::support::{self, free_port, NamedUpstream, TlsFixture, TlsUpstream};
+use crate::support::{self, free_port, NamedUpstream, TlsFixture};
 
 /// `clusters` with one cluster `up` at `endpoint` (plus `extra` cluster keys) and a
 /// catch-all route `all` on listener `public` to it.
@@ -120,7 +120,7 @@ async fn https_listener_serves_h1_and_h2_by_alpn() {
 }
 
 /// Sluice on a plain http listener in front of `up` reached over TLS with `tls_yaml`.
-async fn through_tls_cluster(upstream: &TlsUpstream, tls_yaml: &str) -> (u16, Value) {
+async fn through_tls_cluster(upstream: &NamedUpstream, tls_yaml: &str) -> (u16, Value) {
     let port = free_port();
     let yaml = harness::http_listener_yaml(port)
         + &cluster_and_route(upstream.addr(), &format!(", tls: {tls_yaml}"));
@@ -142,7 +142,7 @@ async fn through_tls_cluster(upstream: &TlsUpstream, tls_yaml: &str) -> (u16, Va
 async fn cluster_over_tls_verified_with_a_ca_or_unverified() {
     support::install_crypto_provider();
     let tls = TlsFixture::new().unwrap();
-    let upstream = TlsUpstream::start("secure", &tls).await.unwrap();
+    let upstream = NamedUpstream::start_tls("secure", &tls).await.unwrap();
     let ca = path_yaml(&tls.cert_path());
 
     let (status, echo) =

@@ -22,7 +22,7 @@ pub use prometheus_server::{have, Prometheus};
 pub use python::{python, workspace_root};
 pub use redis::{redis_available, RedisServer};
 pub use tls::{install_crypto_provider, TlsFixture};
-pub use upstream::{sha256_hex, NamedUpstream, SseOptions, TlsUpstream, UpstreamOptions};
+pub use upstream::{sha256_hex, NamedUpstream, SseOptions, UpstreamOptions};
 
 /// Whether a test that needs `what` should run. When it is missing the test is skipped
 /// with a note on stderr, except in CI (`CI` set), where a missing part is a failure:

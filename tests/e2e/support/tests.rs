@@ -132,7 +132,7 @@ async fn tls_upstream_serves_h2_with_the_fixture_certificate() {
         .unwrap()
         .contains("BEGIN CERTIFICATE"));
 
-    let upstream = TlsUpstream::start("secure", &tls).await.unwrap();
+    let upstream = NamedUpstream::start_tls("secure", &tls).await.unwrap();
     let client = tls.client().unwrap();
     for url in [
         upstream.url(),

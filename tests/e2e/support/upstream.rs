@@ -79,6 +79,8 @@ impl UpstreamOptions {
 pub struct NamedUpstream {
     name: String,
     addr: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     requests: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
@@ -90,10 +92,26 @@ impl NamedUpstream {
     }
 
     pub async fn start_with(name: &str, options: UpstreamOptions) -> anyhow::Result<Self> {
-        let (addr, requests, task) = spawn_server(name, options, None).await?;
+        Self::spawn(name, options, None).await
+    }
+
+    /// The same upstream behind TLS (certificate from a [`TlsFixture`]; ALPN h2, http/1.1).
+    pub async fn start_tls(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
+        let acceptor = TlsAcceptor::from(Arc::new(tls.server_config()?));
+        Self::spawn(name, UpstreamOptions::default(), Some(acceptor)).await
+    }
+
+    async fn spawn(
+        name: &str,
+        options: UpstreamOptions,
+        tls: Option<TlsAcceptor>,
+    ) -> anyhow::Result<Self> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let (addr, requests, task) = spawn_server(name, options, tls).await?;
         Ok(Self {
             name: name.to_owned(),
             addr,
+            scheme,
             requests,
             task,
         })
@@ -107,9 +125,9 @@ impl NamedUpstream {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT`, or `https://` (the certificate also names `localhost`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Requests received so far (counted when the request head arrives).
@@ -119,58 +137,6 @@ impl NamedUpstream {
 }
 
 impl Drop for NamedUpstream {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// [`NamedUpstream`] behind TLS (certificate from a [`TlsFixture`]; ALPN h2, http/1.1).
-pub struct TlsUpstream {
-    name: String,
-    addr: SocketAddr,
-    requests: Arc<AtomicU64>,
-    task: JoinHandle<()>,
-}
-
-impl TlsUpstream {
-    pub async fn start(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
-        Self::start_with(name, UpstreamOptions::default(), tls).await
-    }
-
-    pub async fn start_with(
-        name: &str,
-        options: UpstreamOptions,
-        tls: &TlsFixture,
-    ) -> anyhow::Result<Self> {
-        let acceptor = TlsAcceptor::from(Arc::new(tls.server_config()?));
-        let (addr, requests, task) = spawn_server(name, options, Some(acceptor)).await?;
-        Ok(Self {
-            name: name.to_owned(),
-            addr,
-            requests,
-            task,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `https://127.0.0.1:PORT` (the certificate also names `localhost`).
-    pub fn url(&self) -> String {
-        format!("https://{}", self.addr)
-    }
-
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for TlsUpstream {
     fn drop(&mut self) {
         self.task.abort();
     }
