@@ -34,6 +34,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
 cd "$root"
 
 usage() {
@@ -114,35 +116,8 @@ else
     log "haproxy not installed: skipped"
 fi
 
-# Two cores: proxies on core 1, wrk and the upstream on core 0.
-cores="$(nproc)"
-if command -v taskset >/dev/null 2>&1 && [[ $cores -ge 2 ]]; then
-    load_pin=(taskset -c 0)
-    proxy_pin=(taskset -c 1)
-    pinning="proxy on core 1; wrk and upstream on core 0 (taskset)"
-else
-    load_pin=()
-    proxy_pin=()
-    pinning="none (taskset missing or a single core): all processes share the cores"
-fi
-# Raising priority needs root or CAP_SYS_NICE; without it, run at the inherited one.
-# Per-process nice alone does not reach across sessions when the kernel schedules
-# by autogroup, hence also the autogroup nice of each bench process's own session.
-priority="inherited (nice $(nice))"
-autogroup=0
-if [[ $niceness != 0 ]]; then
-    if [[ $(nice -n "$niceness" nice 2>/dev/null) == "$niceness" ]]; then
-        load_pin=(nice -n "$niceness" "${load_pin[@]}")
-        proxy_pin=(nice -n "$niceness" "${proxy_pin[@]}")
-        priority="nice $niceness for upstream, proxies and wrk"
-        if [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0) == 1 ]]; then
-            autogroup=1
-            priority+=", each in its own session with autogroup nice $niceness"
-        fi
-    else
-        log "cannot set nice $niceness: running at nice $(nice)"
-    fi
-fi
+# Two cores: proxies on core 1, wrk and the upstream on core 0 (benches/lib.sh).
+pin_and_prioritise "wrk and upstream"
 
 # ------------------------------------------------------------------ processes
 
@@ -151,62 +126,12 @@ chmod 755 "$work"
 pids=()
 wrk_pid=""
 cleanup() {
-    local pid
     if [[ -n $wrk_pid ]]; then kill -TERM "$wrk_pid" 2>/dev/null || true; fi
-    for pid in "${pids[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${pids[@]}"; do
-        # Bounded wait: a process that ignores TERM gets KILL after ~3 s.
-        for _ in $(seq 30); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [[ $keep == 1 ]]; then
-        log "kept $work"
-    else
-        rm -rf "$work"
-    fi
+    stop_processes
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# launch PIN_ARRAY_NAME LOG CMD...: starts CMD in the background in a session of
-# its own (so its autogroup is its own), pinned and prioritised; sets $launched.
-launch() {
-    local -n pin=$1
-    local what=${3##*/} logfile=$2
-    shift 2
-    # A background child of a script is not a process-group leader, so setsid
-    # execs in place and $! is the command itself (checked below).
-    setsid "${pin[@]}" "$@" >"$logfile" 2>&1 &
-    launched=$!
-    if [[ $autogroup == 1 ]]; then
-        # Only once setsid has run is the autogroup the command's own: written
-        # earlier, the nice would land on this script's group.
-        local stat fields
-        for _ in $(seq 200); do
-            stat="$(cat "/proc/$launched/stat" 2>/dev/null)" || break
-            read -r -a fields <<<"${stat##*) }"
-            [[ ${fields[3]} == "$launched" ]] && break
-            sleep 0.01
-        done
-        if [[ ${fields[3]:-} == "$launched" ]]; then
-            echo "$niceness" >"/proc/$launched/autogroup" 2>/dev/null ||
-                log "could not set the autogroup nice of $what (pid $launched)"
-        else
-            log "$what (pid $launched) did not become a session leader; autogroup nice not set"
-        fi
-    fi
-}
-
-free_port() {
-    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # wait_ready NAME PID PORT: polls until GET /v1/models answers 200 through the port.
 wait_ready() {
@@ -574,7 +499,7 @@ declare -A med_rps
 {
     echo "# sluice side-by-side HTTP bench ($started)"
     echo
-    echo "- machine: $cores cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+    echo "- machine: $(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
     echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
     echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), envoy $("$envoy_bin" --version | sed -n 's#.*version: [0-9a-f]*/\([0-9.]*\)/.*#\1#p'), $(command -v haproxy >/dev/null && haproxy -v | awk 'NR == 1 { print "HAProxy " $3 }'), $(wrk -v 2>&1 | awk 'NR == 1 { print "wrk " $2 }')"
     echo "- upstream: $upstream_desc"

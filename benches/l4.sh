@@ -20,6 +20,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
 cd "$root"
 
 usage() {
@@ -76,74 +78,22 @@ else
     log "haproxy not installed: skipped"
 fi
 
-if command -v taskset >/dev/null 2>&1 && [[ $(nproc) -ge 2 ]]; then
-    load_pin=(taskset -c 0)
-    proxy_pin=(taskset -c 1)
-    pinning="proxy on core 1; redis-server and redis-benchmark on core 0 (taskset)"
-else
-    load_pin=()
-    proxy_pin=()
-    pinning="none (taskset missing or a single core)"
-fi
-priority="inherited (nice $(nice))"
-autogroup=0
-if [[ $(nice -n "$niceness" nice 2>/dev/null) == "$niceness" ]]; then
-    load_pin=(nice -n "$niceness" "${load_pin[@]}")
-    proxy_pin=(nice -n "$niceness" "${proxy_pin[@]}")
-    priority="nice $niceness"
-    if [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0) == 1 ]]; then
-        autogroup=1
-        priority+=", each process in its own session with autogroup nice $niceness"
-    fi
-fi
+pin_and_prioritise "redis-server and redis-benchmark"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-l4.XXXXXX")"
 pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${pids[@]}"; do
-        for _ in $(seq 30); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [[ $keep == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
-}
+cleanup() { stop_processes; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# set_autogroup PID: once PID leads its own session, give that session the nice.
-set_autogroup() {
-    local pid=$1 stat fields
-    [[ $autogroup == 1 ]] || return 0
-    for _ in $(seq 200); do
-        stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 0
-        read -r -a fields <<<"${stat##*) }"
-        [[ ${fields[3]} == "$pid" ]] && break
-        sleep 0.01
-    done
-    echo "$niceness" >"/proc/$pid/autogroup" 2>/dev/null || log "autogroup nice not set for pid $pid"
-}
-
-# launch PIN_ARRAY_NAME NAME CMD...: background, own session, pinned; sets $launched.
-launch() {
-    local -n pin=$1
-    local name=$2
+# launch_logged PIN_ARRAY_NAME NAME CMD...: `launch` with the log in $work, and
+# the process stopped on exit.
+launch_logged() {
+    local pin=$1 name=$2
     shift 2
-    setsid "${pin[@]}" "$@" >"$work/$name.log" 2>&1 &
-    launched=$!
+    launch "$pin" "$work/$name.log" "$@"
     pids+=("$launched")
-    set_autogroup "$launched"
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # wait_ping NAME PID PORT: polls until Redis answers PING through the port.
@@ -164,7 +114,7 @@ wait_ping() {
 declare -A port
 
 redis_port="$(free_port)"
-launch load_pin redis redis-server --bind 127.0.0.1 --port "$redis_port" --save "" \
+launch_logged load_pin redis redis-server --bind 127.0.0.1 --port "$redis_port" --save "" \
     --appendonly no --protected-mode yes --dir "$work"
 wait_ping redis "$launched" "$redis_port"
 port[direct]=$redis_port
@@ -180,7 +130,7 @@ listeners:
 clusters:
   - { name: redis, kind: cache, endpoints: [127.0.0.1:$redis_port], timeouts: { connect: 500ms } }
 EOF
-launch proxy_pin sluice "$sluice" run -c "$work/sluice.yaml"
+launch_logged proxy_pin sluice "$sluice" run -c "$work/sluice.yaml"
 wait_ping sluice "$launched" "$sluice_port"
 port[sluice]=$sluice_port
 log "sluice on 127.0.0.1:$sluice_port"
@@ -202,7 +152,7 @@ frontend cache
 backend redis
     server r1 127.0.0.1:$redis_port
 EOF
-    launch proxy_pin haproxy haproxy -db -f "$work/haproxy.cfg"
+    launch_logged proxy_pin haproxy haproxy -db -f "$work/haproxy.cfg"
     wait_ping haproxy "$launched" "$haproxy_port"
     port[haproxy]=$haproxy_port
     log "haproxy on 127.0.0.1:$haproxy_port"
@@ -217,7 +167,7 @@ bench_once() {
     local target=$1 mode=$2 out extra=()
     [[ $mode == piped ]] && extra=(-P "$pipeline")
     # In a session of its own like the servers, so its autogroup nice applies too.
-    launch load_pin redis-benchmark redis-benchmark -h 127.0.0.1 -p "${port[$target]}" -q \
+    launch_logged load_pin redis-benchmark redis-benchmark -h 127.0.0.1 -p "${port[$target]}" -q \
         -n "$requests" -t set,get "${extra[@]}"
     wait "$launched" || die "redis-benchmark against $target failed: $(tail -n 5 "$work/redis-benchmark.log")"
     unset 'pids[-1]'
