@@ -38,30 +38,49 @@ enum Command {
     /// Parse and validate a config; print every error. Exit 0 valid, 2 invalid.
     Validate { file: PathBuf },
     /// An OpenAI-compatible streaming mock LLM.
-    MockLlm {
-        #[arg(long, default_value = "127.0.0.1:8000")]
-        listen: SocketAddr,
-        /// Time to first token, e.g. 200ms.
-        #[arg(long, default_value = "50ms", value_parser = duration)]
-        ttft: Duration,
-        /// Gap between tokens.
-        #[arg(long, default_value = "10ms", value_parser = duration)]
-        itl: Duration,
-        /// Uniform jitter added to each gap.
-        #[arg(long, default_value = "0ms", value_parser = duration)]
-        jitter: Duration,
-        #[arg(long, default_value_t = 16)]
-        tokens: u32,
-        /// Share of requests answered 500, 0..=1.
-        #[arg(long, default_value_t = 0.0)]
-        error_rate: f64,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        #[arg(long, default_value = "mock-llm")]
-        model: String,
-    },
+    MockLlm(MockLlmArgs),
     /// Client for the control API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
     Ctl(ctl::CtlArgs),
+}
+
+/// `sluice mock-llm` flags: the mock's options, as flags.
+#[derive(clap::Args)]
+struct MockLlmArgs {
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    listen: SocketAddr,
+    /// Time to first token, e.g. 200ms.
+    #[arg(long, default_value = "50ms", value_parser = duration)]
+    ttft: Duration,
+    /// Gap between tokens.
+    #[arg(long, default_value = "10ms", value_parser = duration)]
+    itl: Duration,
+    /// Uniform jitter added to each gap.
+    #[arg(long, default_value = "0ms", value_parser = duration)]
+    jitter: Duration,
+    #[arg(long, default_value_t = 16)]
+    tokens: u32,
+    /// Share of requests answered 500, 0..=1.
+    #[arg(long, default_value_t = 0.0)]
+    error_rate: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, default_value = "mock-llm")]
+    model: String,
+}
+
+impl From<MockLlmArgs> for MockLlmOptions {
+    fn from(a: MockLlmArgs) -> Self {
+        MockLlmOptions {
+            listen: a.listen,
+            ttft: a.ttft,
+            itl: a.itl,
+            jitter: a.jitter,
+            tokens: a.tokens,
+            error_rate: a.error_rate,
+            seed: a.seed,
+            model: a.model,
+        }
+    }
 }
 
 /// Accepts `250ms` style durations, and plain numbers as milliseconds.
@@ -96,25 +115,7 @@ fn main() -> ExitCode {
             duration: Duration::from_secs(duration),
         }),
         Command::Validate { file } => return validate(&file),
-        Command::MockLlm {
-            listen,
-            ttft,
-            itl,
-            jitter,
-            tokens,
-            error_rate,
-            seed,
-            model,
-        } => mock_llm(MockLlmOptions {
-            listen,
-            ttft,
-            itl,
-            jitter,
-            tokens,
-            error_rate,
-            seed,
-            model,
-        }),
+        Command::MockLlm(args) => mock_llm(args.into()),
         Command::Ctl(args) => ctl::run(args),
     };
     match result {
