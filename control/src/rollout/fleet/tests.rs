@@ -289,6 +289,13 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(good.split(), split(90, 10));
+    // The fake API stores the split before it answers, so the controller
+    // records "applied" a moment after the split is visible here.
+    wait_for_audit(
+        &store,
+        "rollout chat-v2: weight 10 applied on all 2 target(s)",
+    )
+    .await;
     let status = rollouts.status("chat-v2").unwrap();
     assert_eq!((status.state, status.weight), (State::Progressing, 10));
     // The local split is not the rollout's in fleet mode.
@@ -314,23 +321,12 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         flaky.url()
     );
     assert!(audit.contains(&failed), "{audit:#?}");
-    assert!(
-        audit
-            .iter()
-            .any(|a| a.starts_with("rollout chat-v2: weight 10 applied on all 2 target(s)")),
-        "{audit:#?}"
-    );
     // The task ends once the abort is on every target.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while !audit_has(
-            &store,
-            "rollout chat-v2: weight 0 applied on all 2 target(s)",
-        ) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the abort is recorded as applied");
+    wait_for_audit(
+        &store,
+        "rollout chat-v2: weight 0 applied on all 2 target(s)",
+    )
+    .await;
     let status = rollouts.status("chat-v2").unwrap();
     assert_eq!(status.state, State::Aborted);
     assert!(
@@ -345,6 +341,13 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     task.await.unwrap();
 }
 
-fn audit_has(store: &SnapshotStore, action: &str) -> bool {
-    store.events.list().iter().any(|e| e.action == action)
+async fn wait_for_audit(store: &SnapshotStore, action: &str) {
+    let recorded = || store.events.list().iter().any(|e| e.action == action);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !recorded() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("`{action}` never recorded: {:#?}", store.events.list()));
 }
