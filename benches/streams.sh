@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Streaming scale bench: N concurrent SSE streams from `sluice mock-llm`, direct vs
+# through sluice (runtime.threads: 1). Prints a markdown table: TTFT and its
+# overhead, gaps between chunks, coalesced chunks, sluice RSS idle → all streams
+# open, and RSS per open stream. sluice runs on core 1; the mock and the client on
+# core 0; every process in its own session at nice -19 (as benches/compare.sh).
+#
+#   benches/streams.sh                      1k and 10k streams, 2 rounds each
+#   benches/streams.sh --streams 100 --ramp-ms 1000
+# Every other flag goes to `stream_scale` (see `stream_scale --help`).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+cd "$root"
+
+log() { echo "streams.sh: $*" >&2; }
+niceness=-19
+keep=0
+work="$(mktemp -d)"
+pids=()
+trap stop_processes EXIT
+
+cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin stream_scale
+pin_and_prioritise "mock LLM and client"
+sluice_core=()
+[[ ${#proxy_pin[@]} -gt 0 && $(nproc) -ge 2 ]] && sluice_core=(--sluice-core 1)
+log "pinning: $pinning; priority: $priority"
+launch load_pin "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "$@"
+pids+=("$launched")
+wait "$launched"
+cat "$work/stream_scale.out"
