@@ -19,7 +19,7 @@ use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use sluice_control::{ClusterKind, SnapshotStore};
 use sluice_filters::{error_body, Failure, Operation, RequestView};
-use tracing::{debug, info_span};
+use tracing::{debug, debug_span};
 
 use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
@@ -106,8 +106,11 @@ impl ProxyHttp for HttpProxy {
         }
         let snapshot = ctx.snapshot.clone();
         let req = PingoraRequest(session.req_header());
+        // Debug level: at the default level a span per request would format
+        // its fields on every request only to decorate the "request done"
+        // debug line (6% of the instructions per request under callgrind).
         ctx.span =
-            info_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
+            debug_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
         let Some(route_index) = snapshot.match_route(self.listener, &req) else {
             self.respond_failure(session, ctx, Failure::NoRoute).await;
             return Ok(true);

@@ -102,6 +102,12 @@ fn demo_seconds(s: &str) -> Result<u64, String> {
     Ok(secs)
 }
 
+/// mimalloc instead of glibc's malloc: pingora allocates and frees many small
+/// objects per request, and glibc's malloc/free were ~20% of the instructions
+/// per proxied request under callgrind (docs/BENCHMARKS.md, "Hot path profile").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo draws its own display; sluice's info logs would break it.
@@ -133,6 +139,9 @@ fn init_tracing(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: not in log files, and not paid
+        // for on every line written to one.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 
