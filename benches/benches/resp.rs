@@ -9,7 +9,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sluice_filters::{Metrics, RespSession};
+use sluice_filters::{
+    Metrics, RespCommand, RespExchange, RespReplyParser, RespRequestParser, RespSession,
+};
 
 /// 16 SETs and 16 GETs of a 3-byte value, as redis-benchmark -P 16 sends them.
 fn pipeline() -> (Vec<u8>, Vec<u8>) {
@@ -51,6 +53,38 @@ fn observer(c: &mut Criterion) {
             session
                 .replies_received(black_box(&replies), now + 500, &mut |e| handles.record(&e))
                 .unwrap();
+        })
+    });
+
+    group.bench_function("parse_requests_32_commands", |b| {
+        let mut parser = RespRequestParser::default();
+        b.iter(|| {
+            let mut n = 0;
+            parser.feed(black_box(&requests), &mut |_| n += 1).unwrap();
+            black_box(n)
+        })
+    });
+
+    group.bench_function("parse_replies_32_commands", |b| {
+        let mut parser = RespReplyParser::default();
+        b.iter(|| {
+            let mut n = 0;
+            parser.feed(black_box(&replies), &mut |_| n += 1).unwrap();
+            black_box(n)
+        })
+    });
+
+    group.bench_function("record_32_exchanges", |b| {
+        let exchange = RespExchange {
+            command: RespCommand::named("get"),
+            error: false,
+            null: false,
+            latency_ns: 50_000,
+        };
+        b.iter(|| {
+            for _ in 0..32 {
+                handles.record(black_box(&exchange));
+            }
         })
     });
 

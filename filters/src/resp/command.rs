@@ -119,6 +119,42 @@ const KNOWN: &[&str] = &[
     "zscore",
 ];
 
+/// A name as a number: its bytes, zero-padded to 16, big-endian. Names hold
+/// no zero byte, so these numbers sort as the names do, and a lookup is a
+/// binary search over integers instead of over strings.
+const fn key(name: &[u8]) -> u128 {
+    let mut bytes = [0u8; MAX_NAME];
+    let mut i = 0;
+    while i < name.len() && i < MAX_NAME {
+        bytes[i] = name[i];
+        i += 1;
+    }
+    u128::from_be_bytes(bytes)
+}
+
+const KEYS: [u128; KNOWN.len()] = {
+    let mut keys = [0u128; KNOWN.len()];
+    let mut i = 0;
+    while i < KNOWN.len() {
+        keys[i] = key(KNOWN[i].as_bytes());
+        i += 1;
+    }
+    keys
+};
+
+/// The index of a known name, at compile time.
+const fn known(name: &str) -> Command {
+    let k = key(name.as_bytes());
+    let mut i = 0;
+    while i < KEYS.len() {
+        if KEYS[i] == k {
+            return Command(i as u8);
+        }
+        i += 1;
+    }
+    Command::OTHER
+}
+
 /// A command as an index into the known table, or `other`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Command(u8);
@@ -127,6 +163,18 @@ impl Command {
     /// Every distinct command value, `other` last: the size of a per-command table.
     pub const COUNT: usize = KNOWN.len() + 1;
     pub const OTHER: Command = Command(KNOWN.len() as u8);
+    pub const GET: Command = known("get");
+    pub const CLIENT: Command = known("client");
+    /// After these, replies no longer follow requests one to one (pub/sub
+    /// messages, a monitor feed, a replication stream).
+    const UNPAIRED: [Command; 6] = [
+        known("subscribe"),
+        known("psubscribe"),
+        known("ssubscribe"),
+        known("monitor"),
+        known("sync"),
+        known("psync"),
+    ];
 
     /// The command named `name` (any case); `other` when unknown or too long.
     pub fn lookup(name: &[u8]) -> Command {
@@ -137,8 +185,7 @@ impl Command {
         for (l, b) in lower.iter_mut().zip(name) {
             *l = b.to_ascii_lowercase();
         }
-        let lower = &lower[..name.len()];
-        match KNOWN.binary_search_by(|k| k.as_bytes().cmp(lower)) {
+        match KEYS.binary_search(&u128::from_be_bytes(lower)) {
             Ok(i) => Command(i as u8),
             Err(_) => Command::OTHER,
         }
@@ -159,13 +206,9 @@ impl Command {
         self.0 as usize
     }
 
-    /// Commands after which replies no longer follow requests one to one
-    /// (pub/sub messages, a replication stream, a monitor feed).
+    /// Whether replies stop following requests one to one after this command.
     pub fn ends_pairing(self) -> bool {
-        matches!(
-            self.label(),
-            "subscribe" | "psubscribe" | "ssubscribe" | "monitor" | "sync" | "psync"
-        )
+        Command::UNPAIRED.contains(&self)
     }
 }
 
@@ -178,6 +221,22 @@ mod tests {
         assert!(KNOWN.windows(2).all(|w| w[0] < w[1]));
         assert!(KNOWN.iter().all(|k| k.len() <= MAX_NAME));
         assert!(Command::COUNT <= u8::MAX as usize);
+        assert!(KEYS.windows(2).all(|w| w[0] < w[1]));
+        assert!(KNOWN.iter().all(|k| !k.as_bytes().contains(&0)));
+        assert_eq!(Command::GET.label(), "get");
+        assert_eq!(Command::CLIENT.label(), "client");
+        let unpaired: Vec<_> = Command::UNPAIRED.iter().map(|c| c.label()).collect();
+        assert_eq!(
+            unpaired,
+            [
+                "subscribe",
+                "psubscribe",
+                "ssubscribe",
+                "monitor",
+                "sync",
+                "psync"
+            ]
+        );
     }
 
     #[test]

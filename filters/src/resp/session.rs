@@ -27,7 +27,7 @@ pub struct Exchange {
 impl Exchange {
     /// For a GET: `Some(true)` on a hit, `Some(false)` on a miss; an error is neither.
     pub fn get_hit(&self) -> Option<bool> {
-        (self.command == Command::named("get") && !self.error).then_some(!self.null)
+        (self.command == Command::GET && !self.error).then_some(!self.null)
     }
 }
 
