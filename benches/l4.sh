@@ -5,6 +5,8 @@
 #   direct   redis-benchmark to redis-server
 #   sluice   `protocol: tcp` listener -> `kind: cache` cluster, runtime.threads: 1
 #   haproxy  mode tcp, nbthread 1
+#   baseline (with --baseline BIN) another sluice binary, e.g. a build of an
+#            earlier commit, with the same config as `sluice`
 # Each round runs `redis-benchmark -q -n N -t set,get` without and with
 # pipelining (-P 16) against every target; the order of the targets rotates each
 # round and the table reports the median of the rounds. With taskset and two or
@@ -14,7 +16,7 @@
 #
 #   benches/l4.sh                 3 rounds, -n 200000
 # Options: --rounds N, --requests N, --pipeline N (default 16), --no-build,
-#          --keep (keep the temp dir).
+#          --keep (keep the temp dir), --baseline BIN.
 # Output: a markdown report on stdout; progress on stderr. Everything binds
 # 127.0.0.1 on free ports and is killed on exit.
 set -euo pipefail
@@ -33,6 +35,7 @@ requests=200000
 pipeline=16
 build=1
 keep=0
+baseline=""
 niceness=-19
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -41,6 +44,7 @@ while [[ $# -gt 0 ]]; do
         --pipeline) pipeline=$2 && shift ;;
         --no-build) build=0 ;;
         --keep) keep=1 ;;
+        --baseline) baseline=$2 && shift ;;
         -h | --help)
             usage
             exit 0
@@ -72,6 +76,10 @@ sluice="$root/target/release/sluice"
 [[ -x $sluice ]] || die "$sluice missing (build it or drop --no-build)"
 
 targets=(direct sluice)
+if [[ -n $baseline ]]; then
+    [[ -x $baseline ]] || die "$baseline is not an executable"
+    targets+=(baseline)
+fi
 if command -v haproxy >/dev/null 2>&1; then
     targets+=(haproxy)
 else
@@ -120,20 +128,29 @@ wait_ping redis "$launched" "$redis_port"
 port[direct]=$redis_port
 log "redis on 127.0.0.1:$redis_port"
 
-sluice_port="$(free_port)"
-admin_port="$(free_port)"
-cat >"$work/sluice.yaml" <<EOF
+# start_sluice TARGET BIN: BIN serving a tcp listener for the redis cluster.
+start_sluice() {
+    local target=$1 bin=$2 listen admin
+    listen="$(free_port)"
+    admin="$(free_port)"
+    cat >"$work/$target.yaml" <<EOF
 runtime: { threads: 1, grace_period: 1s }
-admin: { listen: 127.0.0.1:$admin_port }
+admin: { listen: 127.0.0.1:$admin }
 listeners:
-  - { name: cache, listen: 127.0.0.1:$sluice_port, protocol: tcp, cluster: redis }
+  - { name: cache, listen: 127.0.0.1:$listen, protocol: tcp, cluster: redis }
 clusters:
   - { name: redis, kind: cache, endpoints: [127.0.0.1:$redis_port], timeouts: { connect: 500ms } }
 EOF
-launch_logged proxy_pin sluice "$sluice" run -c "$work/sluice.yaml"
-wait_ping sluice "$launched" "$sluice_port"
-port[sluice]=$sluice_port
-log "sluice on 127.0.0.1:$sluice_port"
+    launch_logged proxy_pin "$target" "$bin" run -c "$work/$target.yaml"
+    wait_ping "$target" "$launched" "$listen"
+    port[$target]=$listen
+    log "$target on 127.0.0.1:$listen"
+}
+
+start_sluice sluice "$sluice"
+if [[ -n $baseline ]]; then
+    start_sluice baseline "$baseline"
+fi
 
 if [[ " ${targets[*]} " == *" haproxy "* ]]; then
     haproxy_port="$(free_port)"

@@ -10,6 +10,7 @@ mod meter;
 mod metrics;
 mod record;
 mod request_scan;
+mod resp;
 mod trace_context;
 mod weighted;
 
@@ -19,8 +20,15 @@ pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
-pub use metrics::{Metrics, RolloutMetrics, RouteClusterMetrics, StatusClass};
+pub use metrics::{
+    Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
+};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
+pub use resp::{
+    ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,
+    Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,
+    RequestParser as RespRequestParser, RespError, RespSession,
+};
 pub use trace_context::{sample, TraceContext};
 pub use weighted::{StickyTable, WeightedTable};

@@ -10,6 +10,9 @@ use prometheus::{
 use crate::failure::Failure;
 use crate::genai::GenAiMetrics;
 
+mod resp;
+pub use resp::{RespHandles, RespMetrics};
+
 /// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
 /// extended to two minutes because LLM answers stream for that long.
 const DURATION_BUCKETS: &[f64] = &[
@@ -75,6 +78,8 @@ pub struct Metrics {
     pub snapshot_version: IntGauge,
     pub genai: GenAiMetrics,
     pub rollout: RolloutMetrics,
+    /// The RESP observer's families (`sluice_resp_*`), for `kind: cache` clusters.
+    pub resp: RespMetrics,
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -211,6 +216,7 @@ impl Metrics {
         registry.register(Box::new(snapshot_version.clone()))?;
         let genai = GenAiMetrics::new(&registry)?;
         let rollout = RolloutMetrics::new(&registry)?;
+        let resp = RespMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -223,6 +229,7 @@ impl Metrics {
             snapshot_version,
             genai,
             rollout,
+            resp,
         })
     }
 

@@ -1,19 +1,26 @@
 //! L4 pass-through for `tcp` listeners (Redis and any TCP service): one
 //! upstream connection per client connection, bytes copied both ways, a
-//! half-close on one side passed on to the other.
+//! half-close on one side passed on to the other. For `kind: cache`
+//! clusters the copy loop also feeds a RESP observer.
 
-use std::sync::Arc;
+mod pump;
+mod resp_tap;
+
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
-use sluice_control::SnapshotStore;
+use sluice_control::{ClusterKind, SnapshotStore};
+use sluice_filters::RespHandles;
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::lifecycle::Lifecycle;
+use pump::{pump, NoTap};
+use resp_tap::RespTap;
 
 const EJECTION: Duration = Duration::from_secs(10);
 
@@ -22,6 +29,8 @@ pub struct TcpProxy {
     cluster: String,
     store: Arc<SnapshotStore>,
     lifecycle: Arc<Lifecycle>,
+    /// Resolved on the first connection to a cache cluster.
+    resp: OnceLock<Arc<RespHandles>>,
 }
 
 impl TcpProxy {
@@ -36,7 +45,27 @@ impl TcpProxy {
             cluster,
             store,
             lifecycle,
+            resp: OnceLock::new(),
         }
+    }
+
+    /// The RESP observer's metric handles when the cluster is `kind: cache`.
+    fn resp_handles(&self) -> Option<Arc<RespHandles>> {
+        let snapshot = self.store.load();
+        let cluster = snapshot
+            .clusters
+            .iter()
+            .find(|c| c.config.name == self.cluster)?;
+        if cluster.config.kind != ClusterKind::Cache {
+            return None;
+        }
+        let handles = self.resp.get_or_init(|| {
+            self.store
+                .metrics
+                .resp
+                .handles(&self.listener, &self.cluster)
+        });
+        Some(Arc::clone(handles))
     }
 
     /// Connects to the cluster's endpoints in turn, ejecting those that fail.
@@ -93,16 +122,19 @@ impl ServerApp for TcpProxy {
             .with_label_values(&[self.listener.as_str()]);
         active.inc();
         if let Some(mut upstream) = self.connect().await {
-            // copy_bidirectional shuts down each write side when its read side
-            // reaches EOF, which is exactly the half-close a client expects.
-            let result = tokio::io::copy_bidirectional(&mut downstream, &mut upstream).await;
-            let (to_upstream, to_downstream) = match result {
-                Ok(counts) => counts,
-                Err(e) => {
-                    debug!(listener = %self.listener, error = %e, "tcp connection ended with error");
-                    (0, 0)
+            // The pump shuts down each write side when its read side reaches
+            // EOF, which is exactly the half-close a client expects.
+            let pumped = match self.resp_handles() {
+                Some(handles) => {
+                    let mut tap = RespTap::new(handles);
+                    pump(&mut downstream, &mut upstream, &mut tap).await
                 }
+                None => pump(&mut downstream, &mut upstream, &mut NoTap).await,
             };
+            if let Some(e) = &pumped.error {
+                debug!(listener = %self.listener, error = %e, "tcp connection ended with error");
+            }
+            let (to_upstream, to_downstream) = (pumped.to_upstream, pumped.to_downstream);
             let bytes = |dir: &str| {
                 metrics.tcp_bytes.with_label_values(&[
                     self.listener.as_str(),

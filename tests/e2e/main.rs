@@ -16,6 +16,7 @@ mod openai_sdk;
 mod otlp;
 mod prometheus;
 mod protocols;
+mod resp;
 mod rollout;
 mod tcp;
 mod token_meter;

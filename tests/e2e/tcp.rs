@@ -13,7 +13,7 @@ use crate::harness;
 use crate::support::{self, free_port, RedisServer, WAIT_POLL};
 
 /// One tcp listener `name` on a free port in front of a one-endpoint `kind: cache` cluster.
-fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
+pub(crate) fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
     format!(
         "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
          listeners:\n  - {{ name: {name}, listen: 127.0.0.1:{}, protocol: tcp, cluster: {name}-up }}\n\
@@ -23,7 +23,7 @@ fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
 }
 
 /// Runs a command to completion off the runtime's worker threads.
-async fn run(program: &str, args: Vec<String>) -> Output {
+pub(crate) async fn run(program: &str, args: Vec<String>) -> Output {
     let program = program.to_owned();
     tokio::task::spawn_blocking(move || {
         Command::new(&program)
@@ -35,7 +35,7 @@ async fn run(program: &str, args: Vec<String>) -> Output {
     .unwrap()
 }
 
-fn redis_cli(port: u16, command: &[&str]) -> Vec<String> {
+pub(crate) fn redis_cli(port: u16, command: &[&str]) -> Vec<String> {
     let mut args = vec![
         "-h".into(),
         "127.0.0.1".into(),
@@ -46,7 +46,7 @@ fn redis_cli(port: u16, command: &[&str]) -> Vec<String> {
     args
 }
 
-fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -55,7 +55,7 @@ fn text(output: &Output) -> String {
 }
 
 /// The value of the sample `name{labels...}` whose labels include every one of `labels`.
-fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+pub(crate) fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
     metrics
         .lines()
         .filter(|l| l.starts_with(&format!("{name}{{")))
@@ -65,7 +65,7 @@ fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
 
 /// Polls `/metrics` until `ok` holds for it (the counters are bumped just after the
 /// proxy's side of a connection closes, which may be a moment after the client's).
-async fn metrics_until(admin: SocketAddr, ok: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn metrics_until(admin: SocketAddr, ok: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = reqwest::get(format!("http://{admin}/metrics"))
@@ -128,7 +128,7 @@ async fn redis_through_a_tcp_listener() {
 }
 
 /// Reads each connection to EOF, then writes back everything it read and closes.
-async fn echo_after_eof() -> (SocketAddr, JoinHandle<()>) {
+pub(crate) async fn echo_after_eof() -> (SocketAddr, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
