@@ -8,6 +8,7 @@ use prometheus::{
 };
 
 use crate::failure::Failure;
+use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
 
 /// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
@@ -75,6 +76,7 @@ pub struct Metrics {
     pub snapshot_version: IntGauge,
     pub genai: GenAiMetrics,
     pub rollout: RolloutMetrics,
+    pub faults: FaultMetrics,
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -211,6 +213,7 @@ impl Metrics {
         registry.register(Box::new(snapshot_version.clone()))?;
         let genai = GenAiMetrics::new(&registry)?;
         let rollout = RolloutMetrics::new(&registry)?;
+        let faults = FaultMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -223,6 +226,7 @@ impl Metrics {
             snapshot_version,
             genai,
             rollout,
+            faults,
         })
     }
 

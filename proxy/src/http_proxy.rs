@@ -4,6 +4,7 @@
 
 mod context;
 mod errors;
+mod faults;
 mod metering;
 mod outcome;
 mod request_id;
@@ -134,7 +135,16 @@ impl ProxyHttp for HttpProxy {
                     .map(str::to_string);
             }
         }
-        Ok(false)
+        let listener = snapshot
+            .config
+            .listeners
+            .get(self.listener)
+            .map_or("", |l| l.name.as_str());
+        match faults::before_upstream(listener, &self.store.metrics, session, ctx).await {
+            faults::Verdict::Proceed => Ok(false),
+            faults::Verdict::Answered => Ok(true),
+            faults::Verdict::Drop => Err(faults::dropped()),
+        }
     }
 
     async fn request_body_filter(
@@ -313,6 +323,12 @@ impl ProxyHttp for HttpProxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
+        if ctx.fault_dropped {
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
         let failure = errors::classify(e);
         let written = session.response_written().is_some();
         let error_code = match failure {
