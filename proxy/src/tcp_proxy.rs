@@ -2,6 +2,8 @@
 //! upstream connection per client connection, bytes copied both ways, a
 //! half-close on one side passed on to the other.
 
+mod toxic;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,7 +83,7 @@ impl TcpProxy {
 impl ServerApp for TcpProxy {
     async fn process_new(
         self: &Arc<Self>,
-        mut downstream: Stream,
+        downstream: Stream,
         _shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
         let _inflight = self.lifecycle.enter();
@@ -92,7 +94,9 @@ impl ServerApp for TcpProxy {
             .tcp_active_connections
             .with_label_values(&[self.listener.as_str()]);
         active.inc();
-        if let Some(mut upstream) = self.connect().await {
+        if let Some(upstream) = self.connect().await {
+            let fault = toxic::pick(&self.store.load(), &self.listener, &self.cluster);
+            let (mut downstream, mut upstream) = toxic::wrap(downstream, upstream, fault);
             // copy_bidirectional shuts down each write side when its read side
             // reaches EOF, which is exactly the half-close a client expects.
             let result = tokio::io::copy_bidirectional(&mut downstream, &mut upstream).await;
