@@ -9,6 +9,7 @@ mod metering;
 mod outcome;
 mod request_id;
 mod request_view;
+mod stream_fault;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,9 +142,23 @@ impl ProxyHttp for HttpProxy {
             .get(self.listener)
             .map_or("", |l| l.name.as_str());
         match faults::before_upstream(listener, &self.store.metrics, session, ctx).await {
-            faults::Verdict::Proceed => Ok(false),
-            faults::Verdict::Answered => Ok(true),
-            faults::Verdict::Drop => Err(faults::dropped()),
+            faults::Verdict::Proceed => {}
+            faults::Verdict::Answered => return Ok(true),
+            faults::Verdict::Drop => return Err(faults::dropped()),
+        }
+        let Some(fault) = faults::stream_fault(listener, &self.store.metrics, session, ctx) else {
+            return Ok(false);
+        };
+        match stream_fault::serve(session, ctx, fault, self.lifecycle.now_ms()).await {
+            stream_fault::Ended::Done => Ok(true),
+            stream_fault::Ended::Cut => {
+                ctx.fault_dropped = true;
+                Err(faults::dropped())
+            }
+            stream_fault::Ended::Failed(failure) => {
+                self.respond_failure(session, ctx, failure).await;
+                Ok(true)
+            }
         }
     }
 

@@ -4,6 +4,8 @@
 
 mod l4;
 mod l7;
+mod sdk;
+mod stream;
 
 use serde_json::{json, Value};
 

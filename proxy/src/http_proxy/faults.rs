@@ -4,6 +4,8 @@
 //! itself keeping the connection alive; `close` and `reset` drop the
 //! client's connection without an answer.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
@@ -12,6 +14,7 @@ use sluice_control::FaultGuard;
 use sluice_filters::{header_faults, FaultAction, FaultKind, FaultTarget, Metrics};
 
 use super::request_view::PingoraRequest;
+use super::stream_fault::StreamFault;
 use super::RequestCtx;
 
 /// What the request filter does after the faults were applied.
@@ -151,4 +154,46 @@ pub fn dropped() -> Box<Error> {
         ErrorType::ConnectionClosed,
         "fault injected: connection dropped",
     )
+}
+
+/// The streaming fault for this request, if one applies: the route's
+/// `x-sluice-fault-token-delay` header (where allowed), else the first
+/// experiment of kind `Stream` that fires. Only metered (LLM) answers from
+/// plain-HTTP clusters are paced.
+pub fn stream_fault(
+    listener: &str,
+    metrics: &Metrics,
+    session: &Session,
+    ctx: &RequestCtx,
+) -> Option<StreamFault> {
+    if !ctx.metered || ctx.cluster().is_none_or(|c| c.config.tls.is_some()) {
+        return None;
+    }
+    let allowed = ctx
+        .route
+        .and_then(|r| ctx.snapshot.config.routes.get(r))
+        .is_some_and(|r| r.allow_header_faults);
+    if allowed {
+        if let Some(delay) = header_faults(&PingoraRequest(session.req_header())).token_delay {
+            metrics
+                .faults
+                .injected
+                .with_label_values(&[HEADER_EXPERIMENT, "token_delay"])
+                .inc();
+            return Some(StreamFault {
+                action: FaultAction::TokenDelay {
+                    delay,
+                    jitter: Duration::ZERO,
+                },
+                id: HEADER_EXPERIMENT.to_string(),
+                guard: None,
+            });
+        }
+    }
+    let guard = fire(listener, session, ctx, FaultKind::Stream)?;
+    Some(StreamFault {
+        action: guard.runtime().experiment.action.clone(),
+        id: guard.runtime().experiment.id.clone(),
+        guard: Some(guard),
+    })
 }
