@@ -2,6 +2,7 @@
 //! aborts at a share, delays, TTL, max_active, halt_if, close and reset,
 //! and header-triggered faults only where the route allows them.
 
+mod cli;
 mod l4;
 mod l7;
 mod sdk;
