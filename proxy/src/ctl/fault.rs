@@ -12,7 +12,7 @@ pub enum FaultCommand {
     /// One experiment.
     Show { id: String },
     /// Add an experiment from flags, or from a YAML/JSON file with `--file`.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Remove an experiment; it stops at once.
     Rm { id: String },
 }
