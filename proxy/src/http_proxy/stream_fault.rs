@@ -141,6 +141,7 @@ pub async fn serve(
     // The pacer's clock starts now; events are timed by when they arrive.
     let start = Instant::now();
     let dialect = Dialect::detect(&request_path, content_type.as_deref());
+    let ndjson = dialect == Dialect::Ollama;
     let mut classifier = TokenMeter::new(dialect);
     let mut pacer = Pacer::new(fault.action);
     let mut carry = BytesMut::new();
@@ -169,7 +170,7 @@ pub async fn serve(
                     Ok(Some(Ok(frame))) => {
                         if let Ok(data) = frame.into_data() {
                             carry.extend_from_slice(&data);
-                            while let Some(event) = next_event(&mut carry) {
+                            while let Some(event) = next_event(&mut carry, ndjson) {
                                 let content = classifier.feed(&event, arrival) > 0;
                                 let kind = EventKind::of(&event, content);
                                 plan(&mut pacer, &mut queue, event, kind, arrival);
@@ -224,7 +225,11 @@ fn plan(
 /// Takes one whole event (up to and including its blank line) off the
 /// front of `carry`: SSE events end with `\n\n` or `\r\n\r\n`; Ollama's
 /// newline-delimited JSON with `\n`.
-fn next_event(carry: &mut BytesMut) -> Option<Bytes> {
+fn next_event(carry: &mut BytesMut, ndjson: bool) -> Option<Bytes> {
+    if ndjson {
+        let end = carry.iter().position(|b| *b == b'\n')? + 1;
+        return Some(carry.split_to(end).freeze());
+    }
     let end = carry
         .windows(2)
         .position(|w| w == b"\n\n")
