@@ -3,6 +3,7 @@
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
+mod faults;
 mod respond;
 mod rollouts;
 mod token;
@@ -183,6 +184,13 @@ impl AdminApi {
             (["events"], &Method::GET) => v1::get_events(store),
             (["gpu"], &Method::GET) => v1::get_gpu(self.observers.gpu.as_deref()),
             (["upstreams"], &Method::GET) => v1::get_upstreams(self.observers.upstreams.as_deref()),
+            (["faults"], &Method::GET) => faults::list(store),
+            (["faults"], &Method::POST) => match respond::read_body(&parts.headers, body).await {
+                Ok(bytes) => faults::add(store, &bytes),
+                Err(answer) => answer,
+            },
+            (["faults", id], &Method::GET) => faults::show(store, id),
+            (["faults", id], &Method::DELETE) => faults::remove(store, id),
             (["rollouts"], &Method::GET) => rollouts::list(&self.rollouts),
             (["rollouts"], &Method::POST) => match respond::read_body(&parts.headers, body).await {
                 Ok(bytes) => rollouts::add(&self.rollouts, &bytes),

@@ -7,7 +7,8 @@ mod units;
 mod validate;
 
 pub use raw::{
-    RawConfig, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+    RawConfig, RawFault, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout,
+    RawRolloutSource,
 };
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint,

@@ -5,6 +5,7 @@
 mod api;
 mod config;
 mod events;
+mod fault;
 mod gpu;
 mod http_client;
 mod observers;
@@ -25,6 +26,7 @@ pub use config::{
     TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
+pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};

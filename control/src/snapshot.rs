@@ -11,6 +11,7 @@ use sluice_filters::{
 };
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
+use crate::fault::FaultRuntime;
 use crate::stats::{Stats, StatsKey};
 
 /// A cluster as the data plane sees it.
@@ -90,6 +91,9 @@ pub struct Snapshot {
     pub listener_routes: Vec<Vec<usize>>,
     /// Per listener: handles for requests no route matched.
     pub no_route: Vec<RouteClusterMetrics>,
+    /// Fault experiments in config order, their state carried over from
+    /// the previous snapshot while unchanged.
+    pub faults: Vec<Arc<FaultRuntime>>,
 }
 
 impl Snapshot {
@@ -200,7 +204,9 @@ impl Snapshot {
             .iter()
             .map(|_| metrics.route_cluster("", "", ""))
             .collect();
+        let faults = fault_runtimes(&config, &routes, previous, metrics);
         Snapshot {
+            faults,
             version,
             hash: format!("{:016x}", hash_bytes(config.raw.to_yaml().as_bytes())),
             config,
@@ -227,6 +233,40 @@ impl Snapshot {
     pub fn route(&self, name: &str) -> Option<&RouteRuntime> {
         self.routes.iter().find(|r| r.name == name)
     }
+}
+
+/// The experiments' live state: an unchanged experiment keeps its clock and
+/// counts; one that left the config (or changed) is told to stop.
+fn fault_runtimes(
+    config: &Config,
+    routes: &[RouteRuntime],
+    previous: Option<&Snapshot>,
+    metrics: &Metrics,
+) -> Vec<Arc<FaultRuntime>> {
+    let old = previous.map_or(&[][..], |p| &p.faults[..]);
+    let faults: Vec<Arc<FaultRuntime>> = config
+        .faults
+        .iter()
+        .map(|e| match old.iter().find(|f| f.experiment == *e) {
+            Some(f) => f.clone(),
+            None => {
+                let halt_keys = e
+                    .matcher
+                    .route
+                    .as_deref()
+                    .and_then(|r| routes.iter().find(|x| x.name == r))
+                    .map(|r| r.targets.iter().map(|t| t.stats).collect())
+                    .unwrap_or_default();
+                Arc::new(FaultRuntime::new(e.clone(), metrics, halt_keys))
+            }
+        })
+        .collect();
+    for f in old {
+        if !faults.iter().any(|n| Arc::ptr_eq(n, f)) {
+            f.mark_removed();
+        }
+    }
+    faults
 }
 
 /// The names a tester may put in `x-sluice-version` for a route: `stable` and

@@ -3,6 +3,7 @@
 
 mod balance;
 mod failure;
+mod fault;
 mod genai;
 mod hash;
 mod matcher;
@@ -16,6 +17,11 @@ mod weighted;
 
 pub use balance::EndpointSet;
 pub use failure::{error_body, Failure};
+pub use fault::{
+    header_faults, sampled, Direction, Distribution, EventKind, Experiment, FaultAction,
+    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
+    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+};
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use matcher::{HeaderMatch, Matcher, RequestView};

@@ -8,6 +8,7 @@ use prometheus::{
 };
 
 use crate::failure::Failure;
+use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
 
 mod resp;
@@ -80,6 +81,7 @@ pub struct Metrics {
     pub rollout: RolloutMetrics,
     /// The RESP observer's families (`sluice_resp_*`), for `kind: cache` clusters.
     pub resp: RespMetrics,
+    pub faults: FaultMetrics,
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -217,6 +219,7 @@ impl Metrics {
         let genai = GenAiMetrics::new(&registry)?;
         let rollout = RolloutMetrics::new(&registry)?;
         let resp = RespMetrics::new(&registry)?;
+        let faults = FaultMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -230,6 +233,7 @@ impl Metrics {
             genai,
             rollout,
             resp,
+            faults,
         })
     }
 

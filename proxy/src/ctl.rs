@@ -1,5 +1,7 @@
 //! `sluice ctl`: a small client for the control API.
 
+mod fault;
+
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
@@ -48,6 +50,11 @@ enum CtlCommand {
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,
+    },
+    /// Fault experiments: list, show, add, rm.
+    Fault {
+        #[command(subcommand)]
+        command: fault::FaultCommand,
     },
 }
 
@@ -106,6 +113,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
             ("PUT", "/v1/config".into(), Some(text))
         }
         CtlCommand::Rollout { command } => rollout_request(command)?,
+        CtlCommand::Fault { command } => fault::request(command)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -4,10 +4,12 @@
 
 mod context;
 mod errors;
+mod faults;
 mod metering;
 mod outcome;
 mod request_id;
 mod request_view;
+mod stream_fault;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +139,30 @@ impl ProxyHttp for HttpProxy {
                     .map(str::to_string);
             }
         }
-        Ok(false)
+        let listener = snapshot
+            .config
+            .listeners
+            .get(self.listener)
+            .map_or("", |l| l.name.as_str());
+        match faults::before_upstream(listener, &self.store.metrics, session, ctx).await {
+            faults::Verdict::Proceed => {}
+            faults::Verdict::Answered => return Ok(true),
+            faults::Verdict::Drop => return Err(faults::dropped()),
+        }
+        let Some(fault) = faults::stream_fault(listener, &self.store.metrics, session, ctx) else {
+            return Ok(false);
+        };
+        match stream_fault::serve(session, ctx, fault, self.lifecycle.now_ms()).await {
+            stream_fault::Ended::Done => Ok(true),
+            stream_fault::Ended::Cut => {
+                ctx.fault_dropped = true;
+                Err(faults::dropped())
+            }
+            stream_fault::Ended::Failed(failure) => {
+                self.respond_failure(session, ctx, failure).await;
+                Ok(true)
+            }
+        }
     }
 
     async fn request_body_filter(
@@ -316,6 +341,12 @@ impl ProxyHttp for HttpProxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
+        if ctx.fault_dropped {
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
         let failure = errors::classify(e);
         let written = session.response_written().is_some();
         let error_code = match failure {

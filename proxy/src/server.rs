@@ -330,6 +330,10 @@ async fn run_control(cp: ControlPlane) {
     cp.api.observers.spawn(&tracker, &cp.store, &cancel);
     // The config's rollouts start now; later ones as the config gains them.
     tracker.spawn(cp.api.rollouts.clone().run(cancel.clone()));
+    tracker.spawn(sluice_control::run_fault_loop(
+        cp.store.clone(),
+        cancel.clone(),
+    ));
     match tokio::net::TcpListener::from_std(cp.admin_listener) {
         Ok(listener) => {
             tracker.spawn(serve_admin(listener, cp.api.clone(), cancel.clone()));

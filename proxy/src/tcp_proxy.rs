@@ -5,6 +5,7 @@
 
 mod pump;
 mod resp_tap;
+mod toxic;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -110,7 +111,7 @@ impl TcpProxy {
 impl ServerApp for TcpProxy {
     async fn process_new(
         self: &Arc<Self>,
-        mut downstream: Stream,
+        downstream: Stream,
         _shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
         let _inflight = self.lifecycle.enter();
@@ -121,7 +122,9 @@ impl ServerApp for TcpProxy {
             .tcp_active_connections
             .with_label_values(&[self.listener.as_str()]);
         active.inc();
-        if let Some(mut upstream) = self.connect().await {
+        if let Some(upstream) = self.connect().await {
+            let fault = toxic::pick(&self.store.load(), &self.listener, &self.cluster);
+            let (mut downstream, mut upstream) = toxic::wrap(downstream, upstream, fault);
             // The pump shuts down each write side when its read side reaches
             // EOF, which is exactly the half-close a client expects.
             let pumped = match self.resp_handles() {

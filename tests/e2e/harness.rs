@@ -73,6 +73,31 @@ impl Admin {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .body(body)
+            .send()
+            .await
+            .expect("admin POST");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .delete(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("admin DELETE");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn set_split(&self, route: &str, split: Value) -> (u16, Value) {
         self.put(&format!("/v1/routes/{route}/split"), split.to_string())
             .await

@@ -9,6 +9,7 @@ mod split;
 
 mod cli;
 mod demo;
+mod faults;
 mod fleet;
 mod lifecycle;
 mod llama_cpp;

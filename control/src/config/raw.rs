@@ -2,8 +2,13 @@
 //! that need checking (addresses, durations, names) stay strings here so
 //! that `validate` can report every problem at once, each with its path.
 
+mod fault;
 mod rollout;
 
+pub use fault::{
+    RawDelay, RawDirection, RawDistribution, RawFault, RawFaultAction, RawFaultMatch,
+    RawTruncateMode,
+};
 pub use rollout::{
     RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
@@ -30,6 +35,9 @@ pub struct RawConfig {
     /// Progressive releases; also added at run time by `POST /v1/rollouts`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rollouts: Vec<RawRollout>,
+    /// Fault experiments; also added at run time by `POST /v1/faults`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<RawFault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<RawTelemetry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +96,9 @@ pub struct RawRuntime {
     pub threads: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_period: Option<String>,
+    /// The longest `ttl` a fault experiment may have (default 1h).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_fault_ttl: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -195,6 +206,9 @@ pub struct RawRoute {
     /// Let a request pick stable or canary with `x-sluice-version` (testers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_version_header: Option<bool>,
+    /// Let a request ask for faults with `x-sluice-fault-*` headers (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_header_faults: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

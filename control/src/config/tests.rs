@@ -2,6 +2,7 @@
 
 use super::*;
 
+mod faults;
 mod rollouts;
 
 const GOOD: &str = r#"

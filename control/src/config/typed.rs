@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::Matcher;
+use sluice_filters::{Experiment, Matcher};
 
 use super::RawConfig;
 
@@ -26,6 +26,8 @@ pub struct Config {
     pub clusters: Vec<ClusterConfig>,
     pub routes: Vec<RouteConfig>,
     pub rollouts: Vec<RolloutConfig>,
+    /// Fault experiments, as the data plane decides on them.
+    pub faults: Vec<Experiment>,
     pub telemetry: TelemetryConfig,
     pub gpu: GpuConfig,
 }
@@ -95,6 +97,8 @@ pub struct RuntimeConfig {
     pub threads: usize,
     /// How long SIGTERM waits for in-flight requests before stopping.
     pub grace_period: Duration,
+    /// The longest `ttl` a fault experiment may have.
+    pub max_fault_ttl: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,6 +216,8 @@ pub struct RouteConfig {
     /// Whether `x-sluice-version: stable|canary` may pick the cluster of
     /// this route's rollout (for testers).
     pub allow_version_header: bool,
+    /// Whether `x-sluice-fault-*` request headers may inject faults.
+    pub allow_header_faults: bool,
 }
 
 impl Config {

@@ -1,6 +1,7 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod fault;
 mod rollout;
 mod routes;
 mod telemetry;
@@ -114,6 +115,13 @@ impl RawConfig {
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
         let rollouts = rollout::rollouts(&self.rollouts, &routes, &mut errs);
+        let known = fault::Known {
+            listeners: &self.listeners,
+            routes: &routes,
+            clusters: &clusters,
+            max_ttl: runtime.max_fault_ttl,
+        };
+        let faults = fault::faults(&self.faults, &known, &mut errs);
         let telemetry = telemetry::telemetry(self, &mut errs);
         let gpu = telemetry::gpu(self, &mut errs);
         if !errs.0.is_empty() {
@@ -127,6 +135,7 @@ impl RawConfig {
             clusters,
             routes,
             rollouts,
+            faults,
             telemetry,
             gpu,
         })
@@ -148,9 +157,15 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         r.grace_period.as_deref(),
         DEFAULT_GRACE,
     );
+    let max_fault_ttl = errs.duration(
+        "runtime.max_fault_ttl".into(),
+        r.max_fault_ttl.as_deref(),
+        fault::DEFAULT_MAX_FAULT_TTL,
+    );
     RuntimeConfig {
         threads,
         grace_period,
+        max_fault_ttl,
     }
 }
 

@@ -47,6 +47,8 @@ pub struct RequestCtx {
     pub attempts: Vec<Attempt>,
     /// When the current endpoint was picked, for a failed connect's span.
     pub connect_started: Option<SystemTime>,
+    /// Set when a fault drops the client's connection unanswered.
+    pub fault_dropped: bool,
     _inflight: InflightGuard,
 }
 
@@ -76,6 +78,7 @@ impl RequestCtx {
             trace: None,
             attempts: Vec::new(),
             connect_started: None,
+            fault_dropped: false,
             _inflight: inflight,
         }
     }

@@ -44,6 +44,7 @@ pub(super) fn routes(
                     header: errs.header_name(format!("{at}.sticky.header"), &s.header),
                 }),
                 allow_version_header: r.allow_version_header.unwrap_or(false),
+                allow_header_faults: r.allow_header_faults.unwrap_or(false),
             }
         })
         .collect()

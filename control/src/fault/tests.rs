@@ -1,0 +1,175 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_filters::{FaultTarget, Metrics, RequestView, Skip};
+use tokio_util::sync::CancellationToken;
+
+use super::halt::evaluate;
+use super::*;
+use crate::config::{Config, RawFault};
+use crate::stats::{Sample, Stats};
+use crate::store::SnapshotStore;
+
+const CONFIG: &str = r#"
+listeners:
+  - { name: public, listen: 127.0.0.1:18080, protocol: http }
+clusters:
+  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
+routes:
+  - { name: chat, listener: public, split: { a: 100 } }
+faults:
+  - id: slow
+    match: { route: chat }
+    ttl: 2s
+    max_active: 2
+    halt_if: { error_rate: 50%, window: 5s }
+    action: { delay: { delay: 10ms } }
+"#;
+
+struct NoHeaders;
+
+impl RequestView for NoHeaders {
+    fn path(&self) -> &str {
+        "/"
+    }
+    fn host(&self) -> Option<&str> {
+        None
+    }
+    fn header(&self, _: &str) -> Option<&[u8]> {
+        None
+    }
+}
+
+fn target() -> FaultTarget<'static, NoHeaders> {
+    FaultTarget {
+        listener: "public",
+        route: Some("chat"),
+        cluster: Some("a"),
+        model: None,
+        request: Some(&NoHeaders),
+    }
+}
+
+fn store() -> Arc<SnapshotStore> {
+    SnapshotStore::new(
+        Config::from_yaml(CONFIG).unwrap(),
+        Metrics::new().unwrap(),
+        Stats::new(),
+    )
+}
+
+#[test]
+fn fires_within_ttl_never_after_and_caps_concurrency() {
+    let s = store();
+    let f = s.load().faults[0].clone();
+    let now = Instant::now();
+    let first = f.try_fire_at(&target(), 0, now).unwrap();
+    let second = f.try_fire_at(&target(), 0, now).unwrap();
+    assert_eq!(
+        f.try_fire_at(&target(), 0, now).unwrap_err(),
+        Skip::AtMaxActive
+    );
+    assert_eq!(f.active(), 2);
+    drop(first);
+    let third = f.try_fire_at(&target(), 0, now).unwrap();
+    drop((second, third));
+    assert_eq!((f.injected(), f.active()), (3, 0));
+    let later = now + Duration::from_secs(3);
+    assert_eq!(
+        f.try_fire_at(&target(), 0, later).unwrap_err(),
+        Skip::Expired
+    );
+    assert_eq!(f.state_at(later), FaultState::Expired);
+    assert_eq!(f.time_left_at(later), Duration::ZERO);
+    let text = s.metrics.encode();
+    assert!(text.contains("sluice_faults_injected_total{experiment=\"slow\",kind=\"delay\"} 3"));
+}
+
+#[test]
+fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
+    let s = store();
+    let f = s.load().faults[0].clone();
+    let _ = f.try_fire(&target(), 0).unwrap();
+    s.apply("api", "set split", |raw| {
+        raw.routes[0].split.insert("a".into(), 50);
+        Ok(())
+    })
+    .unwrap();
+    assert!(Arc::ptr_eq(&s.load().faults[0], &f));
+    assert!(f.still_on());
+    s.apply("api", "remove fault slow", |raw| {
+        raw.faults.clear();
+        Ok(())
+    })
+    .unwrap();
+    assert!(s.load().faults.is_empty());
+    assert!(!f.still_on());
+    assert_eq!(f.try_fire(&target(), 0).unwrap_err(), Skip::Halted);
+}
+
+#[tokio::test]
+async fn the_loop_halts_on_error_rate_and_notes_expiry() {
+    let s = store();
+    let cancel = CancellationToken::new();
+    let aggregator = tokio::spawn(s.stats.clone().run_aggregator(cancel.clone()));
+    let f = s.load().faults[0].clone();
+    evaluate(&s, Instant::now());
+    assert_eq!(s.metrics.faults.active.get(), 1);
+    let key = s.stats.key("chat", "a", "v1");
+    for i in 0..10 {
+        s.stats.record(Sample {
+            key,
+            status: if i < 8 { 503 } else { 200 },
+            latency: Duration::from_millis(1),
+            tokens: None,
+        });
+    }
+    // The aggregator folds on its own timer; wait for it, bounded.
+    for _ in 0..200 {
+        evaluate(&s, Instant::now());
+        if f.state_at(Instant::now()) == FaultState::Halted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(f.state_at(Instant::now()), FaultState::Halted);
+    assert_eq!(s.metrics.faults.active.get(), 0);
+    let events = s.events.list();
+    assert!(
+        events.iter().any(|e| e
+            .action
+            .starts_with("halt fault slow: route error rate 80.0%")),
+        "{events:?}"
+    );
+    // A second experiment, already past its ttl, is noted once.
+    let mut expired: RawFault =
+        RawFault::from_yaml("{id: gone, ttl: 1ms, action: {abort: {status: 503}}}").unwrap();
+    expired.percent = None;
+    s.apply("api", "add fault gone", |raw| {
+        raw.faults.push(expired);
+        Ok(())
+    })
+    .unwrap();
+    let later = Instant::now() + Duration::from_millis(50);
+    evaluate(&s, later);
+    evaluate(&s, later);
+    let noted = s
+        .events
+        .list()
+        .iter()
+        .filter(|e| e.action == "expire fault gone (ttl ended)")
+        .count();
+    assert_eq!(noted, 1);
+    cancel.cancel();
+    aggregator.await.unwrap();
+}
+
+#[test]
+fn generated_ids_are_valid_names_and_differ() {
+    let a = new_fault_id();
+    let b = new_fault_id();
+    assert_ne!(a, b);
+    assert!(a.starts_with("f-") && a.len() == 10, "{a}");
+}

@@ -1,0 +1,182 @@
+//! The one thing an experiment injects, and where in a request's life it
+//! acts: before the upstream (L7), on a streamed answer, or on a TCP
+//! connection (L4 toxics).
+
+use std::time::Duration;
+
+/// How a delay's random part is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// `delay ± jitter`, every value equally likely.
+    Uniform,
+    /// Mean `delay`, standard deviation `jitter`.
+    Normal,
+    /// Median `delay`, log-space standard deviation `jitter / delay`.
+    Lognormal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TruncateMode {
+    /// End the stream as if it were complete (the last chunk, no `[DONE]`).
+    Clean,
+    /// Cut the connection mid-stream.
+    Abrupt,
+}
+
+/// Which bytes of a TCP connection a toxic slows: those going to the
+/// upstream, or those coming back to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Upstream,
+    Downstream,
+}
+
+/// L4 toxics, as Toxiproxy names them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Toxic {
+    Latency {
+        latency: Duration,
+        jitter: Duration,
+        direction: Direction,
+    },
+    Bandwidth {
+        bytes_per_sec: u64,
+        direction: Direction,
+    },
+    Slicer {
+        average_size: usize,
+        size_variation: usize,
+        delay: Duration,
+        direction: Direction,
+    },
+    /// Delays the close of the connection once either side ended it.
+    SlowClose { delay: Duration },
+    /// Passes nothing; closes the connection after `timeout` (never when 0).
+    Timeout { timeout: Duration },
+    /// Resets the client's connection (RST) after `timeout`.
+    ResetPeer { timeout: Duration },
+    /// Closes the connection once `bytes` went through in `direction`.
+    LimitData { bytes: u64, direction: Direction },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultAction {
+    Delay {
+        delay: Duration,
+        jitter: Duration,
+        distribution: Distribution,
+    },
+    Abort {
+        status: u16,
+        body: String,
+    },
+    /// TCP RST to the client.
+    Reset,
+    /// Close the client's connection without an answer.
+    Close,
+    FirstTokenDelay {
+        delay: Duration,
+    },
+    TokenDelay {
+        delay: Duration,
+        jitter: Duration,
+    },
+    Stall {
+        after_chunks: u32,
+        duration: Duration,
+    },
+    Truncate {
+        after_chunks: u32,
+        mode: TruncateMode,
+    },
+    DropUsage,
+    DropDone,
+    Corrupt {
+        after_chunks: u32,
+    },
+    StreamBandwidth {
+        bytes_per_sec: u64,
+    },
+    Tcp(Toxic),
+}
+
+/// Where an action acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Before the request goes upstream (HTTP listeners).
+    Request,
+    /// On a streamed answer (HTTP listeners, LLM clusters).
+    Stream,
+    /// On a TCP listener's connection.
+    Tcp,
+}
+
+impl FaultAction {
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            FaultAction::Delay { .. }
+            | FaultAction::Abort { .. }
+            | FaultAction::Reset
+            | FaultAction::Close => FaultKind::Request,
+            FaultAction::Tcp(_) => FaultKind::Tcp,
+            _ => FaultKind::Stream,
+        }
+    }
+
+    /// The `kind` label of `sluice_faults_injected_total` and the action's
+    /// key in the config.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultAction::Delay { .. } => "delay",
+            FaultAction::Abort { .. } => "abort",
+            FaultAction::Reset => "reset",
+            FaultAction::Close => "close",
+            FaultAction::FirstTokenDelay { .. } => "first_token_delay",
+            FaultAction::TokenDelay { .. } => "token_delay",
+            FaultAction::Stall { .. } => "stall",
+            FaultAction::Truncate { .. } => "truncate",
+            FaultAction::DropUsage => "drop_usage",
+            FaultAction::DropDone => "drop_done",
+            FaultAction::Corrupt { .. } => "corrupt",
+            FaultAction::StreamBandwidth { .. } => "bandwidth",
+            FaultAction::Tcp(t) => t.name(),
+        }
+    }
+}
+
+impl Toxic {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Toxic::Latency { .. } => "latency",
+            Toxic::Bandwidth { .. } => "bandwidth",
+            Toxic::Slicer { .. } => "slicer",
+            Toxic::SlowClose { .. } => "slow_close",
+            Toxic::Timeout { .. } => "timeout",
+            Toxic::ResetPeer { .. } => "reset_peer",
+            Toxic::LimitData { .. } => "limit_data",
+        }
+    }
+}
+
+impl Distribution {
+    /// One delay drawn from two independent uniform numbers in [0, 1).
+    /// Never negative; the normal and lognormal draws use Box–Muller.
+    pub fn draw(self, delay: Duration, jitter: Duration, u1: f64, u2: f64) -> Duration {
+        let base = delay.as_secs_f64();
+        let spread = jitter.as_secs_f64();
+        let secs = match self {
+            Distribution::Uniform => base + spread * (2.0 * u1 - 1.0),
+            Distribution::Normal => base + spread * standard_normal(u1, u2),
+            Distribution::Lognormal if base > 0.0 => {
+                base * (spread / base * standard_normal(u1, u2)).exp()
+            }
+            Distribution::Lognormal => 0.0,
+        };
+        Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::ZERO)
+    }
+}
+
+fn standard_normal(u1: f64, u2: f64) -> f64 {
+    // 1 - u1 is in (0, 1], so the logarithm is finite.
+    (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}

@@ -1,0 +1,31 @@
+//! `sluice_faults_injected_total{experiment,kind}` and `sluice_faults_active`.
+
+use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+
+/// The fault families. Counter handles are resolved per experiment when a
+/// snapshot is built; the gauge is set by the control plane.
+#[derive(Clone)]
+pub struct FaultMetrics {
+    pub injected: IntCounterVec,
+    /// Experiments that may fire now: not expired, not halted.
+    pub active: IntGauge,
+}
+
+impl FaultMetrics {
+    pub(crate) fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let injected = IntCounterVec::new(
+            Opts::new(
+                "sluice_faults_injected_total",
+                "Faults injected, by experiment and kind of action.",
+            ),
+            &["experiment", "kind"],
+        )?;
+        let active = IntGauge::new(
+            "sluice_faults_active",
+            "Fault experiments that may fire now (added, not expired, not halted).",
+        )?;
+        registry.register(Box::new(injected.clone()))?;
+        registry.register(Box::new(active.clone()))?;
+        Ok(Self { injected, active })
+    }
+}

@@ -1,0 +1,159 @@
+//! When each event of a faulted stream goes to the client. The proxy reads
+//! the upstream's events as they come, asks the pacer when (and whether) to
+//! send each one, and sends it on its own timer: the gaps the client sees
+//! are the pacer's, not bursts of whatever pingora had queued.
+
+use std::time::Duration;
+
+use super::action::{FaultAction, TruncateMode};
+
+/// What an SSE event carries, as far as stream faults care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Carries generated text (the token meter counted it).
+    Content,
+    /// A usage report without content (OpenAI's last chunk).
+    Usage,
+    /// `data: [DONE]`.
+    Done,
+    Other,
+}
+
+/// One thing to send, and when (time since the stream started).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Forward(Duration),
+    /// A malformed event, sent before the forwarded one.
+    Corrupt(Duration),
+    /// End the answer here; nothing after it is sent.
+    End(Duration, TruncateMode),
+}
+
+/// The malformed event `corrupt` inserts: a data line whose JSON is cut.
+pub const CORRUPT_EVENT: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"\n\n";
+
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    action: FaultAction,
+    last_emit: Duration,
+    last_arrival: Option<Duration>,
+    last_len: usize,
+    content_seen: u32,
+    /// Time added to every later event (first_token_delay, stall).
+    shift: Duration,
+    corrupted: bool,
+    ended: bool,
+}
+
+impl EventKind {
+    /// Classifies one whole SSE event; `content` is the token meter's verdict.
+    pub fn of(event: &[u8], content: bool) -> EventKind {
+        if content {
+            return EventKind::Content;
+        }
+        let data = event
+            .split(|b| *b == b'\n')
+            .filter_map(|line| line.strip_prefix(b"data:"))
+            .map(|d| d.trim_ascii());
+        for d in data {
+            if d == b"[DONE]" {
+                return EventKind::Done;
+            }
+            if contains(d, b"\"usage\":{") || contains(d, b"\"usage\": {") {
+                return EventKind::Usage;
+            }
+        }
+        EventKind::Other
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+impl Pacer {
+    pub fn new(action: FaultAction) -> Self {
+        Pacer {
+            action,
+            last_emit: Duration::ZERO,
+            last_arrival: None,
+            last_len: 0,
+            content_seen: 0,
+            shift: Duration::ZERO,
+            corrupted: false,
+            ended: false,
+        }
+    }
+
+    /// Plans one event that arrived at `arrival`, `len` bytes long.
+    /// `random` (0..1) draws a token delay's jitter. An empty answer drops
+    /// the event.
+    pub fn on_event(
+        &mut self,
+        kind: EventKind,
+        len: usize,
+        arrival: Duration,
+        random: f64,
+    ) -> Vec<Step> {
+        if self.ended {
+            return Vec::new();
+        }
+        let content = kind == EventKind::Content;
+        let mut at = (arrival + self.shift).max(self.last_emit);
+        let mut steps = Vec::with_capacity(2);
+        match self.action {
+            FaultAction::FirstTokenDelay { delay } if content && self.content_seen == 0 => {
+                self.shift = delay;
+                at = (arrival + delay).max(self.last_emit);
+            }
+            FaultAction::TokenDelay { delay, jitter } if content && self.content_seen > 0 => {
+                let gap = self
+                    .last_arrival
+                    .map_or(Duration::ZERO, |last| arrival.saturating_sub(last));
+                let spread = jitter.as_secs_f64() * (2.0 * random - 1.0);
+                let extra = (delay.as_secs_f64() + spread).max(0.0);
+                at = at.max(self.last_emit + gap + Duration::from_secs_f64(extra));
+            }
+            FaultAction::Stall {
+                after_chunks,
+                duration,
+            } if content && self.content_seen == after_chunks && self.shift.is_zero() => {
+                self.shift = duration;
+                at = (arrival + duration).max(self.last_emit + duration);
+            }
+            FaultAction::Truncate { after_chunks, mode } if self.content_seen >= after_chunks => {
+                self.ended = true;
+                return vec![Step::End(at, mode)];
+            }
+            FaultAction::DropUsage if kind == EventKind::Usage => return Vec::new(),
+            FaultAction::DropDone if kind == EventKind::Done => return Vec::new(),
+            FaultAction::Corrupt { after_chunks }
+                if content && !self.corrupted && self.content_seen == after_chunks =>
+            {
+                self.corrupted = true;
+                steps.push(Step::Corrupt(at));
+            }
+            FaultAction::StreamBandwidth { bytes_per_sec } if self.last_len > 0 => {
+                let send_time = self.last_len as f64 / bytes_per_sec.max(1) as f64;
+                at = at.max(self.last_emit + Duration::from_secs_f64(send_time));
+            }
+            _ => {}
+        }
+        steps.push(Step::Forward(at));
+        self.last_emit = at;
+        self.last_len = len;
+        if content {
+            self.content_seen += 1;
+            self.last_arrival = Some(arrival);
+        }
+        steps
+    }
+
+    /// Content events planned so far.
+    pub fn content_seen(&self) -> u32 {
+        self.content_seen
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+use std::time::Duration;
+
+use super::*;
+
+struct Req(Vec<(&'static str, &'static str)>);
+
+impl RequestView for Req {
+    fn path(&self) -> &str {
+        "/v1/chat/completions"
+    }
+    fn host(&self) -> Option<&str> {
+        None
+    }
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_bytes())
+    }
+}
+
+fn experiment(matcher: FaultMatch) -> Experiment {
+    Experiment {
+        id: "e1".into(),
+        matcher,
+        percent: 100.0,
+        ttl: Duration::from_secs(10),
+        max_active: None,
+        halt_if: None,
+        action: FaultAction::Reset,
+    }
+}
+
+fn target<'a>(req: Option<&'a Req>) -> FaultTarget<'a, Req> {
+    FaultTarget {
+        listener: "public",
+        route: Some("chat"),
+        cluster: Some("llm"),
+        model: Some("gpt"),
+        request: req,
+    }
+}
+
+fn clock(elapsed_ms: u64) -> FaultClock {
+    FaultClock {
+        elapsed: Duration::from_millis(elapsed_ms),
+        active: 0,
+        halted: false,
+    }
+}
+
+#[test]
+fn an_empty_match_fires_on_everything_until_the_ttl() {
+    let e = experiment(FaultMatch::default());
+    let req = Req(vec![]);
+    assert_eq!(e.decide(&target(Some(&req)), clock(0), 0), Ok(()));
+    assert_eq!(e.decide(&target(None), clock(9_999), 7), Ok(()));
+    assert_eq!(
+        e.decide(&target(Some(&req)), clock(10_000), 0),
+        Err(Skip::Expired)
+    );
+    assert_eq!(e.time_left(Duration::from_secs(4)), Duration::from_secs(6));
+    assert_eq!(e.time_left(Duration::from_secs(40)), Duration::ZERO);
+}
+
+#[test]
+fn every_match_condition_must_hold() {
+    let m = FaultMatch {
+        route: Some("chat".into()),
+        cluster: Some("llm".into()),
+        listener: Some("public".into()),
+        headers: vec![HeaderMatch {
+            name: "x-tenant".into(),
+            value: "a".into(),
+        }],
+        model: Some("gpt".into()),
+    };
+    let e = experiment(m.clone());
+    let yes = Req(vec![("x-tenant", "a")]);
+    let no = Req(vec![("x-tenant", "b")]);
+    assert_eq!(e.decide(&target(Some(&yes)), clock(0), 0), Ok(()));
+    assert_eq!(
+        e.decide(&target(Some(&no)), clock(0), 0),
+        Err(Skip::NoMatch)
+    );
+    // A TCP connection has no headers to match.
+    assert_eq!(e.decide(&target(None), clock(0), 0), Err(Skip::NoMatch));
+    for change in 0..4 {
+        let mut t = target(Some(&yes));
+        match change {
+            0 => t.route = Some("other"),
+            1 => t.cluster = None,
+            2 => t.listener = "cache",
+            _ => t.model = Some("llama"),
+        }
+        assert_eq!(e.decide(&t, clock(0), 0), Err(Skip::NoMatch), "{change}");
+    }
+}
+
+#[test]
+fn halted_and_full_experiments_do_not_fire() {
+    let mut e = experiment(FaultMatch::default());
+    e.max_active = Some(2);
+    let t = target(None);
+    let mut c = clock(0);
+    c.active = 1;
+    assert_eq!(e.decide(&t, c, 0), Ok(()));
+    c.active = 2;
+    assert_eq!(e.decide(&t, c, 0), Err(Skip::AtMaxActive));
+    c.active = 0;
+    c.halted = true;
+    assert_eq!(e.decide(&t, c, 0), Err(Skip::Halted));
+}
+
+#[test]
+fn percent_samples_its_share_of_random_numbers() {
+    assert!(!sampled(0.0, 0));
+    assert!(sampled(100.0, u64::MAX));
+    let hits = (0..100_000u64)
+        .filter(|i| sampled(25.0, crate::mix64(*i)))
+        .count();
+    assert!((24_000..26_000).contains(&hits), "{hits}");
+    let mut e = experiment(FaultMatch::default());
+    e.percent = 50.0;
+    let fired = (0..10_000u64)
+        .filter(|i| e.decide(&target(None), clock(0), crate::mix64(*i)).is_ok())
+        .count();
+    assert!((4_700..5_300).contains(&fired), "{fired}");
+}
+
+#[test]
+fn delays_are_drawn_around_the_asked_value_and_never_negative() {
+    let d = Duration::from_millis(100);
+    let j = Duration::from_millis(20);
+    let u = Distribution::Uniform;
+    assert_eq!(u.draw(d, j, 0.0, 0.0), Duration::from_millis(80));
+    assert_eq!(u.draw(d, j, 0.5, 0.0), d);
+    assert_eq!(
+        Distribution::Normal.draw(d, Duration::from_secs(10), 0.999, 0.5),
+        Duration::ZERO
+    );
+    let mut normal = Vec::new();
+    let mut lognormal = Vec::new();
+    for i in 0..2_000u64 {
+        let u1 = (crate::mix64(i) % 1_000_000) as f64 / 1e6;
+        let u2 = (crate::mix64(i + 7_777) % 1_000_000) as f64 / 1e6;
+        normal.push(Distribution::Normal.draw(d, j, u1, u2));
+        lognormal.push(Distribution::Lognormal.draw(d, j, u1, u2));
+    }
+    for mut draws in [normal, lognormal] {
+        draws.sort();
+        let median = draws[draws.len() / 2].as_secs_f64();
+        assert!((0.09..0.11).contains(&median), "{median}");
+        assert!(draws[0] < Duration::from_millis(80));
+        assert!(draws[draws.len() - 1] > Duration::from_millis(120));
+    }
+}
+
+#[test]
+fn actions_say_their_kind_and_name() {
+    assert_eq!(FaultAction::Reset.kind(), FaultKind::Request);
+    assert_eq!(FaultAction::DropDone.kind(), FaultKind::Stream);
+    let toxic = FaultAction::Tcp(Toxic::ResetPeer {
+        timeout: Duration::ZERO,
+    });
+    assert_eq!(toxic.kind(), FaultKind::Tcp);
+    assert_eq!(toxic.name(), "reset_peer");
+    assert_eq!(
+        FaultAction::StreamBandwidth { bytes_per_sec: 1 }.name(),
+        "bandwidth"
+    );
+}
+
+#[test]
+fn fault_headers_are_read_and_bad_values_ignored() {
+    let req = Req(vec![
+        (HEADER_DELAY, "200ms"),
+        (HEADER_ABORT, "503"),
+        (HEADER_TOKEN_DELAY, "0.03s"),
+    ]);
+    assert_eq!(
+        header_faults(&req),
+        HeaderFault {
+            delay: Some(Duration::from_millis(200)),
+            abort: Some(503),
+            token_delay: Some(Duration::from_millis(30)),
+        }
+    );
+    let bad = Req(vec![
+        (HEADER_DELAY, "soon"),
+        (HEADER_ABORT, "99"),
+        (HEADER_TOKEN_DELAY, "2h"),
+    ]);
+    assert!(header_faults(&bad).is_empty());
+    assert_eq!(
+        header_faults(&Req(vec![(HEADER_DELAY, "15")])).delay,
+        Some(Duration::from_millis(15))
+    );
+    assert!(header_faults(&Req(vec![])).is_empty());
+}

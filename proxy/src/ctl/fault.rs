@@ -1,0 +1,192 @@
+//! `sluice ctl fault add|list|show|rm`: flags that mirror the JSON of one
+//! `faults:` item, turned into the body of `POST /v1/faults`.
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, Subcommand};
+use serde_json::{json, Map, Value};
+
+#[derive(Subcommand)]
+pub enum FaultCommand {
+    /// Every experiment: state, injected count, time left.
+    List,
+    /// One experiment.
+    Show { id: String },
+    /// Add an experiment from flags, or from a YAML/JSON file with `--file`.
+    Add(Box<AddArgs>),
+    /// Remove an experiment; it stops at once.
+    Rm { id: String },
+}
+
+#[derive(Args, Default)]
+pub struct AddArgs {
+    /// One `faults:` item as YAML or JSON; the other flags are then not allowed.
+    #[arg(long, conflicts_with_all = ["id", "ttl", "action"])]
+    file: Option<std::path::PathBuf>,
+    #[arg(long)]
+    id: Option<String>,
+    /// How long it may fire, e.g. `5m` (required).
+    #[arg(long)]
+    ttl: Option<String>,
+    /// Share of matching requests (or TCP connections), 0..=100.
+    #[arg(long)]
+    percent: Option<f64>,
+    #[arg(long)]
+    max_active: Option<u32>,
+    /// match.route
+    #[arg(long)]
+    route: Option<String>,
+    /// match.cluster
+    #[arg(long)]
+    cluster: Option<String>,
+    /// match.listener
+    #[arg(long)]
+    listener: Option<String>,
+    /// match.model
+    #[arg(long)]
+    model: Option<String>,
+    /// match.headers, as name=value (repeatable).
+    #[arg(long = "header")]
+    headers: Vec<String>,
+    /// halt_if.error_rate, e.g. `5%`.
+    #[arg(long)]
+    halt_error_rate: Option<String>,
+    /// halt_if.window, e.g. `10s`.
+    #[arg(long, requires = "halt_error_rate")]
+    halt_window: Option<String>,
+    /// The action's name: delay, abort, reset, close, first_token_delay,
+    /// token_delay, stall, truncate, drop_usage, drop_done, corrupt,
+    /// bandwidth, latency, slicer, slow_close, timeout, reset_peer, limit_data.
+    #[arg(long)]
+    action: Option<String>,
+    /// The action's fields as key=value (repeatable): `--param delay=50ms`.
+    /// Whole numbers are sent as numbers.
+    #[arg(long = "param")]
+    params: Vec<String>,
+}
+
+/// The request a fault command makes: (method, path, body).
+pub fn request(command: &FaultCommand) -> anyhow::Result<(&'static str, String, Option<String>)> {
+    Ok(match command {
+        FaultCommand::List => ("GET", "/v1/faults".into(), None),
+        FaultCommand::Show { id } => ("GET", format!("/v1/faults/{id}"), None),
+        FaultCommand::Rm { id } => ("DELETE", format!("/v1/faults/{id}"), None),
+        FaultCommand::Add(args) => ("POST", "/v1/faults".into(), Some(add_body(args)?)),
+    })
+}
+
+fn add_body(a: &AddArgs) -> anyhow::Result<String> {
+    if let Some(file) = &a.file {
+        return std::fs::read_to_string(file).with_context(|| file.display().to_string());
+    }
+    let Some(action) = &a.action else {
+        bail!("--action is required (or --file)");
+    };
+    let mut body = Map::new();
+    let mut put = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            body.insert(key.to_string(), v);
+        }
+    };
+    put("id", a.id.clone().map(Value::from));
+    put("ttl", a.ttl.clone().map(Value::from));
+    put("percent", a.percent.map(Value::from));
+    put("max_active", a.max_active.map(Value::from));
+    let mut matcher = Map::new();
+    for (key, value) in [
+        ("route", &a.route),
+        ("cluster", &a.cluster),
+        ("listener", &a.listener),
+        ("model", &a.model),
+    ] {
+        if let Some(v) = value {
+            matcher.insert(key.into(), v.clone().into());
+        }
+    }
+    if !a.headers.is_empty() {
+        matcher.insert("headers".into(), Value::Object(pairs(&a.headers, false)?));
+    }
+    if !matcher.is_empty() {
+        body.insert("match".into(), Value::Object(matcher));
+    }
+    if let Some(rate) = &a.halt_error_rate {
+        let mut halt = json!({ "error_rate": rate });
+        if let Some(w) = &a.halt_window {
+            halt["window"] = w.clone().into();
+        }
+        body.insert("halt_if".into(), halt);
+    }
+    let params = Value::Object(pairs(&a.params, true)?);
+    body.insert("action".into(), json!({ action.as_str(): params }));
+    Ok(Value::Object(body).to_string())
+}
+
+/// `k=v` flags as a JSON object; with `numbers`, whole numbers stay numbers.
+fn pairs(items: &[String], numbers: bool) -> anyhow::Result<Map<String, Value>> {
+    let mut map = Map::new();
+    for item in items {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| anyhow!("`{item}` is not key=value"))?;
+        let value = match v.parse::<u64>() {
+            Ok(n) if numbers => Value::from(n),
+            _ => Value::from(v),
+        };
+        map.insert(k.to_string(), value);
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn flags_become_the_json_of_one_experiment() {
+        let args = AddArgs {
+            id: Some("slow".into()),
+            ttl: Some("5m".into()),
+            percent: Some(50.0),
+            route: Some("chat".into()),
+            headers: vec!["x-tenant=a".into()],
+            halt_error_rate: Some("5%".into()),
+            halt_window: Some("10s".into()),
+            action: Some("token_delay".into()),
+            params: vec!["delay=50ms".into()],
+            ..AddArgs::default()
+        };
+        let body: Value = serde_json::from_str(&add_body(&args).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "id": "slow", "ttl": "5m", "percent": 50.0,
+                "match": {"route": "chat", "headers": {"x-tenant": "a"}},
+                "halt_if": {"error_rate": "5%", "window": "10s"},
+                "action": {"token_delay": {"delay": "50ms"}},
+            })
+        );
+        let args = AddArgs {
+            ttl: Some("1m".into()),
+            action: Some("abort".into()),
+            params: vec!["status=503".into()],
+            ..AddArgs::default()
+        };
+        let body: Value = serde_json::from_str(&add_body(&args).unwrap()).unwrap();
+        assert_eq!(body["action"], json!({"abort": {"status": 503}}));
+        let none = AddArgs::default();
+        assert_eq!(
+            add_body(&none).unwrap_err().to_string(),
+            "--action is required (or --file)"
+        );
+        let bad = AddArgs {
+            action: Some("reset".into()),
+            params: vec!["oops".into()],
+            ..AddArgs::default()
+        };
+        assert_eq!(
+            add_body(&bad).unwrap_err().to_string(),
+            "`oops` is not key=value"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Faults injected before the upstream: the route's `x-sluice-fault-*`
+//! headers (where allowed) and the first experiment of kind `Request` that
+//! fires. A delay sleeps and lets the request go on; an abort answers
+//! itself keeping the connection alive; `close` and `reset` drop the
+//! client's connection without an answer.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::Session;
+use sluice_control::FaultGuard;
+use sluice_filters::{header_faults, FaultAction, FaultKind, FaultTarget, Metrics};
+
+use super::request_view::PingoraRequest;
+use super::stream_fault::StreamFault;
+use super::RequestCtx;
+
+/// What the request filter does after the faults were applied.
+pub enum Verdict {
+    /// Go on to the upstream (perhaps after a delay already slept).
+    Proceed,
+    /// The answer was written; the request is done.
+    Answered,
+    /// Drop the client's connection without an answer.
+    Drop,
+}
+
+/// The `experiment` label of faults asked for by request headers.
+const HEADER_EXPERIMENT: &str = "header";
+
+pub async fn before_upstream(
+    listener: &str,
+    metrics: &Metrics,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Verdict {
+    let snapshot = ctx.snapshot.clone();
+    let Some(route_index) = ctx.route else {
+        return Verdict::Proceed;
+    };
+    if snapshot
+        .config
+        .routes
+        .get(route_index)
+        .is_some_and(|r| r.allow_header_faults)
+    {
+        let asked = header_faults(&PingoraRequest(session.req_header()));
+        if !asked.is_empty() {
+            let injected = &metrics.faults.injected;
+            if let Some(status) = asked.abort {
+                injected
+                    .with_label_values(&[HEADER_EXPERIMENT, "abort"])
+                    .inc();
+                abort(
+                    session,
+                    ctx,
+                    status,
+                    "fault injected by header",
+                    HEADER_EXPERIMENT,
+                )
+                .await;
+                return Verdict::Answered;
+            }
+            if let Some(delay) = asked.delay {
+                injected
+                    .with_label_values(&[HEADER_EXPERIMENT, "delay"])
+                    .inc();
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+    let Some(guard) = fire(listener, session, ctx, FaultKind::Request) else {
+        return Verdict::Proceed;
+    };
+    let id = guard.runtime().experiment.id.clone();
+    match guard.runtime().experiment.action.clone() {
+        FaultAction::Delay {
+            delay,
+            jitter,
+            distribution,
+        } => {
+            let wait = distribution.draw(delay, jitter, rand::random(), rand::random());
+            tokio::time::sleep(wait).await;
+            Verdict::Proceed
+        }
+        FaultAction::Abort { status, body } => {
+            abort(session, ctx, status, &body, &id).await;
+            Verdict::Answered
+        }
+        FaultAction::Reset | FaultAction::Close => {
+            ctx.fault_dropped = true;
+            session.set_keepalive(None);
+            Verdict::Drop
+        }
+        _ => Verdict::Proceed,
+    }
+}
+
+/// The first experiment of `kind` that fires for this request, if any.
+pub fn fire(
+    listener: &str,
+    session: &Session,
+    ctx: &RequestCtx,
+    kind: FaultKind,
+) -> Option<FaultGuard> {
+    let snapshot = &ctx.snapshot;
+    if snapshot.faults.is_empty() {
+        return None;
+    }
+    let req = PingoraRequest(session.req_header());
+    let target = FaultTarget {
+        listener,
+        route: ctx.route_name(),
+        cluster: ctx.cluster().map(|c| c.config.name.as_str()),
+        model: ctx
+            .request_info
+            .as_ref()
+            .and_then(|i| i.model.as_deref())
+            .or(ctx.header_model.as_deref()),
+        request: Some(&req),
+    };
+    snapshot
+        .faults
+        .iter()
+        .filter(|f| f.experiment.action.kind() == kind)
+        .find_map(|f| f.try_fire(&target, rand::random()).ok())
+}
+
+/// Writes the injected answer with its own length, so the connection stays
+/// usable (pingora's error responses force `Connection: close`).
+async fn abort(session: &mut Session, ctx: &RequestCtx, status: u16, body: &str, id: &str) {
+    let body = Bytes::from(body.to_string());
+    let Ok(mut resp) = ResponseHeader::build(status, Some(4)) else {
+        return;
+    };
+    let _ = resp.insert_header("content-type", "text/plain");
+    let _ = resp.insert_header("content-length", body.len());
+    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
+    let _ = resp.insert_header("x-sluice-fault", id);
+    if session
+        .write_response_header(Box::new(resp), false)
+        .await
+        .is_ok()
+    {
+        let _ = session.write_response_body(Some(body), true).await;
+    }
+}
+
+/// The error that makes pingora drop the client's connection unanswered.
+pub fn dropped() -> Box<Error> {
+    Error::explain(
+        ErrorType::ConnectionClosed,
+        "fault injected: connection dropped",
+    )
+}
+
+/// The streaming fault for this request, if one applies: the route's
+/// `x-sluice-fault-token-delay` header (where allowed), else the first
+/// experiment of kind `Stream` that fires. Only metered (LLM) answers from
+/// plain-HTTP clusters are paced.
+pub fn stream_fault(
+    listener: &str,
+    metrics: &Metrics,
+    session: &Session,
+    ctx: &RequestCtx,
+) -> Option<StreamFault> {
+    if !ctx.metered || ctx.cluster().is_none_or(|c| c.config.tls.is_some()) {
+        return None;
+    }
+    let allowed = ctx
+        .route
+        .and_then(|r| ctx.snapshot.config.routes.get(r))
+        .is_some_and(|r| r.allow_header_faults);
+    if allowed {
+        if let Some(delay) = header_faults(&PingoraRequest(session.req_header())).token_delay {
+            metrics
+                .faults
+                .injected
+                .with_label_values(&[HEADER_EXPERIMENT, "token_delay"])
+                .inc();
+            return Some(StreamFault {
+                action: FaultAction::TokenDelay {
+                    delay,
+                    jitter: Duration::ZERO,
+                },
+                id: HEADER_EXPERIMENT.to_string(),
+                guard: None,
+            });
+        }
+    }
+    let guard = fire(listener, session, ctx, FaultKind::Stream)?;
+    Some(StreamFault {
+        action: guard.runtime().experiment.action.clone(),
+        id: guard.runtime().experiment.id.clone(),
+        guard: Some(guard),
+    })
+}

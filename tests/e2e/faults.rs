@@ -1,0 +1,40 @@
+//! Fault experiments against a real upstream through the real proxy:
+//! aborts at a share, delays, TTL, max_active, halt_if, close and reset,
+//! and header-triggered faults only where the route allows them.
+
+mod cli;
+mod l4;
+mod l7;
+mod sdk;
+mod stream;
+
+use serde_json::{json, Value};
+
+use crate::harness::{http_listener_yaml, Admin};
+use crate::support::{free_port, NamedUpstream};
+
+/// One http listener, one cluster `a` on `upstream`, route `chat`.
+fn yaml(upstream: &NamedUpstream, allow_header_faults: bool) -> String {
+    format!(
+        "{}clusters:\n  - {{ name: a, kind: http, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ a: 1 }}, allow_header_faults: {allow_header_faults} }}\n",
+        http_listener_yaml(free_port()),
+        upstream.addr(),
+    )
+}
+
+/// Adds an experiment and returns its id; the answer must be 201.
+async fn add(admin: &Admin, experiment: Value) -> String {
+    let (status, body) = admin.post("/v1/faults", experiment.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_string()
+}
+
+async fn show(admin: &Admin, id: &str) -> Value {
+    let (status, body) = admin.get(&format!("/v1/faults/{id}")).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn abort(status: u16) -> Value {
+    json!({"abort": {"status": status, "body": "injected"}})
+}

@@ -1,0 +1,270 @@
+//! Faults before the upstream: abort, delay, close, reset; TTL, max_active,
+//! halt_if; header faults.
+
+use std::time::{Duration, Instant};
+
+use hyper::StatusCode;
+use serde_json::json;
+
+use super::{abort, add, show, yaml};
+use crate::harness::{listener, metrics_when, start, Admin};
+use crate::support::{NamedUpstream, UpstreamOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_at_half_answers_about_half_and_keeps_the_connection() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    let id = add(
+        &admin,
+        json!({"id": "half", "percent": 50, "ttl": "5m", "match": {"route": "chat"}, "action": abort(503)}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    // One connection for all: an injected answer must not close it.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let mut aborted = 0;
+    for _ in 0..300 {
+        let r = client.get(&url).send().await.unwrap();
+        match r.status().as_u16() {
+            503 => {
+                assert_eq!(r.headers()["x-sluice-fault"], "half");
+                assert_eq!(r.text().await.unwrap(), "injected");
+                aborted += 1;
+            }
+            200 => assert_eq!(r.headers()["x-upstream"], "a"),
+            other => panic!("status {other}"),
+        }
+    }
+    assert!((110..=190).contains(&aborted), "{aborted} of 300 aborted");
+    assert_eq!(up.requests(), 300 - aborted);
+    let body = show(&admin, &id).await;
+    assert_eq!(body["injected"], aborted);
+    let series =
+        format!("sluice_faults_injected_total{{experiment=\"half\",kind=\"abort\"}} {aborted}");
+    let text = metrics_when(&sluice, |t| t.contains(&series)).await;
+    assert!(text.contains(&series), "{text}");
+    assert!(text.contains("sluice_faults_active 1"), "{text}");
+
+    // Removed: nothing is aborted any more.
+    let (status, _) = admin.delete(&format!("/v1/faults/{id}")).await;
+    assert_eq!(status, 200);
+    for _ in 0..50 {
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_holds_the_request_then_serves_it() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    add(
+        &admin,
+        json!({"id": "slow", "ttl": "5m", "action": {"delay": {"delay": "300ms", "jitter": "20ms", "distribution": "normal"}}}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let r = client.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        // A normal draw may fall below the mean; 200 ms is 5 sigma under it.
+        assert!(started.elapsed() >= Duration::from_millis(200));
+    }
+    assert_eq!(show(&admin, "slow").await["injected"], 3);
+    assert_eq!(up.requests(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_fires_within_its_ttl_and_never_after() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    let id = add(
+        &admin,
+        json!({"id": "short", "ttl": "2s", "action": abort(503)}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 503);
+    // Wait, bounded, until the API says it expired.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = show(&admin, &id).await;
+        if body["state"] == "expired" {
+            assert_eq!(body["time_left_ms"], 0);
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..20 {
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    }
+    assert_eq!(show(&admin, &id).await["injected"], 1);
+    // The control loop notes the expiry in the audit log.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, events) = admin.get("/v1/events").await;
+        let noted = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "expire fault short (ttl ended)");
+        if noted {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{events}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_active_caps_the_requests_faulted_at_once() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    add(
+        &admin,
+        json!({"id": "capped", "ttl": "5m", "max_active": 2, "action": {"delay": {"delay": "3s"}}}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                let r = client.get(&url).send().await.unwrap();
+                assert_eq!(r.status(), 200);
+            })
+        })
+        .collect();
+    for c in calls {
+        c.await.unwrap();
+    }
+    // Six requests sent together, each delayed 3 s if faulted: if they all
+    // went out within those 3 s, exactly two held a place.
+    if started.elapsed() < Duration::from_secs(6) {
+        assert_eq!(show(&admin, "capped").await["injected"], 2);
+    }
+    assert_eq!(show(&admin, "capped").await["active_requests"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn halt_if_stops_an_experiment_that_pushes_the_error_rate_over_its_bound() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    let id = add(
+        &admin,
+        json!({"id": "harsh", "ttl": "5m", "match": {"route": "chat"},
+               "halt_if": {"error_rate": "30%", "window": "10s"}, "action": abort(500)}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut aborted = 0;
+    loop {
+        let status = client.get(&url).send().await.unwrap().status();
+        if status == StatusCode::OK {
+            break;
+        }
+        aborted += 1;
+        assert!(Instant::now() < deadline, "still aborting after {aborted}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(aborted >= 5, "halted after {aborted} aborts");
+    assert_eq!(show(&admin, &id).await["state"], "halted");
+    for _ in 0..10 {
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    }
+    let (_, events) = admin.get("/v1/events").await;
+    let halted = events["events"].as_array().unwrap().iter().any(|e| {
+        e["action"]
+            .as_str()
+            .unwrap()
+            .starts_with("halt fault harsh: route error rate")
+    });
+    assert!(halted, "{events}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_and_reset_drop_the_connection_unanswered() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    let addr = listener(&sluice, "public");
+    for action in ["close", "reset"] {
+        let id = add(
+            &admin,
+            json!({"id": action, "ttl": "5m", "match": {"headers": {"x-victim": "yes"}}, "action": {action: {}}}),
+        )
+        .await;
+        let client = reqwest::Client::new();
+        let url = format!("http://{addr}/v1/chat");
+        let err = client
+            .get(&url)
+            .header("x-victim", "yes")
+            .send()
+            .await
+            .expect_err("no answer");
+        assert!(!err.is_timeout(), "{action}: {err}");
+        // Others are served.
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+        assert_eq!(show(&admin, &id).await["injected"], 1);
+        admin.delete(&format!("/v1/faults/{id}")).await;
+    }
+    assert_eq!(up.requests(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_faults_work_only_where_the_route_allows_them() {
+    let up = NamedUpstream::start_with("a", UpstreamOptions::default())
+        .await
+        .unwrap();
+    for allowed in [false, true] {
+        let sluice = start(&yaml(&up, allowed));
+        let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+        let client = reqwest::Client::new();
+        let r = client
+            .get(&url)
+            .header("x-sluice-fault-abort", "503")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), if allowed { 503 } else { 200 });
+        let started = Instant::now();
+        let r = client
+            .get(&url)
+            .header("x-sluice-fault-delay", "250ms")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        if allowed {
+            assert!(started.elapsed() >= Duration::from_millis(250));
+            let text = metrics_when(&sluice, |t| {
+                t.contains("sluice_faults_injected_total{experiment=\"header\",kind=\"delay\"} 1")
+            })
+            .await;
+            assert!(
+                text.contains(
+                    "sluice_faults_injected_total{experiment=\"header\",kind=\"abort\"} 1"
+                ),
+                "{text}"
+            );
+        } else {
+            let text = metrics_when(&sluice, |_| true).await;
+            assert!(!text.contains("experiment=\"header\""), "{text}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Streaming faults on real SSE answers from the mock LLM, seen by real
+//! clients (reqwest reading events as they arrive, and the OpenAI SDK):
+//! even token pacing, first-token delay, stall, truncation, drops and
+//! corruption, bandwidth, and the header-triggered token delay.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use sluice_proxy::{MockLlm, MockLlmOptions};
+
+use super::{add, show};
+use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::support::free_port;
+
+/// One SSE answer as the client saw it: each event with when it arrived.
+pub struct Seen {
+    pub events: Vec<(Duration, String)>,
+    pub ttft: Option<Duration>,
+    /// The body ended cleanly (not cut mid-stream).
+    pub complete: bool,
+}
+
+impl Seen {
+    pub fn content_times(&self) -> Vec<Duration> {
+        self.events
+            .iter()
+            .filter(|(_, e)| e.contains("\"content\":\"") && !e.contains("\"content\":\"\""))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    pub fn gaps_ms(&self) -> Vec<f64> {
+        let t = self.content_times();
+        t.windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+            .collect()
+    }
+
+    pub fn has(&self, text: &str) -> bool {
+        self.events.iter().any(|(_, e)| e.contains(text))
+    }
+
+    /// Data events whose JSON does not parse.
+    pub fn malformed(&self) -> usize {
+        self.events
+            .iter()
+            .filter_map(|(_, e)| e.trim().strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]" && serde_json::from_str::<Value>(d).is_err())
+            .count()
+    }
+}
+
+pub async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
+    let client = reqwest::Client::new();
+    let mut req = client.post(url).json(&json!({
+        "model": "mock-llm", "stream": true, "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "count"}],
+    }));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let sent = Instant::now();
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.bytes_stream();
+    let mut carry = String::new();
+    let mut seen = Seen {
+        events: Vec::new(),
+        ttft: None,
+        complete: true,
+    };
+    while let Some(chunk) = body.next().await {
+        let Ok(chunk) = chunk else {
+            seen.complete = false;
+            break;
+        };
+        let at = sent.elapsed();
+        carry.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = carry.find("\n\n") {
+            let event: String = carry.drain(..end + 2).collect();
+            seen.events.push((at, event));
+        }
+    }
+    seen.ttft = seen.content_times().first().copied();
+    seen
+}
+
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+pub async fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> MockLlm {
+    MockLlm::start(MockLlmOptions {
+        ttft: Duration::from_millis(ttft_ms),
+        itl: Duration::from_millis(itl_ms),
+        tokens,
+        ..MockLlmOptions::default()
+    })
+    .await
+    .unwrap()
+}
+
+pub fn llm_yaml(mock: &MockLlm) -> String {
+    format!(
+        "{}clusters:\n  - {{ name: llm, kind: llm, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 1 }}, allow_header_faults: true }}\n",
+        http_listener_yaml(free_port()),
+        mock.addr()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_delay_paces_every_gap_evenly_and_removal_restores_it() {
+    let mock = mock(20, 10, 30).await;
+    let sluice = start(&llm_yaml(&mock));
+    let admin = Admin::new(&sluice);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let id = add(
+        &admin,
+        json!({"id": "slow-tokens", "ttl": "5m", "match": {"route": "chat"},
+               "action": {"token_delay": {"delay": "50ms"}}}),
+    )
+    .await;
+    let seen = stream_chat(&url, &[]).await;
+    assert!(seen.complete && seen.has("[DONE]"));
+    let gaps = seen.gaps_ms();
+    assert_eq!(gaps.len(), 29);
+    let (p10, p50) = (percentile(&gaps, 0.1), percentile(&gaps, 0.5));
+    assert!((51.0..=69.0).contains(&p50), "median {p50} of {gaps:?}");
+    assert!(p10 >= 45.0, "p10 {p10} of {gaps:?}");
+    assert_eq!(show(&admin, &id).await["injected"], 1);
+
+    admin.delete(&format!("/v1/faults/{id}")).await;
+    let gaps = stream_chat(&url, &[]).await.gaps_ms();
+    let p50 = percentile(&gaps, 0.5);
+    assert!(p50 < 40.0, "median {p50} after removal: {gaps:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_token_delay_moves_ttft_and_stall_holds_then_resumes() {
+    let mock = mock(50, 10, 8).await;
+    let sluice = start(&llm_yaml(&mock));
+    let admin = Admin::new(&sluice);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let mut base = Vec::new();
+    for _ in 0..3 {
+        base.push(stream_chat(&url, &[]).await.ttft.unwrap().as_secs_f64());
+    }
+    let id = add(
+        &admin,
+        json!({"id": "late", "ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
+    )
+    .await;
+    let mut late = Vec::new();
+    for _ in 0..3 {
+        let seen = stream_chat(&url, &[]).await;
+        assert_eq!(seen.content_times().len(), 8);
+        late.push(seen.ttft.unwrap().as_secs_f64());
+    }
+    let moved = (percentile(&late, 0.5) - percentile(&base, 0.5)) * 1000.0;
+    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
+    admin.delete(&format!("/v1/faults/{id}")).await;
+
+    add(
+        &admin,
+        json!({"id": "hold", "ttl": "5m", "action": {"stall": {"after_chunks": 3, "duration": "600ms"}}}),
+    )
+    .await;
+    let seen = stream_chat(&url, &[]).await;
+    let t = seen.content_times();
+    assert_eq!(t.len(), 8, "resumes and finishes");
+    assert!(t[3] - t[2] >= Duration::from_millis(600), "{t:?}");
+    assert!(seen.complete && seen.has("[DONE]"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncation_drops_corruption_and_bandwidth_are_seen_by_the_client() {
+    let mock = mock(10, 2, 10).await;
+    let sluice = start(&llm_yaml(&mock));
+    let admin = Admin::new(&sluice);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let run = |action: Value| {
+        let (admin, url) = (&admin, &url);
+        async move {
+            let id = add(admin, json!({"ttl": "5m", "action": action})).await;
+            let seen = stream_chat(url, &[]).await;
+            admin.delete(&format!("/v1/faults/{id}")).await;
+            seen
+        }
+    };
+    let plain = run(json!({"drop_usage": {}})).await;
+    assert!(!plain.has("\"usage\":{"), "usage dropped");
+    assert!(plain.has("[DONE]") && plain.content_times().len() == 10);
+
+    let seen = run(json!({"drop_done": {}})).await;
+    assert!(seen.complete && !seen.has("[DONE]") && seen.has("\"usage\":{"));
+
+    let seen = run(json!({"corrupt": {"after_chunks": 4}})).await;
+    assert_eq!(seen.malformed(), 1);
+    // The malformed event looks like the start of a content event.
+    assert_eq!(seen.content_times().len(), 10 + 1);
+
+    let seen = run(json!({"truncate": {"after_chunks": 3, "mode": "clean"}})).await;
+    assert!(seen.complete, "a clean end");
+    assert_eq!(seen.content_times().len(), 3);
+    assert!(!seen.has("[DONE]"));
+
+    let seen = run(json!({"truncate": {"after_chunks": 3, "mode": "abrupt"}})).await;
+    assert!(!seen.complete, "cut mid-stream");
+    assert_eq!(seen.content_times().len(), 3);
+
+    let bytes: usize = plain.events.iter().map(|(_, e)| e.len()).sum();
+    let seen = run(json!({"bandwidth": {"bytes_per_sec": 2000}})).await;
+    let took = seen.events.last().unwrap().0 - seen.events.first().unwrap().0;
+    // Every event but the last waits for its own bytes at 2000 B/s.
+    let floor = (bytes as f64 * 0.8) / 2000.0;
+    assert!(took.as_secs_f64() >= floor, "{took:?} for {bytes} bytes");
+    assert!(seen.has("[DONE]"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_delay_header_paces_only_where_allowed() {
+    let mock = mock(10, 5, 10).await;
+    let sluice = start(&llm_yaml(&mock));
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let seen = stream_chat(&url, &[("x-sluice-fault-token-delay", "40ms")]).await;
+    let p50 = percentile(&seen.gaps_ms(), 0.5);
+    assert!(p50 >= 40.0, "median gap {p50}");
+    let off = llm_yaml(&mock).replace("allow_header_faults: true", "allow_header_faults: false");
+    let sluice = start(&off);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let seen = stream_chat(&url, &[("x-sluice-fault-token-delay", "40ms")]).await;
+    assert_eq!(seen.content_times().len(), 10);
+    let text = crate::harness::metrics_when(&sluice, |_| true).await;
+    assert!(!text.contains("experiment=\"header\""), "{text}");
+}
