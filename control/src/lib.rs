@@ -7,6 +7,7 @@ mod config;
 mod events;
 mod gpu;
 mod http_client;
+mod mirror;
 mod observers;
 mod reload;
 mod rollout;
@@ -17,15 +18,16 @@ mod upstream_metrics;
 
 pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
-    format_duration, parse_duration, parse_percent, AccessLogConfig, AccessLogTarget, AdminConfig,
-    ClusterConfig, ClusterKind, Config, ConfigError, ConfigErrors, Endpoint, Gate, Gates,
-    GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, OnBreach, RawConfig, RawGates,
-    RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, UpstreamTls,
+    format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
+    AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
+    Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
+    OnBreach, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource,
+    RawRollout, RawRolloutSource, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
+    StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use gpu::GpuWatcher;
+pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, DIFF_CAPACITY};
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
 pub use rollout::{

@@ -2,24 +2,31 @@
 //! Callers pass bytes, instants (as plain numbers) and random numbers in.
 
 mod balance;
+mod compare;
 mod failure;
 mod genai;
 mod hash;
 mod matcher;
 mod meter;
 mod metrics;
+mod mirror;
 mod record;
 mod request_scan;
 mod trace_context;
 mod weighted;
 
 pub use balance::EndpointSet;
+pub use compare::{
+    answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
+    Leg, NoiseFloor,
+};
 pub use failure::{error_body, Failure};
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{Metrics, RolloutMetrics, RouteClusterMetrics, StatusClass};
+pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
 pub use trace_context::{sample, TraceContext};

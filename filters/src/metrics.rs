@@ -9,6 +9,7 @@ use prometheus::{
 
 use crate::failure::Failure;
 use crate::genai::GenAiMetrics;
+use crate::mirror::MirrorMetrics;
 
 /// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
 /// extended to two minutes because LLM answers stream for that long.
@@ -75,6 +76,7 @@ pub struct Metrics {
     pub snapshot_version: IntGauge,
     pub genai: GenAiMetrics,
     pub rollout: RolloutMetrics,
+    pub mirror: MirrorMetrics,
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -211,6 +213,7 @@ impl Metrics {
         registry.register(Box::new(snapshot_version.clone()))?;
         let genai = GenAiMetrics::new(&registry)?;
         let rollout = RolloutMetrics::new(&registry)?;
+        let mirror = MirrorMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -223,6 +226,7 @@ impl Metrics {
             snapshot_version,
             genai,
             rollout,
+            mirror,
         })
     }
 

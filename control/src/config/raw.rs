@@ -2,8 +2,10 @@
 //! that need checking (addresses, durations, names) stay strings here so
 //! that `validate` can report every problem at once, each with its path.
 
+mod mirror;
 mod rollout;
 
+pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
 pub use rollout::{
     RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
@@ -195,6 +197,9 @@ pub struct RawRoute {
     /// Let a request pick stable or canary with `x-sluice-version` (testers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_version_header: Option<bool>,
+    /// Shadow traffic: copies of this route's requests to another cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<RawMirror>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -2,6 +2,7 @@
 
 use super::*;
 
+mod mirror;
 mod rollouts;
 
 const GOOD: &str = r#"

@@ -1,7 +1,11 @@
 //! The validated config: every value parsed, every reference checked.
 
+mod mirror;
 mod rollout;
 
+pub use mirror::{
+    CompareConfig, MirrorConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT,
+};
 pub use rollout::{
     Gate, Gates, OnBreach, RolloutConfig, RolloutSource, DEFAULT_CONSECUTIVE, DEFAULT_HOLD,
     DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
@@ -201,7 +205,7 @@ pub struct StickyConfig {
     pub header: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RouteConfig {
     pub name: String,
     pub listener: String,
@@ -212,6 +216,7 @@ pub struct RouteConfig {
     /// Whether `x-sluice-version: stable|canary` may pick the cluster of
     /// this route's rollout (for testers).
     pub allow_version_header: bool,
+    pub mirror: Option<MirrorConfig>,
 }
 
 impl Config {

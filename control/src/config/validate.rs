@@ -1,6 +1,7 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod mirror;
 mod rollout;
 mod routes;
 mod telemetry;
