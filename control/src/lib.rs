@@ -21,9 +21,10 @@ pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
-    OnBreach, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource,
-    RawRollout, RawRolloutSource, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
-    StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
+    OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
+    TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use gpu::GpuWatcher;

@@ -69,7 +69,7 @@ impl MirrorSampler {
 /// `ratio` (0.0..=1.0) of the u64 range; 1.0 and above is `u64::MAX`, which
 /// [`below`] treats as "always".
 fn share(ratio: f64) -> u64 {
-    if !(ratio > 0.0) {
+    if ratio.is_nan() || ratio <= 0.0 {
         0
     } else if ratio >= 1.0 {
         u64::MAX

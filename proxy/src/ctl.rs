@@ -9,6 +9,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+mod mirror;
+use mirror::MirrorCommand;
+
 #[derive(Args)]
 pub struct CtlArgs {
     /// Control API base URL.
@@ -48,6 +51,11 @@ enum CtlCommand {
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,
+    },
+    /// Shadow traffic: set or stop a route's mirror, show recent diffs.
+    Mirror {
+        #[command(subcommand)]
+        command: MirrorCommand,
     },
 }
 
@@ -106,6 +114,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
             ("PUT", "/v1/config".into(), Some(text))
         }
         CtlCommand::Rollout { command } => rollout_request(command)?,
+        CtlCommand::Mirror { command } => mirror::request(command)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

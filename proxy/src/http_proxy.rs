@@ -5,6 +5,7 @@
 mod context;
 mod errors;
 mod metering;
+mod mirror;
 mod outcome;
 mod request_id;
 mod request_view;
@@ -23,6 +24,7 @@ use tracing::{debug, info_span};
 
 use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
+use crate::mirror::MirrorQueue;
 use crate::telemetry::{Attempt, Tracer};
 pub use context::RequestCtx;
 use request_view::PingoraRequest;
@@ -37,6 +39,7 @@ pub struct HttpProxy {
     lifecycle: Arc<Lifecycle>,
     access_log: Option<Arc<AccessLog>>,
     tracer: Tracer,
+    mirror: Option<MirrorQueue>,
 }
 
 /// What every listener's proxy shares besides the snapshot store.
@@ -44,6 +47,8 @@ pub struct HttpProxy {
 pub struct Observability {
     pub access_log: Option<Arc<AccessLog>>,
     pub tracer: Tracer,
+    /// The shadow sender's queue.
+    pub mirror: Option<MirrorQueue>,
 }
 
 impl HttpProxy {
@@ -59,6 +64,7 @@ impl HttpProxy {
             lifecycle,
             access_log: observability.access_log,
             tracer: observability.tracer,
+            mirror: observability.mirror,
         }
     }
 
@@ -115,7 +121,10 @@ impl ProxyHttp for HttpProxy {
         ctx.route = Some(route_index);
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
-            Some(t) => ctx.target = Some(t),
+            Some(t) => {
+                ctx.target = Some(t);
+                mirror::on_route(ctx, session.req_header());
+            }
             None => {
                 self.respond_failure(session, ctx, Failure::NoCluster).await;
                 return Ok(true);
@@ -147,6 +156,7 @@ impl ProxyHttp for HttpProxy {
         if ctx.metered {
             metering::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         }
+        mirror::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         Ok(())
     }
 
@@ -341,6 +351,7 @@ impl ProxyHttp for HttpProxy {
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
         metering::on_response_chunk(ctx, body.as_ref(), end_of_stream);
+        mirror::on_response_chunk(ctx, body.as_ref());
         Ok(None)
     }
 
@@ -358,8 +369,10 @@ impl ProxyHttp for HttpProxy {
             .map(|r| r.status.as_u16())
             .or(ctx.failure.map(Failure::status))
             .unwrap_or(0);
+        let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
         outcome::record(self, ctx, req.method.as_str(), req.uri.path(), status);
+        mirror::on_done(ctx, self.mirror.as_ref(), req, status, body_done);
         let _enter = ctx.span.enter();
         debug!(
             status,

@@ -409,5 +409,6 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
     drop(idle);
 }
 
+mod mirror;
 mod observers;
 mod rollouts;

@@ -270,6 +270,8 @@ pub fn allowed(segments: &[&str]) -> Option<&'static str> {
         ["config"] => Some("GET, PUT"),
         ["routes"] | ["stats"] | ["events"] | ["gpu"] | ["upstreams"] => Some("GET"),
         ["routes", _, "split"] => Some("PUT"),
+        ["routes", _, "mirror"] => Some("PUT, DELETE"),
+        ["mirror", "diffs"] => Some("GET"),
         ["rollouts"] => Some("GET, POST"),
         ["rollouts", _] => Some("GET, DELETE"),
         ["rollouts", _, "pause" | "resume" | "promote" | "abort"] => Some("POST"),

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
 use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome};
 
+use super::mirror::MirrorCapture;
 use crate::lifecycle::InflightGuard;
 use crate::telemetry::{Attempt, RequestTrace};
 
@@ -47,6 +48,8 @@ pub struct RequestCtx {
     pub attempts: Vec<Attempt>,
     /// When the current endpoint was picked, for a failed connect's span.
     pub connect_started: Option<SystemTime>,
+    /// Set when this request is mirrored (see `mirror.rs`).
+    pub mirror: Option<Box<MirrorCapture>>,
     _inflight: InflightGuard,
 }
 
@@ -76,6 +79,7 @@ impl RequestCtx {
             trace: None,
             attempts: Vec::new(),
             connect_started: None,
+            mirror: None,
             _inflight: inflight,
         }
     }

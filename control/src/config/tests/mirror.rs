@@ -101,7 +101,9 @@ fn unknown_keys_are_refused_with_their_path() {
     let errors = errors_in(&config("{ cluster: shadow, percnt: 5 }"));
     assert_eq!(errors.len(), 1);
     assert!(
-        errors[0].starts_with("routes[0].mirror.percnt: unknown field `percnt`, expected one of `cluster`, `percent`"),
+        errors[0].starts_with(
+            "routes[0].mirror.percnt: unknown field `percnt`, expected one of `cluster`, `percent`"
+        ),
         "{errors:?}"
     );
 }
