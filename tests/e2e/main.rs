@@ -12,6 +12,7 @@ mod demo;
 mod fleet;
 mod lifecycle;
 mod llama_cpp;
+mod mirror;
 mod openai_sdk;
 mod otlp;
 mod prometheus;
