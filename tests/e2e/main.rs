@@ -11,7 +11,7 @@ mod cli;
 mod demo;
 mod fleet;
 mod lifecycle;
-mod llama_cpp;
+pub(crate) mod llama_cpp;
 mod mirror;
 mod openai_sdk;
 mod otlp;

@@ -5,6 +5,7 @@ mod shadow;
 
 mod counts;
 mod faults;
+mod real;
 
 use std::time::Duration;
 
