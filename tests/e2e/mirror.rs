@@ -3,6 +3,7 @@
 
 mod shadow;
 
+mod chroma;
 mod counts;
 mod faults;
 mod real;
