@@ -131,3 +131,7 @@ async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: Can
     debug!(outstanding = tracker.len(), "mirror sender stopping");
     let _ = tokio::time::timeout(STOP_GRACE, tracker.wait()).await;
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;

@@ -5,6 +5,7 @@ mod shadow;
 
 mod chroma;
 mod counts;
+mod ctl;
 mod faults;
 mod real;
 

@@ -220,7 +220,7 @@ fn join(chunks: &[Bytes]) -> Bytes {
 
 /// The body shadow copies carry: the client's, with `rewrite.model` put in
 /// its JSON `model` field. A body that is not a JSON object goes unchanged.
-fn shadow_body(job: &Job) -> Bytes {
+pub(super) fn shadow_body(job: &Job) -> Bytes {
     let body = join(&job.body);
     let Some(model) = &job.policy.config.rewrite_model else {
         return body;
@@ -236,7 +236,7 @@ fn shadow_body(job: &Job) -> Bytes {
 
 /// A `traceparent` for a copy: a child of the client's span when it sent
 /// one (same trace, new span), else the root of a new trace, not sampled.
-fn child_traceparent(parent: Option<&TraceContext>) -> String {
+pub(super) fn child_traceparent(parent: Option<&TraceContext>) -> String {
     let span_id = nonzero(rand::random::<[u8; 8]>());
     let context = match parent {
         Some(p) => TraceContext {
