@@ -58,6 +58,17 @@ pub fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
     }
 }
 
+/// A new upstream attempt: pingora replays the body read so far (its retry
+/// buffer) through `request_body_filter`, so the copy starts over with it.
+pub fn on_attempt(ctx: &mut RequestCtx) {
+    if let Some(m) = ctx.mirror.as_mut() {
+        m.body.clear();
+        m.body_len = 0;
+        m.too_large = false;
+        m.body_done = false;
+    }
+}
+
 /// Keeps a request body chunk (a refcount); past `max_body` the body is
 /// let go and the request will not be mirrored.
 pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {

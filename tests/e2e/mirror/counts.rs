@@ -11,6 +11,9 @@ use super::{config, drive, metrics_when_counted, mirror_count};
 use crate::harness::{listener, start, Admin};
 use crate::support::NamedUpstream;
 
+// Every config here lets 1000 copies be out at once: on a busy machine the
+// default 64 can be reached, and a copy dropped (and counted as `in_flight`)
+// would make the exact counts below wrong for a reason they do not test.
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,7 +23,7 @@ async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_mark
     let sluice = start(&config(
         primary.addr(),
         shadow.addr,
-        "{ cluster: shadow, percent: 100, copies: 3 }",
+        "{ cluster: shadow, percent: 100, copies: 3, max_in_flight: 1000 }",
     ));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
@@ -79,7 +82,7 @@ async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
     let (status, body) = admin
         .put(
             "/v1/routes/chat/mirror",
-            json!({"cluster": "shadow", "percent": 10}).to_string(),
+            json!({"cluster": "shadow", "percent": 10, "max_in_flight": 1000}).to_string(),
         )
         .await;
     assert_eq!(status, 200, "{body}");
@@ -99,7 +102,7 @@ async fn two_and_a_half_copies_average_two_and_a_half() {
     let sluice = start(&config(
         primary.addr(),
         shadow.addr,
-        "{ cluster: shadow, copies: 2.5 }",
+        "{ cluster: shadow, copies: 2.5, max_in_flight: 1000 }",
     ));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
@@ -131,7 +134,7 @@ async fn sample_by_mirrors_whole_sessions_or_none_of_them() {
     let sluice = start(&config(
         primary.addr(),
         shadow.addr,
-        "{ cluster: shadow, percent: 30, sample_by: x-session-id }",
+        "{ cluster: shadow, percent: 30, sample_by: x-session-id, max_in_flight: 1000 }",
     ));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     // 40 sessions of 5 requests each, interleaved.
