@@ -9,15 +9,18 @@
 # fixed JSON body (worker_processes 1 each). Every sluice has runtime.threads: 1;
 # its mirror sender (its own 2-thread runtime) shares the proxy's core. Load: wrk
 # POSTing a small chat-completions JSON body over HTTP/1.1 keep-alive, one wrk
-# thread, fixed connections, a short unmeasured warm-up per run, in rounds whose
-# target order rotates; the table gives the median of the rounds, and each
+# thread, fixed connections, a short unmeasured warm-up per run (saturation:
+# what the proxy's core can do), then h2load --h1 at a fixed request rate (a
+# sidecar's usual state: p50/p99 at the same offered load), in rounds whose
+# target order rotates; the tables give the median of the rounds, and each
 # sluice's mirror counters (copies answered, dropped by reason) at the end. With
-# taskset and two cores: the sluices on core 1; wrk and both nginx on core 0.
+# taskset and two cores: the sluices on core 1; wrk, h2load and both nginx on core 0.
 #
 #   benches/mirror.sh            3 rounds x 8 s per target (~2 min)
 #   benches/mirror.sh --quick    2 rounds x 4 s per target (~1 min)
 #
-# Options: --rounds N, --duration SECONDS, --connections N, --nice N (default -19;
+# Options: --rounds N, --duration SECONDS, --connections N, --rate REQ_PER_S
+#          (fixed-rate phase, default 4000; 0 = skip), --nice N (default -19;
 #          0 = no change), --no-install (skip scripts/install-deps.sh), --keep.
 # Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
 set -euo pipefail
@@ -36,6 +39,7 @@ duration=8
 warmup=1
 niceness=-19
 connections=32
+rate=4000
 install=1
 keep=0
 while [[ $# -gt 0 ]]; do
@@ -47,6 +51,7 @@ while [[ $# -gt 0 ]]; do
         --rounds) rounds=$2 && shift ;;
         --duration) duration=$2 && shift ;;
         --connections) connections=$2 && shift ;;
+        --rate) rate=$2 && shift ;;
         --nice) niceness=$2 && shift ;;
         --no-install) install=0 ;;
         --keep) keep=1 ;;
@@ -72,7 +77,7 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 if [[ $install == 1 ]]; then
     bash scripts/install-deps.sh --bench >&2
 fi
-for cmd in wrk nginx curl; do
+for cmd in wrk nginx curl $( ((rate > 0)) && echo h2load); do
     command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (run scripts/install-deps.sh --bench)"
 done
 
@@ -177,6 +182,9 @@ wrk.method = "POST"
 wrk.body = '{"model":"m","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
 wrk.headers["Content-Type"] = "application/json"
 LUA
+printf '%s' '{"model":"m","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}' >"$work/body.json"
+# Fixed rate: 16 clients, each at rate/16 requests per second.
+rate_clients=16
 
 # Latency in wrk's notation (274.00us, 1.08ms, 2.00s) to milliseconds.
 to_ms() {
@@ -196,6 +204,7 @@ run_wrk() {
 
 results="$work/results.tsv"
 : >"$results"
+: >"$work/rate.tsv"
 for round in $(seq "$rounds"); do
     # Rotate the order so no target always runs first (or last).
     order=("${targets[@]:$(((round - 1) % ${#targets[@]}))}" "${targets[@]:0:$(((round - 1) % ${#targets[@]}))}")
@@ -211,11 +220,27 @@ for round in $(seq "$rounds"); do
         sockerr="$(awk '/Socket errors/ { print $0 }' "$out")"
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$rps" "$p50" "$p99" "${non2xx:-0}" >>"$results"
         log "round $round $t: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${non2xx:-0}${sockerr:+, $sockerr}"
+        ((rate > 0)) || continue
+        # The same target at a fixed offered load; latencies from h2load's per-request log.
+        rlog="$work/h2load-$round-$t.log"
+        launch load_pin "$work/h2load-$round-$t.txt" h2load --h1 -c "$rate_clients" \
+            --rps=$((rate / rate_clients)) -D "$duration" --warm-up-time=1 \
+            -d "$work/body.json" -H 'content-type: application/json' --log-file="$rlog" "$url"
+        wait "$launched" || die "h2load failed: $(cat "$work/h2load-$round-$t.txt")"
+        n="$(wc -l <"$rlog")"
+        ((n > 0)) || die "h2load logged no request: $(cat "$work/h2load-$round-$t.txt")"
+        done_rps="$(awk -v n="$n" -v d="$duration" 'BEGIN { printf "%.0f", n / d }')"
+        pick() { cut -f3 "$rlog" | sort -n | awk -v k="$(awk -v n="$n" -v q="$1" 'BEGIN { print int(n * q) + 1 }')" 'NR == k { printf "%.3f", $1 / 1000 }'; }
+        r50="$(pick 0.50)"
+        r99="$(pick 0.99)"
+        rerr="$(awk -F'\t' '$2 != 200 { e++ } END { print e + 0 }' "$rlog")"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$done_rps" "$r50" "$r99" "$rerr" >>"$work/rate.tsv"
+        log "round $round $t at $rate req/s: $done_rps req/s done, p50 $r50 ms, p99 $r99 ms, non-200 $rerr"
     done
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "$results"; }
+col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "${3:-$results}"; }
 counters() {
     curl -s "http://127.0.0.1:$1/metrics" |
         awk '/^sluice_mirror_requests_total/ && $NF != 0 { sub(/.*result="/, ""); sub(/".*\} /, "="); printf "%s ", $0 }'
@@ -240,6 +265,22 @@ report="$(
         vs="$(awk -v a="$p99" -v b="$off_p99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
         echo "| $t | $rps | $p50 | $p99 | $vs | $non2xx | $(counters "${admin[$t]}") |"
     done
+    if ((rate > 0)); then
+        echo
+        echo "Fixed rate: \`h2load --h1 -c $rate_clients --rps=$((rate / rate_clients)) -D $duration --warm-up-time=1\` ($rate req/s offered), latencies from its per-request log:"
+        echo
+        echo "| target | req/s done | p50 ms | p99 ms | p99 vs off | non-200 |"
+        echo "|---|---:|---:|---:|---:|---:|"
+        off_r99="$(col off 5 "$work/rate.tsv" | median)"
+        for t in "${targets[@]}"; do
+            r="$(col "$t" 3 "$work/rate.tsv" | median)"
+            r50="$(col "$t" 4 "$work/rate.tsv" | median)"
+            r99="$(col "$t" 5 "$work/rate.tsv" | median)"
+            rerr="$(col "$t" 6 "$work/rate.tsv" | awk '{ s += $1 } END { print s + 0 }')"
+            vs="$(awk -v a="$r99" -v b="$off_r99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
+            echo "| $t | $r | $r50 | $r99 | $vs | $rerr |"
+        done
+    fi
 )"
 mkdir -p target/bench
 file="target/bench/mirror-$(date -u +%Y%m%d-%H%M%S).md"

@@ -1,8 +1,10 @@
 //! Sending the copies of one job and reading their answers to the end,
 //! metered like the primary's.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -23,6 +25,9 @@ use super::limits::{Admitted, CopyKind};
 pub const COMPARE_LIMIT: usize = 256 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// After a failed connect an endpoint is not tried for this long: its copies
+/// count as `connect_error` at once, so a dead shadow costs no syscalls.
+const DOWN_FOR: Duration = Duration::from_secs(1);
 
 /// Headers that describe one hop, not the request, plus the length, which
 /// the copy's own body sets.
@@ -58,6 +63,9 @@ pub type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
 pub struct Shadow {
     client: Client<HttpConnector, Full<Bytes>>,
     next_endpoint: Arc<AtomicUsize>,
+    /// Endpoints that refused a connection, until when they are skipped.
+    /// Touched by the sender's tasks only, never across an await.
+    down: Arc<Mutex<HashMap<SocketAddr, Instant>>>,
 }
 
 impl Shadow {
@@ -72,6 +80,7 @@ impl Shadow {
         Shadow {
             client,
             next_endpoint: Arc::new(AtomicUsize::new(0)),
+            down: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -128,6 +137,9 @@ impl Shadow {
         }
         let endpoint =
             &endpoints[self.next_endpoint.fetch_add(1, Ordering::Relaxed) % endpoints.len()];
+        if self.is_down(endpoint.addr) {
+            return Err(MirrorResult::ConnectError);
+        }
         let uri = format!("http://{}{}", endpoint.addr, job.path);
         let mut req = Request::builder()
             .method(job.method.clone())
@@ -159,6 +171,7 @@ impl Shadow {
         let exchange = async {
             let resp = self.client.request(req).await.map_err(|e| {
                 if e.is_connect() {
+                    self.mark_down(endpoint.addr);
                     MirrorResult::ConnectError
                 } else {
                     MirrorResult::Error
@@ -200,6 +213,18 @@ impl Shadow {
             Ok(result) => result,
             Err(_) => Err(MirrorResult::Timeout),
         }
+    }
+}
+
+impl Shadow {
+    fn is_down(&self, addr: SocketAddr) -> bool {
+        let down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+        down.get(&addr).is_some_and(|until| Instant::now() < *until)
+    }
+
+    fn mark_down(&self, addr: SocketAddr) {
+        let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+        down.insert(addr, Instant::now() + DOWN_FOR);
     }
 }
 
