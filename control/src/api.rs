@@ -4,6 +4,7 @@
 //! with JSON bodies, served on its own listener beside the data plane.
 
 mod faults;
+mod mirror;
 mod respond;
 mod rollouts;
 mod token;
@@ -180,6 +181,14 @@ impl AdminApi {
                     Err(answer) => answer,
                 }
             }
+            (["routes", route, "mirror"], &Method::PUT) => {
+                match respond::read_body(&parts.headers, body).await {
+                    Ok(bytes) => mirror::put(store, route, Some(&bytes)),
+                    Err(answer) => answer,
+                }
+            }
+            (["routes", route, "mirror"], &Method::DELETE) => mirror::put(store, route, None),
+            (["mirror", "diffs"], &Method::GET) => mirror::get_diffs(store),
             (["stats"], &Method::GET) => v1::get_stats(store),
             (["events"], &Method::GET) => v1::get_events(store),
             (["gpu"], &Method::GET) => v1::get_gpu(self.observers.gpu.as_deref()),

@@ -7,16 +7,16 @@ mod units;
 mod validate;
 
 pub use raw::{
-    RawConfig, RawFault, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout,
-    RawRolloutSource,
+    RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize,
 };
 pub use typed::{
-    AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, Config, Endpoint,
-    Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, OnBreach, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, UpstreamTls,
+    AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
+    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
+    MirrorConfig, OnBreach, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };
-pub use units::{format_duration, parse_duration, parse_percent};
+pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 
 use std::fmt;
 

@@ -8,6 +8,7 @@ mod events;
 mod fault;
 mod gpu;
 mod http_client;
+mod mirror;
 mod observers;
 mod reload;
 mod rollout;
@@ -18,16 +19,18 @@ mod upstream_metrics;
 
 pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
 pub use config::{
-    format_duration, parse_duration, parse_percent, AccessLogConfig, AccessLogTarget, AdminConfig,
-    ClusterConfig, ClusterKind, Config, ConfigError, ConfigErrors, Endpoint, Gate, Gates,
-    GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, OnBreach, RawConfig, RawGates,
-    RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource, RolloutConfig,
+    format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
+    AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
+    Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
+    OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
     RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
     TokenSource, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
+pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, DIFF_CAPACITY};
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
 pub use rollout::{

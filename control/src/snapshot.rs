@@ -12,6 +12,7 @@ use sluice_filters::{
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
 use crate::fault::FaultRuntime;
+use crate::mirror::MirrorRuntime;
 use crate::stats::{Stats, StatsKey};
 
 /// A cluster as the data plane sees it.
@@ -48,6 +49,8 @@ pub struct RouteRuntime {
     /// forces — `stable` / `canary` (from the route's rollout) or a cluster's
     /// `version`. Empty when the route does not allow it.
     pub versions: Vec<(String, usize)>,
+    /// Shadow traffic policy, when the route mirrors.
+    pub mirror: Option<Arc<MirrorRuntime>>,
 }
 
 impl RouteRuntime {
@@ -171,7 +174,18 @@ impl Snapshot {
                 } else {
                     Vec::new()
                 };
+                let mirror = r.mirror.as_ref().and_then(|m| {
+                    let shadow = clusters.get(*cluster_index.get(m.cluster.as_str())?)?;
+                    Some(Arc::new(MirrorRuntime::build(
+                        &r.name,
+                        m,
+                        shadow.clone(),
+                        version,
+                        metrics,
+                    )))
+                });
                 RouteRuntime {
+                    mirror,
                     versions,
                     name: r.name.clone(),
                     matcher: r.matcher.clone(),

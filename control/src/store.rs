@@ -12,6 +12,7 @@ use tracing::{info, warn};
 
 use crate::config::{Config, ConfigError, ConfigErrors, RawConfig};
 use crate::events::EventLog;
+use crate::mirror::MirrorDiffs;
 use crate::snapshot::Snapshot;
 use crate::stats::Stats;
 
@@ -22,6 +23,8 @@ pub struct SnapshotStore {
     pub metrics: Metrics,
     pub stats: Arc<Stats>,
     pub events: EventLog,
+    /// Recent shadow answers that differed from the primary's.
+    pub mirror_diffs: MirrorDiffs,
     /// The live snapshot's version, for tasks that follow changes (rollouts).
     changes: watch::Sender<u64>,
 }
@@ -36,6 +39,7 @@ impl SnapshotStore {
             metrics,
             stats,
             events: EventLog::default(),
+            mirror_diffs: MirrorDiffs::default(),
             changes: watch::Sender::new(1),
         };
         store.events.push("startup", "load config", 1, Vec::new());

@@ -2,6 +2,7 @@
 //! Callers pass bytes, instants (as plain numbers) and random numbers in.
 
 mod balance;
+mod compare;
 mod failure;
 mod fault;
 mod genai;
@@ -9,6 +10,7 @@ mod hash;
 mod matcher;
 mod meter;
 mod metrics;
+mod mirror;
 mod record;
 mod request_scan;
 mod resp;
@@ -16,6 +18,10 @@ mod trace_context;
 mod weighted;
 
 pub use balance::EndpointSet;
+pub use compare::{
+    answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
+    Leg, NoiseFloor,
+};
 pub use failure::{error_body, Failure};
 pub use fault::{
     header_faults, sampled, Direction, Distribution, EventKind, Experiment, FaultAction,
@@ -29,6 +35,7 @@ pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
 };
+pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use record::{RequestRecord, TokenOutcome};
 pub use request_scan::{scan_request, RequestInfo};
 pub use resp::{

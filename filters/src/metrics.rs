@@ -10,6 +10,7 @@ use prometheus::{
 use crate::failure::Failure;
 use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
+use crate::mirror::MirrorMetrics;
 
 mod resp;
 pub use resp::{RespHandles, RespMetrics};
@@ -82,6 +83,7 @@ pub struct Metrics {
     /// The RESP observer's families (`sluice_resp_*`), for `kind: cache` clusters.
     pub resp: RespMetrics,
     pub faults: FaultMetrics,
+    pub mirror: MirrorMetrics,
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -220,6 +222,7 @@ impl Metrics {
         let rollout = RolloutMetrics::new(&registry)?;
         let resp = RespMetrics::new(&registry)?;
         let faults = FaultMetrics::new(&registry)?;
+        let mirror = MirrorMetrics::new(&registry)?;
         Ok(Self {
             registry,
             requests,
@@ -234,6 +237,7 @@ impl Metrics {
             rollout,
             resp,
             faults,
+            mirror,
         })
     }
 

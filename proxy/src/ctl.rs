@@ -11,6 +11,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+mod mirror;
+use mirror::MirrorCommand;
+
 #[derive(Args)]
 pub struct CtlArgs {
     /// Control API base URL.
@@ -55,6 +58,11 @@ enum CtlCommand {
     Fault {
         #[command(subcommand)]
         command: fault::FaultCommand,
+    },
+    /// Shadow traffic: set or stop a route's mirror, show recent diffs.
+    Mirror {
+        #[command(subcommand)]
+        command: MirrorCommand,
     },
 }
 
@@ -114,6 +122,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
         }
         CtlCommand::Rollout { command } => rollout_request(command)?,
         CtlCommand::Fault { command } => fault::request(command)?,
+        CtlCommand::Mirror { command } => mirror::request(command)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -6,6 +6,7 @@ mod context;
 mod errors;
 mod faults;
 mod metering;
+mod mirror;
 mod outcome;
 mod request_id;
 mod request_view;
@@ -25,6 +26,7 @@ use tracing::{debug, debug_span};
 
 use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
+use crate::mirror::MirrorQueue;
 use crate::telemetry::{Attempt, Tracer};
 pub use context::RequestCtx;
 use request_view::PingoraRequest;
@@ -39,6 +41,7 @@ pub struct HttpProxy {
     lifecycle: Arc<Lifecycle>,
     access_log: Option<Arc<AccessLog>>,
     tracer: Tracer,
+    mirror: Option<MirrorQueue>,
 }
 
 /// What every listener's proxy shares besides the snapshot store.
@@ -46,6 +49,8 @@ pub struct HttpProxy {
 pub struct Observability {
     pub access_log: Option<Arc<AccessLog>>,
     pub tracer: Tracer,
+    /// The shadow sender's queue.
+    pub mirror: Option<MirrorQueue>,
 }
 
 impl HttpProxy {
@@ -61,6 +66,7 @@ impl HttpProxy {
             lifecycle,
             access_log: observability.access_log,
             tracer: observability.tracer,
+            mirror: observability.mirror,
         }
     }
 
@@ -120,7 +126,10 @@ impl ProxyHttp for HttpProxy {
         ctx.route = Some(route_index);
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
-            Some(t) => ctx.target = Some(t),
+            Some(t) => {
+                ctx.target = Some(t);
+                mirror::on_route(ctx, session.req_header());
+            }
             None => {
                 self.respond_failure(session, ctx, Failure::NoCluster).await;
                 return Ok(true);
@@ -175,6 +184,7 @@ impl ProxyHttp for HttpProxy {
         if ctx.metered {
             metering::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         }
+        mirror::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         Ok(())
     }
 
@@ -190,6 +200,7 @@ impl ProxyHttp for HttpProxy {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
+        mirror::on_attempt(ctx);
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
@@ -375,6 +386,7 @@ impl ProxyHttp for HttpProxy {
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
         metering::on_response_chunk(ctx, body.as_ref(), end_of_stream);
+        mirror::on_response_chunk(ctx, body.as_ref());
         Ok(None)
     }
 
@@ -392,8 +404,10 @@ impl ProxyHttp for HttpProxy {
             .map(|r| r.status.as_u16())
             .or(ctx.failure.map(Failure::status))
             .unwrap_or(0);
+        let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
         outcome::record(self, ctx, req.method.as_str(), req.uri.path(), status);
+        mirror::on_done(ctx, self.mirror.as_ref(), req, status, body_done);
         let _enter = ctx.span.enter();
         debug!(
             status,

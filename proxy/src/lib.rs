@@ -6,6 +6,7 @@ mod defaults;
 mod demo;
 mod http_proxy;
 mod lifecycle;
+mod mirror;
 mod mock_llm;
 mod server;
 mod tcp_proxy;

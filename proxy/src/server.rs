@@ -27,6 +27,7 @@ use tracing::{info, warn};
 use crate::access_log::AccessLog;
 use crate::http_proxy::{HttpProxy, Observability};
 use crate::lifecycle::{Lifecycle, Stop};
+use crate::mirror::{MirrorQueue, MirrorSender};
 use crate::tcp_proxy::TcpProxy;
 use crate::telemetry::Tracer;
 
@@ -54,6 +55,7 @@ pub struct Sluice {
     server: Option<JoinHandle<()>>,
     control: Option<JoinHandle<()>>,
     control_cancel: CancellationToken,
+    mirror: Option<MirrorSender>,
 }
 
 impl Sluice {
@@ -83,7 +85,8 @@ impl Sluice {
         let store = SnapshotStore::new(config, metrics, stats);
         let observers = Observers::new(&store).map_err(|e| anyhow!("metrics: {e}"))?;
         let lifecycle = Lifecycle::new();
-        let server = add_services(server, &store, &lifecycle)?;
+        let (mirror, mirror_queue) = MirrorSender::start(store.clone()).context("mirror sender")?;
+        let server = add_services(server, &store, &lifecycle, mirror_queue)?;
 
         let watch = lifecycle.signal_watch();
         let server = std::thread::Builder::new()
@@ -123,6 +126,7 @@ impl Sluice {
             server: Some(server),
             control: Some(control),
             control_cancel,
+            mirror: Some(mirror),
         };
         for (name, addr) in &sluice.listeners {
             wait_listening(*addr)
@@ -167,6 +171,10 @@ impl Sluice {
         if let Some(server) = self.server.take() {
             let _ = server.join();
         }
+        // Copies still queued or out are dropped: the primary is done.
+        if let Some(mut mirror) = self.mirror.take() {
+            mirror.stop();
+        }
         self.stop_control();
     }
 
@@ -210,6 +218,7 @@ fn add_services(
     mut server: Server,
     store: &Arc<SnapshotStore>,
     lifecycle: &Arc<Lifecycle>,
+    mirror: MirrorQueue,
 ) -> anyhow::Result<Server> {
     let conf = server.configuration.clone();
     let snapshot = store.load();
@@ -221,7 +230,11 @@ fn add_services(
     tracer
         .register_metrics(store.metrics.registry())
         .map_err(|e| anyhow!("trace metrics: {e}"))?;
-    let observability = Observability { access_log, tracer };
+    let observability = Observability {
+        access_log,
+        tracer,
+        mirror: Some(mirror),
+    };
     for (i, l) in snapshot.config.listeners.iter().enumerate() {
         let addr = l.listen.to_string();
         match &l.protocol {

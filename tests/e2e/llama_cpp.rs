@@ -18,17 +18,24 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// llama.cpp's server as a child process; killed on drop.
-struct LlamaServer {
+pub(crate) struct LlamaServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl LlamaServer {
     fn start(python: &Path) -> LlamaServer {
+        Self::start_with(python, None)
+    }
+
+    /// With `temperature`, requests that name none sample at it (the
+    /// server's default is 0.8).
+    pub(crate) fn start_with(python: &Path, temperature: Option<f32>) -> LlamaServer {
         let port = free_port();
         let mut child = Command::new(python)
             .arg(script("llama_server.py"))
             .arg(port.to_string())
+            .args(temperature.map(|t| t.to_string()))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

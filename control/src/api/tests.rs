@@ -410,5 +410,6 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
 }
 
 mod faults;
+mod mirror;
 mod observers;
 mod rollouts;

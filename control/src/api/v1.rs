@@ -272,6 +272,8 @@ pub fn allowed(segments: &[&str]) -> Option<&'static str> {
         ["routes", _, "split"] => Some("PUT"),
         ["rollouts"] | ["faults"] => Some("GET, POST"),
         ["faults", _] => Some("GET, DELETE"),
+        ["routes", _, "mirror"] => Some("PUT, DELETE"),
+        ["mirror", "diffs"] => Some("GET"),
         ["rollouts", _] => Some("GET, DELETE"),
         ["rollouts", _, "pause" | "resume" | "promote" | "abort"] => Some("POST"),
         _ => None,

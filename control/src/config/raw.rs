@@ -3,12 +3,14 @@
 //! that `validate` can report every problem at once, each with its path.
 
 mod fault;
+mod mirror;
 mod rollout;
 
 pub use fault::{
     RawDelay, RawDirection, RawDistribution, RawFault, RawFaultAction, RawFaultMatch,
     RawTruncateMode,
 };
+pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
 pub use rollout::{
     RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
@@ -209,6 +211,9 @@ pub struct RawRoute {
     /// Let a request ask for faults with `x-sluice-fault-*` headers (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_header_faults: Option<bool>,
+    /// Shadow traffic: copies of this route's requests to another cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<RawMirror>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

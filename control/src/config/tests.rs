@@ -3,6 +3,7 @@
 use super::*;
 
 mod faults;
+mod mirror;
 mod rollouts;
 
 const GOOD: &str = r#"

@@ -1,7 +1,11 @@
 //! The validated config: every value parsed, every reference checked.
 
+mod mirror;
 mod rollout;
 
+pub use mirror::{
+    CompareConfig, MirrorConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT,
+};
 pub use rollout::{
     Gate, Gates, OnBreach, RolloutConfig, RolloutSource, DEFAULT_CONSECUTIVE, DEFAULT_HOLD,
     DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
@@ -205,7 +209,7 @@ pub struct StickyConfig {
     pub header: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RouteConfig {
     pub name: String,
     pub listener: String,
@@ -218,6 +222,7 @@ pub struct RouteConfig {
     pub allow_version_header: bool,
     /// Whether `x-sluice-fault-*` request headers may inject faults.
     pub allow_header_faults: bool,
+    pub mirror: Option<MirrorConfig>,
 }
 
 impl Config {

@@ -39,6 +39,34 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses a byte size: `<number>` (bytes) or with a unit `B`, `KiB`, `MiB`,
+/// `GiB` (powers of 1024) or `KB`, `MB`, `GB` (powers of 1000).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size like 512KiB or 1MiB"))?;
+    let scale: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        other => {
+            return Err(format!(
+                "`{text}` has unknown unit `{other}` (use B, KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
+    };
+    Ok((value * scale).round() as u64)
+}
+
 /// The inverse of [`parse_duration`] for display: the largest unit that is exact.
 pub fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
@@ -97,6 +125,22 @@ mod tests {
         assert_eq!(
             parse_percent("inf%"),
             Err("`inf%` is not a percent like 1% or 0.5%".into())
+        );
+    }
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("512 KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("2000"), Ok(2000));
+        assert_eq!(parse_size("1.5KB"), Ok(1500));
+        assert_eq!(
+            parse_size("1 parsec"),
+            Err("`1 parsec` has unknown unit `parsec` (use B, KiB, MiB, GiB, KB, MB or GB)".into())
+        );
+        assert_eq!(
+            parse_size("big"),
+            Err("`big` is not a size like 512KiB or 1MiB".into())
         );
     }
 

@@ -2,6 +2,7 @@
 //! builds the typed [`Config`], or returns every error found.
 
 mod fault;
+mod mirror;
 mod rollout;
 mod routes;
 mod telemetry;

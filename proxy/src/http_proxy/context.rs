@@ -8,6 +8,7 @@ use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
 use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome};
 
+use super::mirror::MirrorCapture;
 use crate::lifecycle::InflightGuard;
 use crate::telemetry::{Attempt, RequestTrace};
 
@@ -49,6 +50,8 @@ pub struct RequestCtx {
     pub connect_started: Option<SystemTime>,
     /// Set when a fault drops the client's connection unanswered.
     pub fault_dropped: bool,
+    /// Set when this request is mirrored (see `mirror.rs`).
+    pub mirror: Option<Box<MirrorCapture>>,
     _inflight: InflightGuard,
 }
 
@@ -79,6 +82,7 @@ impl RequestCtx {
             attempts: Vec::new(),
             connect_started: None,
             fault_dropped: false,
+            mirror: None,
             _inflight: inflight,
         }
     }

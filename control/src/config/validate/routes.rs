@@ -35,11 +35,17 @@ pub(super) fn routes(
                 ),
                 Some(_) => {}
             }
+            let matcher = matcher(&at, r, errs);
+            let split = split(&at, r, clusters, errs);
             RouteConfig {
                 name: r.name.clone(),
                 listener: r.listener.clone(),
-                matcher: matcher(&at, r, errs),
-                split: split(&at, r, clusters, errs),
+                matcher,
+                mirror: r
+                    .mirror
+                    .as_ref()
+                    .map(|m| super::mirror::mirror(&at, m, &split, clusters, errs)),
+                split,
                 sticky: r.sticky.as_ref().map(|s| StickyConfig {
                     header: errs.header_name(format!("{at}.sticky.header"), &s.header),
                 }),

@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# Shadow traffic bench: what mirroring costs the primary. Four sluice processes
+# in front of the same upstream, measured alternately in one run:
+#   off      no mirror
+#   x1       mirror { copies: 1 } to a shadow upstream (100%)
+#   x3       mirror { copies: 3 } to the shadow (100%)
+#   x3-dead  mirror { copies: 3 } to a port nobody listens on
+# The primary and the shadow are two nginx instances answering `return 200` with a
+# fixed JSON body (worker_processes 1 each). Every sluice has runtime.threads: 1;
+# its mirror sender (its own 2-thread runtime) shares the proxy's core. Load: wrk
+# POSTing a small chat-completions JSON body over HTTP/1.1 keep-alive, one wrk
+# thread, fixed connections, a short unmeasured warm-up per run (saturation:
+# what the proxy's core can do), then h2load --h1 at a fixed request rate (a
+# sidecar's usual state: p50/p99 at the same offered load), in rounds whose
+# target order rotates; the tables give the median of the rounds, and each
+# sluice's mirror counters (copies answered, dropped by reason) at the end. With
+# taskset and two cores: the sluices on core 1; wrk, h2load and both nginx on core 0.
+#
+#   benches/mirror.sh            3 rounds x 8 s per target (~2 min)
+#   benches/mirror.sh --quick    2 rounds x 4 s per target (~1 min)
+#
+# Options: --rounds N, --duration SECONDS, --connections N, --rate REQ_PER_S
+#          (fixed-rate phase, default 4000; 0 = skip), --nice N (default -19;
+#          0 = no change), --no-install (skip scripts/install-deps.sh), --keep.
+# Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+cd "$root"
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+rounds=3
+duration=8
+warmup=1
+niceness=-19
+connections=32
+rate=4000
+install=1
+keep=0
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick)
+            rounds=2
+            duration=4
+            ;;
+        --rounds) rounds=$2 && shift ;;
+        --duration) duration=$2 && shift ;;
+        --connections) connections=$2 && shift ;;
+        --rate) rate=$2 && shift ;;
+        --nice) niceness=$2 && shift ;;
+        --no-install) install=0 ;;
+        --keep) keep=1 ;;
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            usage >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+
+log() { printf 'mirror-bench: %s\n' "$*" >&2; }
+die() {
+    log "$*"
+    exit 1
+}
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+if [[ $install == 1 ]]; then
+    bash scripts/install-deps.sh --bench >&2
+fi
+for cmd in wrk nginx curl $( ((rate > 0)) && echo h2load); do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (run scripts/install-deps.sh --bench)"
+done
+
+log "building sluice (release)"
+cargo build --release -p sluice-proxy --bin sluice >&2
+sluice="$root/target/release/sluice"
+
+pin_and_prioritise "wrk and both nginx"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-mirror-bench.XXXXXX")"
+chmod 755 "$work"
+pids=()
+trap stop_processes EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_ready NAME PORT: polls until a POST answers 200 through the port.
+wait_ready() {
+    local name=$1 port=$2 code
+    for _ in $(seq 200); do
+        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST -d '{}' \
+            "http://127.0.0.1:$port/v1/chat/completions" || true)"
+        [[ $code == 200 ]] && return 0
+        sleep 0.05
+    done
+    tail -n 20 "$work/$name.log" >&2 || true
+    die "$name not ready on 127.0.0.1:$port after 10 s"
+}
+
+# start_nginx NAME PORT: one worker answering every request with a fixed JSON body.
+start_nginx() {
+    local name=$1 p=$2 dir="$work/$1" user=""
+    mkdir -p "$dir"
+    [[ $(id -u) == 0 ]] && user="user root;"
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+$user
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$p;
+        location / {
+            default_type application/json;
+            return 200 '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}';
+        }
+    }
+}
+CONF
+    launch load_pin "$work/$name.log" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf"
+    pids+=("$launched")
+    wait_ready "$name" "$p"
+}
+
+primary_port="$(free_port)"
+shadow_port="$(free_port)"
+dead_port="$(free_port)"
+start_nginx primary "$primary_port"
+start_nginx shadow "$shadow_port"
+
+targets=(off x1 x3 x3-dead)
+declare -A port admin
+for t in "${targets[@]}"; do
+    p="$(free_port)"
+    a="$(free_port)"
+    case $t in
+        off) mirror="" ;;
+        x1) mirror=", mirror: { cluster: shadow, copies: 1 }" ;;
+        x3) mirror=", mirror: { cluster: shadow, copies: 3 }" ;;
+        x3-dead) mirror=", mirror: { cluster: dead, copies: 3 }" ;;
+    esac
+    cat >"$work/sluice-$t.yaml" <<CONF
+runtime: { threads: 1, grace_period: 1s }
+admin: { listen: 127.0.0.1:$a }
+listeners:
+  - { name: public, listen: 127.0.0.1:$p, protocol: http }
+clusters:
+  - { name: primary, kind: http, endpoints: [127.0.0.1:$primary_port] }
+  - { name: shadow, kind: http, endpoints: [127.0.0.1:$shadow_port] }
+  - { name: dead, kind: http, endpoints: [127.0.0.1:$dead_port] }
+routes:
+  - { name: chat, listener: public, split: { primary: 100 }$mirror }
+CONF
+    launch proxy_pin "$work/sluice-$t.log" "$sluice" run -c "$work/sluice-$t.yaml"
+    pids+=("$launched")
+    port[$t]=$p
+    admin[$t]=$a
+done
+for t in "${targets[@]}"; do wait_ready "sluice-$t" "${port[$t]}"; done
+
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"model":"m","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+printf '%s' '{"model":"m","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}' >"$work/body.json"
+# Fixed rate: 16 clients, each at rate/16 requests per second.
+rate_clients=16
+
+# Latency in wrk's notation (274.00us, 1.08ms, 2.00s) to milliseconds.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
+        printf "%.3f", n
+    }'
+}
+
+run_wrk() {
+    local out=$1
+    shift
+    launch load_pin "$out" wrk "$@"
+    wait "$launched" || die "wrk failed: $(cat "$out")"
+}
+
+results="$work/results.tsv"
+: >"$results"
+: >"$work/rate.tsv"
+for round in $(seq "$rounds"); do
+    # Rotate the order so no target always runs first (or last).
+    order=("${targets[@]:$(((round - 1) % ${#targets[@]}))}" "${targets[@]:0:$(((round - 1) % ${#targets[@]}))}")
+    for t in "${order[@]}"; do
+        url="http://127.0.0.1:${port[$t]}/v1/chat/completions"
+        run_wrk "$work/warmup.txt" -c "$connections" -t 1 -d "${warmup}s" -s "$work/post.lua" "$url"
+        out="$work/wrk-$round-$t.txt"
+        run_wrk "$out" -c "$connections" -t 1 -d "${duration}s" --latency -s "$work/post.lua" "$url"
+        rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+        p50="$(to_ms "$(awk '$1 == "50%" { print $2 }' "$out")")"
+        p99="$(to_ms "$(awk '$1 == "99%" { print $2 }' "$out")")"
+        non2xx="$(awk '/Non-2xx/ { print $NF }' "$out")"
+        sockerr="$(awk '/Socket errors/ { print $0 }' "$out")"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$rps" "$p50" "$p99" "${non2xx:-0}" >>"$results"
+        log "round $round $t: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${non2xx:-0}${sockerr:+, $sockerr}"
+        ((rate > 0)) || continue
+        # The same target at a fixed offered load; latencies from h2load's per-request log.
+        rlog="$work/h2load-$round-$t.log"
+        launch load_pin "$work/h2load-$round-$t.txt" h2load --h1 -c "$rate_clients" \
+            --rps=$((rate / rate_clients)) -D "$duration" --warm-up-time=1 \
+            -d "$work/body.json" -H 'content-type: application/json' --log-file="$rlog" "$url"
+        wait "$launched" || die "h2load failed: $(cat "$work/h2load-$round-$t.txt")"
+        n="$(wc -l <"$rlog")"
+        ((n > 0)) || die "h2load logged no request: $(cat "$work/h2load-$round-$t.txt")"
+        done_rps="$(awk -v n="$n" -v d="$duration" 'BEGIN { printf "%.0f", n / d }')"
+        pick() { cut -f3 "$rlog" | sort -n | awk -v k="$(awk -v n="$n" -v q="$1" 'BEGIN { print int(n * q) + 1 }')" 'NR == k { printf "%.3f", $1 / 1000 }'; }
+        r50="$(pick 0.50)"
+        r99="$(pick 0.99)"
+        rerr="$(awk -F'\t' '$2 != 200 { e++ } END { print e + 0 }' "$rlog")"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$done_rps" "$r50" "$r99" "$rerr" >>"$work/rate.tsv"
+        log "round $round $t at $rate req/s: $done_rps req/s done, p50 $r50 ms, p99 $r99 ms, non-200 $rerr"
+    done
+done
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "${3:-$results}"; }
+counters() {
+    curl -s "http://127.0.0.1:$1/metrics" |
+        awk '/^sluice_mirror_requests_total/ && $NF != 0 { sub(/.*result="/, ""); sub(/".*\} /, "="); printf "%s ", $0 }'
+}
+
+report="$(
+    echo "### Mirroring cost to the primary ($(date -u +%Y-%m-%d))"
+    echo
+    echo "- command: \`benches/mirror.sh --rounds $rounds --duration $duration\`"
+    echo "- machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); pinning: $pinning; priority: $priority"
+    echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
+    echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency -s post.lua\` (POST, 84-byte JSON body), ${warmup}s warm-up per run; $rounds rounds, order rotated; medians"
+    echo
+    echo "| target | req/s | p50 ms | p99 ms | p99 vs off | non-2xx | copies at the end (result=count) |"
+    echo "|---|---:|---:|---:|---:|---:|---|"
+    off_p99="$(col off 5 | median)"
+    for t in "${targets[@]}"; do
+        rps="$(col "$t" 3 | median)"
+        p50="$(col "$t" 4 | median)"
+        p99="$(col "$t" 5 | median)"
+        non2xx="$(col "$t" 6 | awk '{ s += $1 } END { print s + 0 }')"
+        vs="$(awk -v a="$p99" -v b="$off_p99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
+        echo "| $t | $rps | $p50 | $p99 | $vs | $non2xx | $(counters "${admin[$t]}") |"
+    done
+    if ((rate > 0)); then
+        echo
+        echo "Fixed rate: \`h2load --h1 -c $rate_clients --rps=$((rate / rate_clients)) -D $duration --warm-up-time=1\` ($rate req/s offered), latencies from its per-request log:"
+        echo
+        echo "| target | req/s done | p50 ms | p99 ms | p99 vs off | non-200 |"
+        echo "|---|---:|---:|---:|---:|---:|"
+        off_r99="$(col off 5 "$work/rate.tsv" | median)"
+        for t in "${targets[@]}"; do
+            r="$(col "$t" 3 "$work/rate.tsv" | median)"
+            r50="$(col "$t" 4 "$work/rate.tsv" | median)"
+            r99="$(col "$t" 5 "$work/rate.tsv" | median)"
+            rerr="$(col "$t" 6 "$work/rate.tsv" | awk '{ s += $1 } END { print s + 0 }')"
+            vs="$(awk -v a="$r99" -v b="$off_r99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
+            echo "| $t | $r | $r50 | $r99 | $vs | $rerr |"
+        done
+    fi
+)"
+mkdir -p target/bench
+file="target/bench/mirror-$(date -u +%Y%m%d-%H%M%S).md"
+echo "$report" | tee "$file"
+log "saved $file"

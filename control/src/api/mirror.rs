@@ -1,0 +1,113 @@
+//! Shadow traffic in the API: `GET /v1/mirror/diffs` (the recent differing
+//! pairs), `PUT /v1/routes/{route}/mirror` (set a route's policy) and
+//! `DELETE /v1/routes/{route}/mirror` (stop mirroring). Changes go through
+//! the store like any other.
+
+use http::StatusCode;
+use serde::Serialize;
+
+use super::respond::{self, ApiResponse};
+use crate::config::{ConfigError, ConfigErrors, RawMirror};
+use crate::mirror::{DiffRecord, DIFF_CAPACITY};
+use crate::store::SnapshotStore;
+
+#[derive(Serialize)]
+struct DiffsView {
+    capacity: usize,
+    /// Pairs ever recorded; the oldest fall off the ring.
+    total: u64,
+    /// Newest first.
+    diffs: Vec<DiffRecord>,
+}
+
+#[derive(Serialize)]
+struct MirrorSet<'a> {
+    route: &'a str,
+    mirror: Option<&'a RawMirror>,
+    version: u64,
+}
+
+pub fn get_diffs(store: &SnapshotStore) -> ApiResponse {
+    let (diffs, total) = store.mirror_diffs.list();
+    respond::json(
+        StatusCode::OK,
+        &DiffsView {
+            capacity: DIFF_CAPACITY,
+            total,
+            diffs,
+        },
+    )
+}
+
+/// Sets (`Some`) or removes (`None`) a route's mirror policy. A body that
+/// does not parse is refused with paths relative to it; a policy that does
+/// not validate, with its full path in the config.
+pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiResponse {
+    let unknown = || {
+        respond::error_at(
+            StatusCode::NOT_FOUND,
+            &format!("unknown route `{route}`"),
+            "route",
+        )
+    };
+    if !store.load().config.routes.iter().any(|r| r.name == route) {
+        return unknown();
+    }
+    let mirror = match body {
+        None => None,
+        Some(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) => match RawMirror::from_yaml(text) {
+                Ok(m) => Some(m),
+                Err(errors) => return respond::config_errors(&errors),
+            },
+            Err(e) => {
+                return respond::error_at(
+                    StatusCode::BAD_REQUEST,
+                    &format!("body is not UTF-8: {e}"),
+                    "",
+                )
+            }
+        },
+    };
+    let action = match mirror {
+        Some(_) => format!("set mirror of route {route}"),
+        None => format!("remove mirror of route {route}"),
+    };
+    let mut vanished = false;
+    let result = store.apply("api", &action, |raw| {
+        match raw.routes.iter_mut().find(|r| r.name == route) {
+            Some(r) => {
+                r.mirror = mirror;
+                Ok(())
+            }
+            None => {
+                vanished = true;
+                Err(ConfigErrors(vec![ConfigError::new(
+                    "route",
+                    format!("unknown route `{route}`"),
+                )]))
+            }
+        }
+    });
+    match result {
+        Ok(snapshot) => {
+            let mirror = snapshot
+                .config
+                .raw
+                .routes
+                .iter()
+                .find(|r| r.name == route)
+                .and_then(|r| r.mirror.as_ref());
+            respond::json(
+                StatusCode::OK,
+                &MirrorSet {
+                    route,
+                    mirror,
+                    version: snapshot.version,
+                },
+            )
+        }
+        Err(_) if vanished => unknown(),
+        Err(errors) => respond::config_errors(&errors),
+    }
+}

@@ -1,0 +1,127 @@
+use serde_json::json;
+
+use super::*;
+use crate::mirror::DiffRecord;
+
+#[tokio::test]
+async fn put_sets_a_policy_and_delete_removes_it() {
+    let s = Server::start().await;
+    let (status, body) = s
+        .json(
+            Method::PUT,
+            "/v1/routes/chat/mirror",
+            r#"{"cluster": "b", "percent": 10, "copies": 2.5, "sample_by": "x-session-id"}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["route"], "chat");
+    assert_eq!(body["mirror"]["copies"], 2.5);
+    assert_eq!(body["version"], 2);
+    let snapshot = s.api.store.load();
+    let policy = snapshot.routes[0].mirror.as_ref().unwrap();
+    assert_eq!(policy.config.percent, 10.0);
+    assert_eq!(policy.shadow.config.name, "b");
+
+    // YAML is taken too, and the whole policy is replaced.
+    let (status, _) = s
+        .json(Method::PUT, "/v1/routes/chat/mirror", "cluster: a\n")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let snapshot = s.api.store.load();
+    let policy = snapshot.routes[0].mirror.as_ref().unwrap();
+    assert_eq!(policy.config.percent, 100.0);
+    assert_eq!(policy.shadow.config.name, "a");
+
+    let (status, body) = s.json(Method::DELETE, "/v1/routes/chat/mirror", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["mirror"], Value::Null);
+    assert!(s.api.store.load().routes[0].mirror.is_none());
+    let (_, events) = s.json(Method::GET, "/v1/events", "").await;
+    let actions: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"set mirror of route chat"), "{actions:?}");
+    assert!(
+        actions.contains(&"remove mirror of route chat"),
+        "{actions:?}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn bad_policies_are_refused_with_every_path_and_change_nothing() {
+    let s = Server::start().await;
+    let (status, body) = s
+        .json(
+            Method::PUT,
+            "/v1/routes/chat/mirror",
+            r#"{"cluster": "nowhere", "percent": 101, "copies": -1}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"errors": [
+            {"path": "routes[0].mirror.cluster", "message": "unknown cluster `nowhere`"},
+            {"path": "routes[0].mirror.percent", "message": "101 is not within 0..=100"},
+            {"path": "routes[0].mirror.copies", "message": "-1 is not within 0 (excluded) ..= 16"},
+        ]})
+    );
+    let (status, body) = s
+        .json(
+            Method::PUT,
+            "/v1/routes/chat/mirror",
+            r#"{"cluster": "a", "copies": "many"}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["errors"][0]["path"], "copies", "{body}");
+    let (status, body) = s.json(Method::PUT, "/v1/routes/chat/mirror", "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["errors"][0]["message"],
+        "a mirror policy is required (YAML or JSON, the shape of `routes[].mirror`)"
+    );
+    let (status, body) = s
+        .json(Method::PUT, "/v1/routes/nope/mirror", r#"{"cluster": "a"}"#)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["path"], "route");
+    assert_eq!(s.api.store.load().version, 1);
+    assert!(s.api.store.load().routes[0].mirror.is_none());
+
+    let (status, headers, _) = s
+        .call(Method::GET, "/v1/routes/chat/mirror", Some(TOKEN), "")
+        .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(headers["allow"], "PUT, DELETE");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn diffs_come_newest_first() {
+    let s = Server::start().await;
+    let (status, body) = s.json(Method::GET, "/v1/mirror/diffs", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["diffs"], json!([]));
+    assert_eq!(body["total"], 0);
+    for id in ["first", "second"] {
+        s.api.store.mirror_diffs.push(DiffRecord {
+            request_id: id.into(),
+            kinds: vec!["text"],
+            similarity: Some(0.5),
+            ..DiffRecord::default()
+        });
+    }
+    let (_, body) = s.json(Method::GET, "/v1/mirror/diffs", "").await;
+    assert_eq!(body["total"], 2);
+    assert_eq!(body["diffs"][0]["request_id"], "second");
+    assert_eq!(body["diffs"][0]["kinds"], json!(["text"]));
+    assert_eq!(body["diffs"][0]["similarity"], 0.5);
+    // Redacted legs carry no text.
+    assert!(body["diffs"][0]["shadow"].get("text").is_none());
+    s.stop().await;
+}

@@ -1,0 +1,109 @@
+use std::time::Duration;
+
+use super::*;
+
+/// GOOD with a shadow cluster, a tls cluster, and `mirror` on the route.
+fn config(mirror: &str) -> String {
+    let clusters = "  - { name: redis, kind: cache, endpoints: [127.0.0.1:6379] }\n  \
+- { name: shadow, kind: llm, endpoints: [127.0.0.1:8100] }\n  \
+- { name: tls-shadow, kind: llm, endpoints: [127.0.0.1:9443], tls: {} }\n";
+    format!(
+        "{}    mirror: {mirror}\n",
+        GOOD.replace(
+            "  - { name: redis, kind: cache, endpoints: [127.0.0.1:6379] }\n",
+            clusters
+        )
+    )
+}
+
+#[test]
+fn defaults_and_every_key() {
+    let c = Config::from_yaml(&config("{ cluster: shadow }")).unwrap();
+    let m = c.routes[0].mirror.clone().unwrap();
+    assert_eq!(m.percent, 100.0);
+    assert_eq!(m.copies, 1.0);
+    assert_eq!(m.max_body, 1024 * 1024);
+    assert_eq!(m.rate_limit, None);
+    assert_eq!(m.max_in_flight, 64);
+    assert_eq!(m.timeout, Duration::from_secs(30));
+    assert_eq!(m.compare, CompareConfig::default());
+
+    let c = Config::from_yaml(&config(
+        "{ cluster: shadow, percent: 10%, copies: 2.5, max_body: 512KiB, rate_limit: 100, \
+max_in_flight: 8, sample_by: X-Session-Id, timeout: 2s, \
+rewrite: { headers: { X-Env: shadow }, model: small-v2 }, \
+compare: { ids: /results/*/id, noise_copies: 1, keep_text: true, min_similarity: 0.8 } }",
+    ))
+    .unwrap();
+    let m = c.routes[0].mirror.clone().unwrap();
+    assert_eq!(m.percent, 10.0);
+    assert_eq!(m.copies, 2.5);
+    assert_eq!(m.max_body, 512 * 1024);
+    assert_eq!(m.rate_limit, Some(100.0));
+    assert_eq!(m.max_in_flight, 8);
+    assert_eq!(m.sample_by.as_deref(), Some("x-session-id"));
+    assert_eq!(m.timeout, Duration::from_secs(2));
+    assert_eq!(m.rewrite_headers, vec![("x-env".into(), "shadow".into())]);
+    assert_eq!(m.rewrite_model.as_deref(), Some("small-v2"));
+    assert_eq!(
+        m.compare,
+        CompareConfig {
+            ids: Some("/results/*/id".into()),
+            noise_copies: 1,
+            keep_text: true,
+            min_similarity: 0.8,
+        }
+    );
+}
+
+#[test]
+fn every_error_with_its_path() {
+    let errors = errors_in(&config(
+        "{ cluster: nowhere, percent: 120, copies: 0, max_body: 1 parsec, rate_limit: -1, \
+max_in_flight: 0, sample_by: 'bad header', timeout: 0s, \
+rewrite: { headers: { x-sluice-shadow: '1' }, model: '' }, \
+compare: { ids: results, noise_copies: 9, min_similarity: 2 } }",
+    ));
+    assert_eq!(
+        errors,
+        vec![
+            "routes[0].mirror.cluster: unknown cluster `nowhere`",
+            "routes[0].mirror.compare.noise_copies: 9 is over the limit of 4",
+            "routes[0].mirror.compare.ids: `results` is not a JSON pointer (it must start with `/`)",
+            "routes[0].mirror.compare.min_similarity: 2 is not within 0..=1",
+            "routes[0].mirror.rewrite.headers.x-sluice-shadow: `x-sluice-shadow` is set by the mirror itself",
+            "routes[0].mirror.rewrite.model: must not be empty",
+            "routes[0].mirror.percent: 120 is not within 0..=100",
+            "routes[0].mirror.copies: 0 is not within 0 (excluded) ..= 16",
+            "routes[0].mirror.max_body: `1 parsec` has unknown unit `parsec` (use B, KiB, MiB, GiB, KB, MB or GB)",
+            "routes[0].mirror.rate_limit: -1 copies per second must be above 0",
+            "routes[0].mirror.max_in_flight: must be at least 1",
+            "routes[0].mirror.sample_by: `bad header` is not a valid header name",
+            "routes[0].mirror.timeout: must be greater than 0",
+        ]
+    );
+}
+
+#[test]
+fn shadow_cluster_must_speak_plain_http() {
+    assert_eq!(
+        errors_in(&config("{ cluster: redis }")),
+        vec!["routes[0].mirror.cluster: cluster `redis` is kind cache; only HTTP can be mirrored"]
+    );
+    assert_eq!(
+        errors_in(&config("{ cluster: tls-shadow }")),
+        vec!["routes[0].mirror.cluster: cluster `tls-shadow` uses tls; mirror copies are sent over plain HTTP only"]
+    );
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_path() {
+    let errors = errors_in(&config("{ cluster: shadow, percnt: 5 }"));
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with(
+            "routes[0].mirror.percnt: unknown field `percnt`, expected one of `cluster`, `percent`"
+        ),
+        "{errors:?}"
+    );
+}

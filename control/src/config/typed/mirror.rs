@@ -1,0 +1,45 @@
+//! A route's validated mirror policy.
+
+use std::time::Duration;
+
+pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+pub const DEFAULT_MIRROR_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MirrorConfig {
+    pub cluster: String,
+    /// 0..=100.
+    pub percent: f64,
+    pub copies: f64,
+    pub max_body: usize,
+    /// Copies per second; `None` = unlimited.
+    pub rate_limit: Option<f64>,
+    pub max_in_flight: usize,
+    /// Lower-case header name.
+    pub sample_by: Option<String>,
+    pub timeout: Duration,
+    /// Lower-case header names with their values.
+    pub rewrite_headers: Vec<(String, String)>,
+    pub rewrite_model: Option<String>,
+    pub compare: CompareConfig,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareConfig {
+    pub ids: Option<String>,
+    pub noise_copies: u32,
+    pub keep_text: bool,
+    pub min_similarity: f64,
+}
+
+impl Default for CompareConfig {
+    fn default() -> Self {
+        CompareConfig {
+            ids: None,
+            noise_copies: 0,
+            keep_text: false,
+            min_similarity: 1.0,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Validation of `routes[].mirror`.
+
+use super::super::raw::{RawMirror, RawPercent, RawSize};
+use super::super::typed::*;
+use super::super::units::{parse_percent, parse_size};
+use super::Errors;
+
+/// Amplification past this is a load test, not a shadow.
+const MAX_COPIES: f64 = 16.0;
+const MAX_NOISE_COPIES: u32 = 4;
+/// The sender keeps a whole body per queued job.
+const MAX_MAX_BODY: usize = 64 * 1024 * 1024;
+
+pub(super) fn mirror(
+    at: &str,
+    raw: &RawMirror,
+    split: &[(String, u32)],
+    clusters: &[ClusterConfig],
+    errs: &mut Errors,
+) -> MirrorConfig {
+    let at = format!("{at}.mirror");
+    match clusters.iter().find(|c| c.name == raw.cluster) {
+        None => errs.push(
+            format!("{at}.cluster"),
+            format!("unknown cluster `{}`", raw.cluster),
+        ),
+        Some(c) if c.kind == ClusterKind::Cache => errs.push(
+            format!("{at}.cluster"),
+            format!(
+                "cluster `{}` is kind cache; only HTTP can be mirrored",
+                c.name
+            ),
+        ),
+        Some(c) if c.tls.is_some() => errs.push(
+            format!("{at}.cluster"),
+            format!(
+                "cluster `{}` uses tls; mirror copies are sent over plain HTTP only",
+                c.name
+            ),
+        ),
+        Some(_) => {}
+    }
+    let compare = raw.compare.clone().unwrap_or_default();
+    let noise_copies = compare.noise_copies.unwrap_or(0);
+    if noise_copies > MAX_NOISE_COPIES {
+        errs.push(
+            format!("{at}.compare.noise_copies"),
+            format!("{noise_copies} is over the limit of {MAX_NOISE_COPIES}"),
+        );
+    }
+    if noise_copies > 0 {
+        for (name, _) in split {
+            if clusters.iter().any(|c| &c.name == name && c.tls.is_some()) {
+                errs.push(
+                    format!("{at}.compare.noise_copies"),
+                    format!("split cluster `{name}` uses tls; noise copies are sent over plain HTTP only"),
+                );
+            }
+        }
+    }
+    if let Some(ids) = &compare.ids {
+        if !ids.starts_with('/') {
+            errs.push(
+                format!("{at}.compare.ids"),
+                format!("`{ids}` is not a JSON pointer (it must start with `/`)"),
+            );
+        }
+    }
+    let min_similarity = compare.min_similarity.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&min_similarity) {
+        errs.push(
+            format!("{at}.compare.min_similarity"),
+            format!("{min_similarity} is not within 0..=1"),
+        );
+    }
+    let rewrite = raw.rewrite.clone().unwrap_or_default();
+    let rewrite_headers = rewrite
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let path = format!("{at}.rewrite.headers.{name}");
+            let lower = errs.header_name(path.clone(), name);
+            if lower == "x-sluice-shadow" || lower == "traceparent" {
+                errs.push(
+                    path.clone(),
+                    format!("`{lower}` is set by the mirror itself"),
+                );
+            }
+            if http::HeaderValue::from_str(value).is_err() {
+                errs.push(path, format!("`{value}` is not a valid header value"));
+            }
+            (lower, value.clone())
+        })
+        .collect();
+    if rewrite.model.as_deref() == Some("") {
+        errs.push(format!("{at}.rewrite.model"), "must not be empty");
+    }
+    MirrorConfig {
+        cluster: raw.cluster.clone(),
+        percent: percent(errs, format!("{at}.percent"), raw.percent.as_ref()),
+        copies: copies(errs, format!("{at}.copies"), raw.copies),
+        max_body: max_body(errs, format!("{at}.max_body"), raw.max_body.as_ref()),
+        rate_limit: rate_limit(errs, format!("{at}.rate_limit"), raw.rate_limit),
+        max_in_flight: match raw.max_in_flight {
+            Some(0) => {
+                errs.push(format!("{at}.max_in_flight"), "must be at least 1");
+                DEFAULT_MAX_IN_FLIGHT
+            }
+            Some(n) => n as usize,
+            None => DEFAULT_MAX_IN_FLIGHT,
+        },
+        sample_by: raw
+            .sample_by
+            .as_ref()
+            .map(|h| errs.header_name(format!("{at}.sample_by"), h)),
+        timeout: errs.duration(
+            format!("{at}.timeout"),
+            raw.timeout.as_deref(),
+            DEFAULT_MIRROR_TIMEOUT,
+        ),
+        rewrite_headers,
+        rewrite_model: rewrite.model,
+        compare: CompareConfig {
+            ids: compare.ids,
+            noise_copies,
+            keep_text: compare.keep_text.unwrap_or(false),
+            min_similarity,
+        },
+    }
+}
+
+fn percent(errs: &mut Errors, path: String, raw: Option<&RawPercent>) -> f64 {
+    let value = match raw {
+        None => return 100.0,
+        Some(RawPercent::Number(n)) => *n,
+        Some(RawPercent::Text(t)) => match parse_percent(t) {
+            Ok(v) => v,
+            Err(e) => {
+                errs.push(path, e);
+                return 0.0;
+            }
+        },
+    };
+    if !(0.0..=100.0).contains(&value) {
+        errs.push(path, format!("{value} is not within 0..=100"));
+    }
+    value
+}
+
+fn copies(errs: &mut Errors, path: String, raw: Option<f64>) -> f64 {
+    let value = raw.unwrap_or(1.0);
+    if !(value > 0.0 && value <= MAX_COPIES) {
+        errs.push(
+            path,
+            format!("{value} is not within 0 (excluded) ..= {MAX_COPIES}"),
+        );
+    }
+    value
+}
+
+fn max_body(errs: &mut Errors, path: String, raw: Option<&RawSize>) -> usize {
+    let bytes = match raw {
+        None => return DEFAULT_MAX_BODY,
+        Some(RawSize::Bytes(n)) => *n,
+        Some(RawSize::Text(t)) => match parse_size(t) {
+            Ok(n) => n,
+            Err(e) => {
+                errs.push(path, e);
+                return DEFAULT_MAX_BODY;
+            }
+        },
+    };
+    match usize::try_from(bytes) {
+        Ok(n) if (1..=MAX_MAX_BODY).contains(&n) => n,
+        _ => {
+            errs.push(path, format!("{bytes} bytes is not within 1 ..= 64MiB"));
+            DEFAULT_MAX_BODY
+        }
+    }
+}
+
+fn rate_limit(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
+    let value = raw?;
+    if !(value.is_finite() && value > 0.0) {
+        errs.push(path, format!("{value} copies per second must be above 0"));
+        return None;
+    }
+    Some(value)
+}

@@ -1,0 +1,117 @@
+//! The most recent shadow answers that differed from the primary's: a
+//! bounded ring written by the shadow sender (never by the request path)
+//! and read by `GET /v1/mirror/diffs`.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+pub const DIFF_CAPACITY: usize = 256;
+
+/// One side of a differing pair. Without `compare.keep_text` only lengths
+/// and fingerprints describe the answer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DiffLeg {
+    pub cluster: String,
+    /// 0 when no answer came.
+    pub status: u16,
+    pub latency_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    pub bytes: usize,
+    pub fingerprint: String,
+    /// How many ids `compare.ids` found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DiffRecord {
+    /// Rises by one per recorded pair.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    pub route: String,
+    pub request_id: String,
+    pub method: String,
+    pub path: String,
+    /// The shadow copy's index (`x-sluice-shadow`).
+    pub copy: u32,
+    /// `status`, `text`, `ids`: what differed beyond the noise floor.
+    pub kinds: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_token_delta: Option<i64>,
+    /// The worst similarity and recall among noise copies (only with `noise_copies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_similarity: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_recall: Option<f64>,
+    pub request_bytes: usize,
+    pub request_fingerprint: String,
+    /// The request body, only with `compare.keep_text` (and cut to 4 KiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_text: Option<String>,
+    pub primary: DiffLeg,
+    pub shadow: DiffLeg,
+}
+
+#[derive(Default)]
+pub struct MirrorDiffs {
+    inner: Mutex<(u64, VecDeque<DiffRecord>)>,
+}
+
+impl MirrorDiffs {
+    pub fn push(&self, mut record: DiffRecord) {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (seq, ring) = &mut *guard;
+        *seq += 1;
+        record.seq = *seq;
+        if ring.len() == DIFF_CAPACITY {
+            ring.pop_front();
+        }
+        ring.push_back(record);
+    }
+
+    /// Kept pairs, newest first, and how many were ever recorded.
+    pub fn list(&self) -> (Vec<DiffRecord>, u64) {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        (guard.1.iter().rev().cloned().collect(), guard.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_within_capacity() {
+        let diffs = MirrorDiffs::default();
+        for i in 0..(DIFF_CAPACITY + 10) {
+            diffs.push(DiffRecord {
+                request_id: i.to_string(),
+                ..DiffRecord::default()
+            });
+        }
+        let (list, total) = diffs.list();
+        assert_eq!(total, (DIFF_CAPACITY + 10) as u64);
+        assert_eq!(list.len(), DIFF_CAPACITY);
+        assert_eq!(list[0].request_id, (DIFF_CAPACITY + 9).to_string());
+        assert_eq!(list[0].seq, (DIFF_CAPACITY + 10) as u64);
+        assert_eq!(list[DIFF_CAPACITY - 1].request_id, "10");
+    }
+}

@@ -1,0 +1,209 @@
+//! The mirror's metric families, and per-route handles resolved when a
+//! snapshot is built.
+
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+};
+
+/// What became of one shadow copy: sent and answered, or dropped and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MirrorResult {
+    /// Sent, and an answer (any status) was read to its end.
+    Ok,
+    /// The bounded queue to the sender was full at the end of the request.
+    QueueFull,
+    /// The request body was over `max_body`.
+    BodyTooLarge,
+    /// Over the route's `rate_limit`.
+    Rate,
+    /// The route already had `max_in_flight` copies out.
+    InFlight,
+    ConnectError,
+    /// No full answer within the policy's `timeout`.
+    Timeout,
+    /// Anything else: the shadow reset the connection, sent garbage.
+    Error,
+}
+
+impl MirrorResult {
+    pub const ALL: [MirrorResult; 8] = [
+        MirrorResult::Ok,
+        MirrorResult::QueueFull,
+        MirrorResult::BodyTooLarge,
+        MirrorResult::Rate,
+        MirrorResult::InFlight,
+        MirrorResult::ConnectError,
+        MirrorResult::Timeout,
+        MirrorResult::Error,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            MirrorResult::Ok => "ok",
+            MirrorResult::QueueFull => "queue_full",
+            MirrorResult::BodyTooLarge => "body_too_large",
+            MirrorResult::Rate => "rate",
+            MirrorResult::InFlight => "in_flight",
+            MirrorResult::ConnectError => "connect_error",
+            MirrorResult::Timeout => "timeout",
+            MirrorResult::Error => "error",
+        }
+    }
+}
+
+/// Kinds of difference counted in `sluice_mirror_diff_total`.
+const DIFF_KINDS: [&str; 3] = ["status", "text", "ids"];
+
+#[derive(Clone)]
+pub struct MirrorMetrics {
+    requests: IntCounterVec,
+    noise: IntCounterVec,
+    compared: IntCounterVec,
+    diffs: IntCounterVec,
+    similarity: HistogramVec,
+    recall: HistogramVec,
+    latency_ratio: HistogramVec,
+    ttft_ratio: HistogramVec,
+    output_tokens: HistogramVec,
+}
+
+/// One route's handles.
+#[derive(Clone)]
+pub struct MirrorRouteMetrics {
+    requests: [IntCounter; MirrorResult::ALL.len()],
+    noise: [IntCounter; MirrorResult::ALL.len()],
+    pub compared: IntCounter,
+    diffs: [IntCounter; DIFF_KINDS.len()],
+    pub similarity: Histogram,
+    pub recall: Histogram,
+    pub latency_ratio: Histogram,
+    pub ttft_ratio: Histogram,
+    pub output_tokens: Histogram,
+}
+
+impl MirrorRouteMetrics {
+    /// Counts `copies` shadow copies with one result.
+    pub fn count(&self, result: MirrorResult, copies: u32) {
+        self.requests[result as usize].inc_by(u64::from(copies));
+    }
+
+    /// Counts a noise copy (sent to the primary's own cluster).
+    pub fn count_noise(&self, result: MirrorResult) {
+        self.noise[result as usize].inc();
+    }
+
+    /// Counts one difference beyond the noise floor: `status`, `text` or `ids`.
+    pub fn count_diff(&self, kind: &str) {
+        if let Some(i) = DIFF_KINDS.iter().position(|k| *k == kind) {
+            self.diffs[i].inc();
+        }
+    }
+}
+
+const RATIO_BUCKETS: &[f64] = &[0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0];
+const SHARE_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0];
+const DELTA_BUCKETS: &[f64] = &[
+    -256.0, -64.0, -16.0, -4.0, -1.0, 0.0, 1.0, 4.0, 16.0, 64.0, 256.0,
+];
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+) -> Result<HistogramVec, prometheus::Error> {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        &["route"],
+    )?;
+    registry.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+fn counter(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntCounterVec, prometheus::Error> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+impl MirrorMetrics {
+    pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        Ok(Self {
+            requests: counter(
+                registry,
+                "sluice_mirror_requests_total",
+                "Shadow copies by result: ok (answered) or the reason it was dropped.",
+                &["route", "result"],
+            )?,
+            noise: counter(
+                registry,
+                "sluice_mirror_noise_requests_total",
+                "Noise copies (sent to the primary's own cluster) by result.",
+                &["route", "result"],
+            )?,
+            compared: counter(
+                registry,
+                "sluice_mirror_diff_compared_total",
+                "Shadow answers compared with the primary's.",
+                &["route"],
+            )?,
+            diffs: counter(
+                registry,
+                "sluice_mirror_diff_total",
+                "Shadow answers that differ from the primary's beyond the noise floor, by kind.",
+                &["route", "kind"],
+            )?,
+            similarity: histogram(
+                registry,
+                "sluice_mirror_diff_similarity",
+                "Text similarity of shadow and primary answers (token-set Jaccard, 1 = same words).",
+                SHARE_BUCKETS,
+            )?,
+            recall: histogram(
+                registry,
+                "sluice_mirror_diff_recall",
+                "Recall@k of the shadow's ids against the primary's (compare.ids).",
+                SHARE_BUCKETS,
+            )?,
+            latency_ratio: histogram(
+                registry,
+                "sluice_mirror_diff_latency_ratio",
+                "Shadow latency over primary latency.",
+                RATIO_BUCKETS,
+            )?,
+            ttft_ratio: histogram(
+                registry,
+                "sluice_mirror_diff_ttft_ratio",
+                "Shadow time to first token over the primary's.",
+                RATIO_BUCKETS,
+            )?,
+            output_tokens: histogram(
+                registry,
+                "sluice_mirror_diff_output_tokens",
+                "Shadow output tokens minus the primary's.",
+                DELTA_BUCKETS,
+            )?,
+        })
+    }
+
+    /// Resolves one route's handles; called when a snapshot is built.
+    pub fn route(&self, route: &str) -> MirrorRouteMetrics {
+        MirrorRouteMetrics {
+            requests: MirrorResult::ALL
+                .map(|r| self.requests.with_label_values(&[route, r.label()])),
+            noise: MirrorResult::ALL.map(|r| self.noise.with_label_values(&[route, r.label()])),
+            compared: self.compared.with_label_values(&[route]),
+            diffs: DIFF_KINDS.map(|k| self.diffs.with_label_values(&[route, k])),
+            similarity: self.similarity.with_label_values(&[route]),
+            recall: self.recall.with_label_values(&[route]),
+            latency_ratio: self.latency_ratio.with_label_values(&[route]),
+            ttft_ratio: self.ttft_ratio.with_label_values(&[route]),
+            output_tokens: self.output_tokens.with_label_values(&[route]),
+        }
+    }
+}

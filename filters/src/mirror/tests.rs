@@ -1,0 +1,82 @@
+use super::*;
+
+fn count(sampler: &MirrorSampler, requests: u32) -> (u32, u32) {
+    let mut mirrored = 0;
+    let mut copies = 0;
+    for _ in 0..requests {
+        let c = sampler.copies(None);
+        mirrored += u32::from(c > 0);
+        copies += c;
+    }
+    (mirrored, copies)
+}
+
+#[test]
+fn everything_at_100_percent_with_whole_copies() {
+    let s = MirrorSampler::new(100.0, 3.0, 7);
+    assert_eq!(count(&s, 100), (100, 300));
+}
+
+#[test]
+fn nothing_at_0_percent() {
+    let s = MirrorSampler::new(0.0, 3.0, 7);
+    assert_eq!(count(&s, 1000), (0, 0));
+    assert_eq!(s.copies(Some(b"session")), 0);
+}
+
+#[test]
+fn ten_percent_is_ten_percent_over_any_stretch_and_any_seed() {
+    for seed in 0..50 {
+        let s = MirrorSampler::new(10.0, 1.0, seed);
+        // Every window of 200 requests, not only the total.
+        for _ in 0..10 {
+            let (mirrored, _) = count(&s, 200);
+            assert!((18..=22).contains(&mirrored), "seed {seed}: {mirrored}");
+        }
+    }
+}
+
+#[test]
+fn fractional_copies_average_out() {
+    for seed in 0..50 {
+        let s = MirrorSampler::new(100.0, 2.5, seed);
+        let (mirrored, copies) = count(&s, 400);
+        assert_eq!(mirrored, 400);
+        assert!((995..=1005).contains(&copies), "seed {seed}: {copies}");
+    }
+    let s = MirrorSampler::new(50.0, 0.5, 3);
+    let (mirrored, copies) = count(&s, 1000);
+    // Half are picked, half of those get their one (fractional) copy.
+    assert!((245..=255).contains(&copies), "{mirrored} {copies}");
+}
+
+#[test]
+fn sessions_are_mirrored_whole_or_not_at_all() {
+    let a = MirrorSampler::new(30.0, 1.0, 1);
+    let b = MirrorSampler::new(30.0, 1.0, 99);
+    let mut mirrored = 0;
+    for i in 0..1000 {
+        let key = format!("session-{i}");
+        let first = a.copies(Some(key.as_bytes()));
+        for _ in 0..5 {
+            assert_eq!(a.copies(Some(key.as_bytes())), first);
+        }
+        // The choice is the session's, not the snapshot's seed: a config
+        // change keeps every session where it was.
+        assert_eq!(b.copies(Some(key.as_bytes())), first);
+        mirrored += first;
+    }
+    assert!((250..=350).contains(&mirrored), "{mirrored}");
+}
+
+#[test]
+fn a_higher_percent_keeps_every_session_a_lower_one_had() {
+    let low = MirrorSampler::new(10.0, 1.0, 1);
+    let high = MirrorSampler::new(40.0, 1.0, 1);
+    for i in 0..500 {
+        let key = format!("s{i}");
+        if low.copies(Some(key.as_bytes())) > 0 {
+            assert!(high.copies(Some(key.as_bytes())) > 0, "{key}");
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `sluice ctl mirror set|off|diffs`.
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
+
+#[derive(Subcommand)]
+pub enum MirrorCommand {
+    /// Set a route's mirror policy: `sluice ctl mirror set chat --cluster shadow --percent 10 --copies 3`,
+    /// or the whole policy from a YAML or JSON file with `--file`.
+    Set(MirrorSet),
+    /// Stop mirroring a route.
+    Off { route: String },
+    /// The most recent shadow answers that differed from the primary's.
+    Diffs,
+}
+
+#[derive(Args)]
+pub struct MirrorSet {
+    route: String,
+    /// The policy as YAML or JSON (the shape of `routes[].mirror`); no other flag with it.
+    #[arg(long, conflicts_with_all = ["cluster", "percent", "copies", "sample_by", "max_body", "rate_limit", "max_in_flight", "timeout"])]
+    file: Option<std::path::PathBuf>,
+    #[arg(long)]
+    cluster: Option<String>,
+    #[arg(long)]
+    percent: Option<f64>,
+    #[arg(long)]
+    copies: Option<f64>,
+    /// Header whose value decides sampling (whole sessions).
+    #[arg(long)]
+    sample_by: Option<String>,
+    /// e.g. `1MiB`.
+    #[arg(long)]
+    max_body: Option<String>,
+    #[arg(long)]
+    rate_limit: Option<f64>,
+    #[arg(long)]
+    max_in_flight: Option<u32>,
+    /// e.g. `30s`.
+    #[arg(long)]
+    timeout: Option<String>,
+}
+
+/// The request a mirror command makes: method, path, body.
+pub fn request(command: &MirrorCommand) -> anyhow::Result<(&'static str, String, Option<String>)> {
+    Ok(match command {
+        MirrorCommand::Set(set) => (
+            "PUT",
+            format!("/v1/routes/{}/mirror", set.route),
+            Some(set_body(set)?),
+        ),
+        MirrorCommand::Off { route } => ("DELETE", format!("/v1/routes/{route}/mirror"), None),
+        MirrorCommand::Diffs => ("GET", "/v1/mirror/diffs".into(), None),
+    })
+}
+
+fn set_body(set: &MirrorSet) -> anyhow::Result<String> {
+    if let Some(file) = &set.file {
+        return std::fs::read_to_string(file).with_context(|| file.display().to_string());
+    }
+    let Some(cluster) = &set.cluster else {
+        bail!("give --cluster (or the whole policy with --file)");
+    };
+    let mut map = Map::new();
+    map.insert("cluster".into(), cluster.clone().into());
+    let mut put = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            map.insert(key.into(), v);
+        }
+    };
+    put("percent", set.percent.map(Value::from));
+    put("copies", set.copies.map(Value::from));
+    put("sample_by", set.sample_by.clone().map(Value::from));
+    put("max_body", set.max_body.clone().map(Value::from));
+    put("rate_limit", set.rate_limit.map(Value::from));
+    put("max_in_flight", set.max_in_flight.map(Value::from));
+    put("timeout", set.timeout.clone().map(Value::from));
+    Ok(Value::Object(map).to_string())
+}

@@ -1,0 +1,137 @@
+//! The shadow sender: takes finished requests' mirror jobs from a bounded
+//! queue and sends their copies on a runtime and connection pool of its
+//! own, so shadow traffic never competes with the primary for the data
+//! plane's threads or sockets. Copies are bounded per route by
+//! `max_in_flight` and `rate_limit`; whatever cannot be sent is dropped and
+//! counted by reason. Answers are read to the end, metered, and compared
+//! with the primary's.
+
+mod copy;
+mod job;
+mod limits;
+mod report;
+
+pub use job::{Job, PrimaryAnswer};
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use sluice_control::SnapshotStore;
+use sluice_filters::MirrorResult;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info};
+
+use copy::Shadow;
+use limits::Limits;
+
+/// Jobs waiting for the sender; one more is dropped as `queue_full`.
+pub const QUEUE_CAPACITY: usize = 1024;
+/// Worker threads of the sender's own runtime.
+const SENDER_THREADS: usize = 2;
+/// How long stopping waits for copies still out.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// The request path's end of the queue. `submit` never waits.
+#[derive(Clone)]
+pub struct MirrorQueue {
+    tx: mpsc::Sender<Job>,
+}
+
+impl MirrorQueue {
+    /// Hands a job to the sender, or drops it and counts its copies as
+    /// `queue_full` when the queue is full (or the sender has stopped).
+    pub fn submit(&self, job: Job) {
+        if let Err(e) = self.tx.try_send(job) {
+            let job = match e {
+                mpsc::error::TrySendError::Full(job) | mpsc::error::TrySendError::Closed(job) => {
+                    job
+                }
+            };
+            job.policy
+                .metrics
+                .count(MirrorResult::QueueFull, job.shadow_copies);
+        }
+    }
+}
+
+/// The running sender. Stops (dropping copies still queued) on drop.
+pub struct MirrorSender {
+    cancel: CancellationToken,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MirrorSender {
+    pub fn start(store: Arc<SnapshotStore>) -> std::io::Result<(MirrorSender, MirrorQueue)> {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(SENDER_THREADS)
+            .thread_name("sluice-mirror")
+            .enable_all()
+            .build()?;
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let thread = std::thread::Builder::new()
+            .name("sluice-mirror".into())
+            .spawn(move || {
+                runtime.block_on(run(rx, store, token));
+                runtime.shutdown_timeout(STOP_GRACE);
+            })?;
+        Ok((
+            MirrorSender {
+                cancel,
+                thread: Some(thread),
+            },
+            MirrorQueue { tx },
+        ))
+    }
+
+    pub fn stop(&mut self) {
+        self.cancel.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for MirrorSender {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: CancellationToken) {
+    info!(capacity = QUEUE_CAPACITY, "mirror sender started");
+    let shadow = Shadow::new();
+    let mut limits = Limits::default();
+    let tracker = TaskTracker::new();
+    loop {
+        let job = tokio::select! {
+            () = cancel.cancelled() => break,
+            job = rx.recv() => match job {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        let admitted = limits.admit(&job);
+        if admitted.is_empty() {
+            continue;
+        }
+        let shadow = shadow.clone();
+        let store = store.clone();
+        let job = Arc::new(job);
+        tracker.spawn(async move {
+            let answers = shadow.send_all(job.clone(), admitted).await;
+            report::report(&job, answers, &store.mirror_diffs);
+        });
+    }
+    tracker.close();
+    debug!(outstanding = tracker.len(), "mirror sender stopping");
+    let _ = tokio::time::timeout(STOP_GRACE, tracker.wait()).await;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;

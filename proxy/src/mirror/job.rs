@@ -1,0 +1,44 @@
+//! What the request path hands the sender: the request as the client sent
+//! it (body as refcounted chunks) and what the primary answered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use sluice_control::{ClusterRuntime, MirrorRuntime};
+
+pub struct Job {
+    pub policy: Arc<MirrorRuntime>,
+    /// Copies to the shadow cluster, numbered 1..=shadow_copies.
+    pub shadow_copies: u32,
+    /// The cluster the primary went to, for `compare.noise_copies`.
+    pub primary_cluster: Option<Arc<ClusterRuntime>>,
+    pub request_id: String,
+    pub method: http::Method,
+    /// Path and query.
+    pub path: String,
+    pub headers: http::HeaderMap,
+    pub body: Vec<Bytes>,
+    pub primary: PrimaryAnswer,
+}
+
+/// The primary's answer, as far as the comparison needs it.
+#[derive(Default)]
+pub struct PrimaryAnswer {
+    /// 0 when no answer reached the client.
+    pub status: u16,
+    pub latency: Duration,
+    pub ttft: Option<Duration>,
+    pub output_tokens: Option<u64>,
+    /// The answer body up to the comparison limit.
+    pub body: Vec<Bytes>,
+    pub bytes: usize,
+    /// The body was longer than the limit: its text and ids are not compared.
+    pub truncated: bool,
+}
+
+impl Job {
+    pub fn body_len(&self) -> usize {
+        self.body.iter().map(Bytes::len).sum()
+    }
+}

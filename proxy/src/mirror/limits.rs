@@ -1,0 +1,115 @@
+//! Per-route admission of copies: a token bucket for `rate_limit` and a
+//! semaphore for `max_in_flight`. Owned by the sender's loop alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sluice_filters::MirrorResult;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use super::job::Job;
+
+/// Which copy a permit is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// Shadow copy `n` (1-based), sent to the mirror's cluster.
+    Shadow(u32),
+    /// A noise copy, sent to the primary's own cluster.
+    Noise(u32),
+}
+
+pub struct Admitted {
+    pub kind: CopyKind,
+    pub _permit: OwnedSemaphorePermit,
+}
+
+#[derive(Default)]
+pub struct Limits {
+    routes: HashMap<String, RouteLimits>,
+}
+
+struct RouteLimits {
+    rate: Option<f64>,
+    max_in_flight: usize,
+    tokens: f64,
+    refilled: Instant,
+    in_flight: Arc<Semaphore>,
+}
+
+impl RouteLimits {
+    fn new(rate: Option<f64>, max_in_flight: usize) -> RouteLimits {
+        RouteLimits {
+            rate,
+            max_in_flight,
+            tokens: burst(rate),
+            refilled: Instant::now(),
+            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+        }
+    }
+
+    fn take_token(&mut self) -> bool {
+        let Some(rate) = self.rate else { return true };
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.tokens = (self.tokens + elapsed * rate).min(burst(self.rate));
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A second's worth of copies may go at once (at least one).
+fn burst(rate: Option<f64>) -> f64 {
+    rate.map_or(f64::INFINITY, |r| r.max(1.0))
+}
+
+impl Limits {
+    /// The copies of `job` that may go now; the others are counted as
+    /// dropped (`rate` or `in_flight`).
+    pub fn admit(&mut self, job: &Job) -> Vec<Admitted> {
+        let config = &job.policy.config;
+        let route = self
+            .routes
+            .entry(job.policy.route.clone())
+            .or_insert_with(|| RouteLimits::new(config.rate_limit, config.max_in_flight));
+        if route.rate != config.rate_limit || route.max_in_flight != config.max_in_flight {
+            // A new policy: start over (copies out keep their old permits).
+            *route = RouteLimits::new(config.rate_limit, config.max_in_flight);
+        }
+        let noise = if job.primary_cluster.is_some() {
+            config.compare.noise_copies
+        } else {
+            0
+        };
+        let kinds = (1..=job.shadow_copies)
+            .map(CopyKind::Shadow)
+            .chain((1..=noise).map(CopyKind::Noise));
+        let metrics = &job.policy.metrics;
+        let mut admitted = Vec::new();
+        for kind in kinds {
+            let verdict = if !route.take_token() {
+                Err(MirrorResult::Rate)
+            } else {
+                route
+                    .in_flight
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| MirrorResult::InFlight)
+            };
+            match (verdict, kind) {
+                (Ok(permit), _) => admitted.push(Admitted {
+                    kind,
+                    _permit: permit,
+                }),
+                (Err(reason), CopyKind::Shadow(_)) => metrics.count(reason, 1),
+                (Err(reason), CopyKind::Noise(_)) => metrics.count_noise(reason),
+            }
+        }
+        admitted
+    }
+}

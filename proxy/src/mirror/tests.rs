@@ -1,0 +1,108 @@
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sluice_control::{Config, SnapshotStore, Stats};
+use sluice_filters::{Metrics, TraceContext};
+
+use super::copy::{child_traceparent, shadow_body};
+use super::limits::{CopyKind, Limits};
+use super::*;
+
+fn store(mirror: &str) -> Arc<SnapshotStore> {
+    let yaml = format!(
+        "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
+clusters:\n  - {{ name: a, kind: llm, endpoints: [127.0.0.1:18001] }}\n  \
+- {{ name: s, kind: llm, endpoints: [127.0.0.1:18002] }}\n\
+routes:\n  - {{ name: chat, listener: public, split: {{ a: 100 }}, mirror: {mirror} }}\n"
+    );
+    SnapshotStore::new(
+        Config::from_yaml(&yaml).unwrap(),
+        Metrics::new().unwrap(),
+        Stats::new(),
+    )
+}
+
+fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
+    let snapshot = store.load();
+    Job {
+        policy: snapshot.routes[0].mirror.clone().unwrap(),
+        shadow_copies: copies,
+        primary_cluster: None,
+        request_id: "r1".into(),
+        method: http::Method::POST,
+        path: "/v1/chat/completions".into(),
+        headers: http::HeaderMap::new(),
+        body: vec![
+            Bytes::from_static(&body[..3]),
+            Bytes::from_static(&body[3..]),
+        ],
+        primary: PrimaryAnswer::default(),
+    }
+}
+
+fn count(store: &SnapshotStore, result: &str) -> u64 {
+    let line = format!("sluice_mirror_requests_total{{result=\"{result}\",route=\"chat\"}} ");
+    store
+        .metrics
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()).map(str::to_string))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_full_queue_drops_the_job_and_counts_its_copies() {
+    let store = store("{ cluster: s, copies: 3 }");
+    let (tx, _rx) = mpsc::channel(1);
+    let queue = MirrorQueue { tx };
+    queue.submit(job(&store, 3, b"{}..."));
+    assert_eq!(count(&store, "queue_full"), 0);
+    queue.submit(job(&store, 3, b"{}..."));
+    assert_eq!(count(&store, "queue_full"), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn copies_over_the_rate_or_in_flight_limit_are_dropped_by_reason() {
+    let store = store("{ cluster: s, copies: 3, rate_limit: 2, max_in_flight: 1 }");
+    let mut limits = Limits::default();
+    let j = job(&store, 3, b"{}...");
+    // Copy 1 goes; copy 2 has a token but no slot; copy 3 has no token.
+    let admitted = limits.admit(&j);
+    assert_eq!(admitted.len(), 1);
+    assert_eq!(admitted[0].kind, CopyKind::Shadow(1));
+    assert_eq!(count(&store, "in_flight"), 1);
+    assert_eq!(count(&store, "rate"), 1);
+    drop(admitted);
+    // A second later the bucket has two tokens again and the slot is free.
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    assert_eq!(limits.admit(&job(&store, 1, b"{}...")).len(), 1);
+}
+
+#[test]
+fn a_copy_is_a_child_span_of_the_client_or_a_new_trace() {
+    let parent =
+        TraceContext::parse(b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let child = TraceContext::parse(child_traceparent(Some(&parent)).as_bytes()).unwrap();
+    assert_eq!(child.trace_id, parent.trace_id);
+    assert_ne!(child.span_id, parent.span_id);
+    assert!(child.sampled);
+    let root = TraceContext::parse(child_traceparent(None).as_bytes()).unwrap();
+    assert_ne!(root.trace_id, parent.trace_id);
+    assert!(!root.sampled);
+}
+
+#[test]
+fn the_model_is_rewritten_in_json_bodies_only() {
+    let rewriting = store("{ cluster: s, rewrite: { model: small-v2 } }");
+    let body = shadow_body(&job(&rewriting, 1, br#"{"model":"big","n":1}"#));
+    let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(value["model"], "small-v2");
+    assert_eq!(value["n"], 1);
+    assert_eq!(
+        &shadow_body(&job(&rewriting, 1, b"not json"))[..],
+        b"not json"
+    );
+    let plain = store("{ cluster: s }");
+    assert_eq!(&shadow_body(&job(&plain, 1, b"abcdef"))[..], b"abcdef");
+}

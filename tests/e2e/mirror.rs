@@ -1,0 +1,101 @@
+//! Shadow traffic end to end: sluice in front of a primary, mirroring to
+//! recording shadows, a real llama.cpp server and real Chroma stores.
+
+mod shadow;
+
+mod chroma;
+mod counts;
+mod ctl;
+mod faults;
+mod real;
+
+use std::time::Duration;
+
+use sluice_proxy::Sluice;
+
+use crate::harness::{http_listener_yaml, metrics_when};
+use crate::support::free_port;
+
+/// A config with a `primary` and a `shadow` cluster and route `chat` on
+/// `public`, mirroring with `mirror` (a YAML flow map).
+fn config(primary: std::net::SocketAddr, shadow: std::net::SocketAddr, mirror: &str) -> String {
+    format!(
+        "{}clusters:\n  - {{ name: primary, kind: http, endpoints: [{primary}] }}\n  \
+- {{ name: shadow, kind: http, endpoints: [{shadow}] }}\nroutes:\n  \
+- {{ name: chat, listener: public, split: {{ primary: 100 }}, mirror: {mirror} }}\n",
+        http_listener_yaml(free_port())
+    )
+}
+
+/// The value of the sample `sluice_mirror_requests_total{route="chat",result=...}`.
+fn mirror_count(metrics: &str, result: &str) -> u64 {
+    let line = format!("sluice_mirror_requests_total{{result=\"{result}\",route=\"chat\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(line.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `/metrics` once the copies with `result` reach `n` (30 s at most).
+async fn metrics_when_counted(sluice: &Sluice, result: &str, n: u64) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = metrics_when(sluice, |_| true).await;
+        if mirror_count(&text, result) >= n || std::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends `n` requests (POST, body `body`) with `parallel` clients; every
+/// answer's status, in no particular order.
+async fn drive(
+    url: &str,
+    n: usize,
+    parallel: usize,
+    headers: impl Fn(usize) -> Vec<(&'static str, String)> + Send + Sync + 'static,
+    body: bytes::Bytes,
+) -> Vec<u16> {
+    let client = reqwest::Client::new();
+    let headers = std::sync::Arc::new(headers);
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..parallel {
+        let (client, url, headers, next, body) = (
+            client.clone(),
+            url.to_string(),
+            headers.clone(),
+            next.clone(),
+            body.clone(),
+        );
+        tasks.spawn(async move {
+            let mut statuses = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    return statuses;
+                }
+                let mut req = client.post(&url).body(body.clone());
+                for (name, value) in headers(i) {
+                    req = req.header(name, value);
+                }
+                let status = match req.send().await {
+                    Ok(r) => {
+                        let s = r.status().as_u16();
+                        let _ = r.bytes().await;
+                        s
+                    }
+                    Err(_) => 0,
+                };
+                statuses.push(status);
+            }
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done.unwrap());
+    }
+    all
+}

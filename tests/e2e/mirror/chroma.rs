@@ -1,0 +1,262 @@
+//! Real Chroma vector stores as primary and shadow: the shadow holds the
+//! same collection with part of its vectors changed, and the mirror reports
+//! recall@k below 1 for the queries that reach the changed part and 1 for
+//! the rest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::real::sample;
+use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
+use crate::support::{free_port, python, require, wait_for_tcp};
+
+const GROUPS: usize = 5;
+const PER_GROUP: usize = 4;
+const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
+
+/// `$SLUICE_CHROMA`, else the `chroma` next to the venv's python (pip `chromadb`).
+fn chroma_bin() -> Option<PathBuf> {
+    let from_env = std::env::var_os("SLUICE_CHROMA")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let venv = python().and_then(|p| Some(p.parent()?.join("chroma")));
+    from_env.into_iter().chain(venv).find(|p| p.is_file())
+}
+
+/// `chroma run` on a free loopback port over `dir`; killed on drop.
+struct Chroma {
+    child: Child,
+    port: u16,
+}
+
+impl Chroma {
+    async fn start(bin: &Path, dir: &Path) -> Chroma {
+        let port = free_port();
+        let child = Command::new(bin)
+            .args([
+                "run",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--path",
+            ])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chroma");
+        let chroma = Chroma { child, port };
+        wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(60))
+            .await
+            .unwrap();
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            let beat = client.get(chroma.url("/api/v2/heartbeat")).send().await;
+            if beat.is_ok_and(|r| r.status().is_success()) {
+                return chroma;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("chroma on port {port} never answered its heartbeat");
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = reqwest::Client::new()
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    /// SIGTERM, so the store is on disk whole before it is copied.
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Chroma {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch directory under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-mirror-{name}-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The centre of group `g`: far from every other group's.
+fn centre(g: usize) -> Vec<f64> {
+    (0..GROUPS)
+        .map(|d| if d == g { 10.0 } else { 0.0 })
+        .collect()
+}
+
+fn doc_id(g: usize, k: usize) -> String {
+    format!("g{g}-d{k}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they_changed() {
+    let Some(bin) = chroma_bin() else {
+        require("chroma (pip chromadb in .venv)", false);
+        return;
+    };
+    let (a_dir, b_dir) = (Scratch::new("primary"), Scratch::new("shadow"));
+    let seed = Chroma::start(&bin, &a_dir.0).await;
+    let created = seed
+        .post(
+            COLLECTIONS,
+            json!({"name": "docs", "metadata": {"hnsw:space": "l2"}}),
+        )
+        .await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let (mut ids, mut vectors) = (Vec::new(), Vec::new());
+    for g in 0..GROUPS {
+        for k in 0..PER_GROUP {
+            ids.push(doc_id(g, k));
+            let mut v = centre(g);
+            v[(g + 1) % GROUPS] += 0.1 * k as f64;
+            vectors.push(v);
+        }
+    }
+    seed.post(
+        &format!("{COLLECTIONS}/{id}/add"),
+        json!({"ids": ids, "embeddings": vectors}),
+    )
+    .await;
+    seed.stop();
+    // The shadow starts as a copy (same collection id), then group 0's
+    // vectors move far away.
+    copy_dir(&a_dir.0, &b_dir.0);
+    let primary = Chroma::start(&bin, &a_dir.0).await;
+    let shadow = Chroma::start(&bin, &b_dir.0).await;
+    let moved: Vec<String> = (0..PER_GROUP).map(|k| doc_id(0, k)).collect();
+    let far: Vec<Vec<f64>> = (0..PER_GROUP).map(|_| vec![-50.0; GROUPS]).collect();
+    shadow
+        .post(
+            &format!("{COLLECTIONS}/{id}/update"),
+            json!({"ids": moved, "embeddings": far}),
+        )
+        .await;
+
+    let yaml = format!(
+        "{}clusters:\n  - {{ name: chroma-a, kind: vector, endpoints: [127.0.0.1:{}] }}\n  \
+- {{ name: chroma-b, kind: vector, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
+- {{ name: chat, listener: public, split: {{ chroma-a: 100 }}, \
+mirror: {{ cluster: chroma-b, compare: {{ ids: /ids/0/* }} }} }}\n",
+        http_listener_yaml(free_port()),
+        primary.port,
+        shadow.port
+    );
+    let sluice = start(&yaml);
+    let query = format!(
+        "http://{}{COLLECTIONS}/{id}/query",
+        listener(&sluice, "public")
+    );
+    let client = reqwest::Client::new();
+    for g in 0..GROUPS {
+        let r = client
+            .post(&query)
+            .header("x-request-id", format!("query-{g}"))
+            .json(&json!({"query_embeddings": [centre(g)], "n_results": PER_GROUP, "include": ["distances"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer: Value = r.json().await.unwrap();
+        let mut got: Vec<String> = answer["ids"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        got.sort();
+        let want: Vec<String> = (0..PER_GROUP).map(|k| doc_id(g, k)).collect();
+        assert_eq!(got, want, "the primary answers from its own data");
+    }
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let text = metrics_when(&sluice, |_| true).await;
+        let done = sample(&text, "sluice_mirror_diff_compared_total{route=\"chat\"} ");
+        if done >= GROUPS as f64 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        sample(&metrics, "sluice_mirror_diff_recall_count{route=\"chat\"} "),
+        GROUPS as f64,
+        "{metrics}"
+    );
+    // One query (group 0) below 1; the other four at exactly 1.
+    assert_eq!(
+        sample(
+            &metrics,
+            "sluice_mirror_diff_recall_bucket{route=\"chat\",le=\"0.99\"} "
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "sluice_mirror_diff_total{kind=\"ids\",route=\"chat\"} "
+        ),
+        1.0
+    );
+    let (_, diffs) = Admin::new(&sluice).get("/v1/mirror/diffs").await;
+    let list = diffs["diffs"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{diffs}");
+    assert_eq!(list[0]["request_id"], "query-0");
+    assert_eq!(list[0]["kinds"], json!(["ids"]));
+    assert!(list[0]["recall"].as_f64().unwrap() < 1.0);
+    assert_eq!(list[0]["primary"]["ids_count"], PER_GROUP);
+    // Redacted: no ids or text without keep_text.
+    assert!(list[0]["primary"].get("ids").is_none());
+}
