@@ -1,5 +1,5 @@
 //! The control API: health, readiness and metrics without a token; config,
-//! routes, stats, the audit log, GPUs, upstream load and rollouts under
+//! routes, stats, the audit log, GPUs, upstream load, rollouts and faults under
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 

@@ -74,12 +74,17 @@ impl FaultRuntime {
 
     /// Decides for one request or connection and, when it fires, counts the
     /// injection and holds a place among `max_active` until the guard drops.
+    /// A target the experiment does not match costs no clock read and no
+    /// random number.
     pub fn try_fire<R: RequestView>(
         self: &Arc<Self>,
         target: &FaultTarget<'_, R>,
-        random: u64,
+        random: impl FnOnce() -> u64,
     ) -> Result<FaultGuard, Skip> {
-        self.try_fire_at(target, random, Instant::now())
+        if !self.experiment.matcher.matches(target) {
+            return Err(Skip::NoMatch);
+        }
+        self.try_fire_at(target, random(), Instant::now())
     }
 
     pub fn try_fire_at<R: RequestView>(

@@ -106,23 +106,24 @@ impl FaultMatch {
 }
 
 impl Experiment {
-    /// Whether the experiment fires for this target. The TTL is checked
-    /// first and here, on the data path, so that an expired experiment never
-    /// fires whatever the control loop does.
+    /// Whether the experiment fires for this target. Cheap checks come
+    /// first (most experiments do not match most requests); the TTL is
+    /// checked here, on the data path, before anything fires, so that an
+    /// expired experiment never fires whatever the control loop does.
     pub fn decide<R: RequestView>(
         &self,
         target: &FaultTarget<'_, R>,
         clock: FaultClock,
         random: u64,
     ) -> Result<(), Skip> {
-        if clock.elapsed >= self.ttl {
-            return Err(Skip::Expired);
-        }
         if clock.halted {
             return Err(Skip::Halted);
         }
         if !self.matcher.matches(target) {
             return Err(Skip::NoMatch);
+        }
+        if clock.elapsed >= self.ttl {
+            return Err(Skip::Expired);
         }
         if !sampled(self.percent, random) {
             return Err(Skip::NotSampled);

@@ -91,7 +91,7 @@ fn fires_within_ttl_never_after_and_caps_concurrency() {
 fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
     let s = store();
     let f = s.load().faults[0].clone();
-    let _ = f.try_fire(&target(), 0).unwrap();
+    let _ = f.try_fire(&target(), || 0).unwrap();
     s.apply("api", "set split", |raw| {
         raw.routes[0].split.insert("a".into(), 50);
         Ok(())
@@ -106,7 +106,7 @@ fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
     .unwrap();
     assert!(s.load().faults.is_empty());
     assert!(!f.still_on());
-    assert_eq!(f.try_fire(&target(), 0).unwrap_err(), Skip::Halted);
+    assert_eq!(f.try_fire(&target(), || 0).unwrap_err(), Skip::Halted);
 }
 
 #[tokio::test]

@@ -125,7 +125,7 @@ pub fn fire(
         .faults
         .iter()
         .filter(|f| f.experiment.action.kind() == kind)
-        .find_map(|f| f.try_fire(&target, rand::random()).ok())
+        .find_map(|f| f.try_fire(&target, rand::random::<u64>).ok())
 }
 
 /// Writes the injected answer with its own length, so the connection stays

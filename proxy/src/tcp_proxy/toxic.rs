@@ -56,7 +56,7 @@ pub fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultG
         .faults
         .iter()
         .filter(|f| f.experiment.action.kind() == FaultKind::Tcp)
-        .find_map(|f| f.try_fire(&target, rand::random()).ok())
+        .find_map(|f| f.try_fire(&target, rand::random::<u64>).ok())
 }
 
 /// Wraps both streams of a connection; only the one the toxic reads from

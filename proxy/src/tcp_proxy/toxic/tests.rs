@@ -31,7 +31,7 @@ fn guard(toxic: Toxic) -> FaultGuard {
         model: None,
         request: None,
     };
-    runtime.try_fire(&target, 0).unwrap()
+    runtime.try_fire(&target, || 0).unwrap()
 }
 
 /// A client stream wrapped with `toxic` (direction upstream), and the far
