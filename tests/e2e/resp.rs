@@ -282,3 +282,36 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
     );
     echo_task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_of_other_kinds_are_copied_unobserved() {
+    let (echo, echo_task) = echo_after_eof().await;
+    let yaml = tcp_yaml("cache", echo).replace("kind: cache", "kind: http");
+    assert!(yaml.contains("kind: http"), "{yaml}");
+    let sluice = harness::start(&yaml);
+    let addr = harness::listener(&sluice, "cache");
+
+    // Were it observed, the echoed request would be a reply that is not RESP.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"PING\r\n").await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
+        .await
+        .expect("the echo and its EOF come back")
+        .unwrap();
+    assert_eq!(back, b"PING\r\n");
+    drop(stream);
+
+    let downstream = |m: &str| {
+        sample(
+            m,
+            "sluice_tcp_bytes_total",
+            &["listener=\"cache\"", "direction=\"downstream\""],
+        )
+    };
+    let metrics = metrics_until(sluice.admin_addr, |m| downstream(m) == Some(6.0)).await;
+    assert_eq!(downstream(&metrics), Some(6.0), "{metrics}");
+    assert!(!metrics.contains("sluice_resp_"), "{metrics}");
+    echo_task.abort();
+}
