@@ -79,6 +79,7 @@ fn observer(c: &mut Criterion) {
             command: RespCommand::named("get"),
             error: false,
             null: false,
+            queued: false,
             latency_ns: 50_000,
         };
         b.iter(|| {

@@ -162,6 +162,7 @@ mod tests {
             command: get,
             error,
             null,
+            queued: false,
             latency_ns: 150_000,
         };
         h.record(&ex(false, false));

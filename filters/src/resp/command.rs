@@ -165,6 +165,9 @@ impl Command {
     pub const OTHER: Command = Command(KNOWN.len() as u8);
     pub const GET: Command = known("get");
     pub const CLIENT: Command = known("client");
+    pub const MULTI: Command = known("multi");
+    pub const EXEC: Command = known("exec");
+    pub const DISCARD: Command = known("discard");
     /// After these, replies no longer follow requests one to one (pub/sub
     /// messages, a monitor feed, a replication stream).
     const UNPAIRED: [Command; 6] = [
@@ -225,6 +228,9 @@ mod tests {
         assert!(KNOWN.iter().all(|k| !k.as_bytes().contains(&0)));
         assert_eq!(Command::GET.label(), "get");
         assert_eq!(Command::CLIENT.label(), "client");
+        assert_eq!(Command::MULTI.label(), "multi");
+        assert_eq!(Command::EXEC.label(), "exec");
+        assert_eq!(Command::DISCARD.label(), "discard");
         let unpaired: Vec<_> = Command::UNPAIRED.iter().map(|c| c.label()).collect();
         assert_eq!(
             unpaired,

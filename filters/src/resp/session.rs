@@ -20,14 +20,17 @@ pub struct Exchange {
     pub error: bool,
     /// A null reply: for GET, a miss.
     pub null: bool,
+    /// Sent inside MULTI: the reply is `+QUEUED`, the command runs at EXEC.
+    pub queued: bool,
     /// From the request's last byte sent to the reply's last byte received.
     pub latency_ns: u64,
 }
 
 impl Exchange {
-    /// For a GET: `Some(true)` on a hit, `Some(false)` on a miss; an error is neither.
+    /// For a GET: `Some(true)` on a hit, `Some(false)` on a miss; an error,
+    /// or a GET only queued in a transaction, is neither.
     pub fn get_hit(&self) -> Option<bool> {
-        (self.command == Command::GET && !self.error).then_some(!self.null)
+        (self.command == Command::GET && !self.error && !self.queued).then_some(!self.null)
     }
 }
 
@@ -73,6 +76,7 @@ impl Fallback {
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     command: Command,
+    queued: bool,
     sent_ns: u64,
 }
 
@@ -86,6 +90,8 @@ pub struct RespSession {
     replies_off: bool,
     /// `CLIENT REPLY SKIP`: the next request gets no reply.
     skip_next: bool,
+    /// Between MULTI and EXEC or DISCARD: commands are queued, not run.
+    in_multi: bool,
     stopped: bool,
 }
 
@@ -107,6 +113,7 @@ impl RespSession {
             in_flight,
             replies_off,
             skip_next,
+            in_multi,
             ..
         } = self;
         let parsed = requests.feed(bytes, &mut |request| {
@@ -134,6 +141,13 @@ impl RespSession {
                 None if *replies_off => false,
                 None => !std::mem::take(skip_next),
             };
+            let command = request.command;
+            let queued = *in_multi && ![Command::EXEC, Command::DISCARD].contains(&command);
+            if command == Command::MULTI {
+                *in_multi = true;
+            } else if command == Command::EXEC || command == Command::DISCARD {
+                *in_multi = false;
+            }
             if !answered {
                 return;
             }
@@ -142,7 +156,8 @@ impl RespSession {
                 return;
             }
             in_flight.push_back(InFlight {
-                command: request.command,
+                command,
+                queued,
                 sent_ns: now_ns,
             });
         });
@@ -177,6 +192,7 @@ impl RespSession {
                     command: request.command,
                     error: reply.error,
                     null: reply.null,
+                    queued: request.queued,
                     latency_ns: now_ns.saturating_sub(request.sent_ns),
                 }),
                 None => stop = Some(Fallback::UnpairedReply),

@@ -263,6 +263,7 @@ fn pipelined_replies_pair_first_in_first_out() {
         command: Command::named(label),
         error,
         null,
+        queued: false,
         latency_ns,
     };
     assert_eq!(
@@ -362,4 +363,27 @@ fn the_session_stops_once_and_says_why() {
         .iter()
         .enumerate()
         .all(|(i, f)| f.index() == i));
+}
+
+#[test]
+fn a_get_queued_in_a_transaction_is_neither_hit_nor_miss() {
+    let mut session = RespSession::default();
+    let got = exchanges(
+        &mut session,
+        &[(b"MULTI\r\nGET a\r\nEXEC\r\nGET a\r\n", 1)],
+        &[(b"+OK\r\n+QUEUED\r\n*1\r\n$1\r\n1\r\n$-1\r\n", 2)],
+    );
+    let seen: Vec<_> = got
+        .iter()
+        .map(|e| (e.command.label(), e.queued, e.get_hit()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("multi", false, None),
+            ("get", true, None),
+            ("exec", false, None),
+            ("get", false, Some(false)),
+        ]
+    );
 }
