@@ -6,6 +6,8 @@
 # in front of it, each on its own free loopback port, each with one worker thread:
 #   direct   wrk straight to the upstream (the ceiling of this load setup)
 #   sluice   one http listener, one cluster, one route, runtime.threads: 1
+#   sluice-mirror3  the same, with the route mirrored 100% x3 to a shadow cluster
+#            (the same upstream: its core serves the copies too)
 #   nginx    reverse proxy, worker_processes 1, upstream keepalive
 #   envoy    --concurrency 1, static config, HTTP connection manager + router
 #   haproxy  nbthread 1 (when haproxy is installed)
@@ -109,7 +111,7 @@ log "building sluice (release)"
 cargo build --release -p sluice-proxy -p sluice-benches --bin sluice --bin open_loop >&2
 sluice="$root/target/release/sluice"
 
-targets=(direct sluice nginx envoy)
+targets=(direct sluice sluice-mirror3 nginx envoy)
 if command -v haproxy >/dev/null 2>&1; then
     targets+=(haproxy)
 else
@@ -198,24 +200,32 @@ wait_ready upstream "$upstream_pid" "$upstream_port"
 port[direct]=$upstream_port
 log "upstream ($upstream_kind) on 127.0.0.1:$upstream_port"
 
-start_sluice() {
-    local p admin
+# start_sluice_as NAME ROUTE_EXTRA: a sluice process; ROUTE_EXTRA is added to its route.
+start_sluice_as() {
+    local name=$1 extra=$2 p admin
     p="$(free_port)"
     admin="$(free_port)"
-    cat >"$work/sluice.yaml" <<EOF
+    cat >"$work/$name.yaml" <<EOF
 runtime: { threads: 1, grace_period: 1s }
 admin: { listen: 127.0.0.1:$admin }
 listeners:
   - { name: public, listen: 127.0.0.1:$p, protocol: http }
 clusters:
   - { name: upstream, kind: http, endpoints: [127.0.0.1:$upstream_port] }
+  - { name: shadow, kind: http, endpoints: [127.0.0.1:$upstream_port] }
 routes:
-  - { name: all, listener: public, match: { path_prefix: / }, split: { upstream: 100 } }
+  - { name: all, listener: public, match: { path_prefix: / }, split: { upstream: 100 }$extra }
 EOF
-    launch proxy_pin "$work/sluice.log" "$sluice" run -c "$work/sluice.yaml"
-    pid_of[sluice]=$launched
-    port[sluice]=$p
+    launch proxy_pin "$work/$name.log" "$sluice" run -c "$work/$name.yaml"
+    pid_of[$name]=$launched
+    port[$name]=$p
 }
+
+start_sluice() { start_sluice_as sluice ""; }
+
+# Every request copied three times to a shadow cluster (the same upstream, so the
+# upstream's core also serves the copies).
+start_sluice-mirror3() { start_sluice_as sluice-mirror3 ", mirror: { cluster: shadow, percent: 100, copies: 3 }"; }
 
 start_nginx() {
     local p
