@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Instructions per proxied GET, counted by callgrind (repeatable whatever else the
+# machine does). sluice (release, runtime.threads: 1) runs under
+# `valgrind --tool=callgrind` in front of `sluice mock-llm`; open_loop sends
+# RATE x (DURATION + 1 s warm-up) `GET /v1/models`; the figure is the inclusive
+# count of pingora's `ServerApp::process_new` (one call per request) over its calls.
+#
+#   benches/profile.sh                 500 req/s for 16 s (~8 500 requests), ~1 min
+#   benches/profile.sh --rate 300 --duration 10 --keep
+# The callgrind file is kept in target/bench/callgrind-<date>.out for
+# `callgrind_annotate --inclusive=yes FILE`.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
+cd "$root"
+
+rate=500
+duration=16
+keep=0
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --rate) rate=$2 && shift ;;
+        --duration) duration=$2 && shift ;;
+        --keep) keep=1 ;;
+        *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2 && exit 2 ;;
+    esac
+    shift
+done
+log() { echo "profile.sh: $*" >&2; }
+command -v valgrind >/dev/null || { log "valgrind missing (apt install valgrind)"; exit 1; }
+
+cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin open_loop
+work="$(mktemp -d)"
+pids=()
+trap stop_processes EXIT
+mock_port="$(free_port)"
+port="$(free_port)"
+cat >"$work/sluice.yaml" <<YAML
+runtime: { threads: 1 }
+admin: { listen: 127.0.0.1:0 }
+listeners:
+  - { name: public, listen: 127.0.0.1:$port, protocol: http }
+clusters:
+  - { name: up, kind: http, endpoints: [127.0.0.1:$mock_port] }
+routes:
+  - { name: r, listener: public, split: { up: 100 } }
+YAML
+target/release/sluice mock-llm --listen "127.0.0.1:$mock_port" >"$work/mock.log" 2>&1 &
+pids+=($!)
+out="$root/target/bench/callgrind-$(date -u +%Y-%m-%dT%H%M%SZ).out"
+mkdir -p "$(dirname "$out")"
+valgrind --tool=callgrind --callgrind-out-file="$out" target/release/sluice run -c "$work/sluice.yaml" \
+    >"$work/valgrind.log" 2>&1 &
+sluice_pid=$!
+for _ in $(seq 120); do
+    curl -fs -o /dev/null "http://127.0.0.1:$port/v1/models" && break
+    sleep 0.5
+done
+target/release/open_loop --url "http://127.0.0.1:$port/v1/models" --rate "$rate" \
+    --duration "$duration" --connections 8 >&2
+kill -INT "$sluice_pid"
+wait "$sluice_pid" || true
+callgrind_annotate --inclusive=yes "$out" >"$work/annotate.txt" 2>/dev/null
+line="$(grep -m1 'ServerApp>::process_new::{{closure}} \[' "$work/annotate.txt")"
+total="$(awk '{ gsub(",", "", $1); print $1 }' <<<"$line")"
+# Every request open_loop sent (warm-up included) plus the readiness probe.
+requests=$(((1 + duration) * rate + 1))
+echo "instructions in process_new: $total; requests sent: ~$requests;" \
+    "per request: $(awk -v t="$total" -v n="$requests" 'BEGIN { printf "%.1f k", t / n / 1000 }')"
+echo "callgrind file: $out"
