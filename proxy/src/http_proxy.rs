@@ -10,6 +10,7 @@ mod mirror;
 mod outcome;
 mod request_id;
 mod request_view;
+mod reset;
 mod stream_fault;
 
 use std::sync::Arc;

@@ -89,7 +89,10 @@ pub async fn before_upstream(
             abort(session, ctx, status, &body, &id).await;
             Verdict::Answered
         }
-        FaultAction::Reset | FaultAction::Close => {
+        action @ (FaultAction::Reset | FaultAction::Close) => {
+            if action == FaultAction::Reset {
+                super::reset::arm(session);
+            }
             ctx.fault_dropped = true;
             session.set_keepalive(None);
             Verdict::Drop

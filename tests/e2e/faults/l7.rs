@@ -197,8 +197,13 @@ async fn halt_if_stops_an_experiment_that_pushes_the_error_rate_over_its_bound()
     assert!(halted, "{events}");
 }
 
+/// `close` ends the client's connection with a FIN (the client reads EOF),
+/// `reset` with a RST (the client's read fails with ECONNRESET); neither
+/// answers, and other requests are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn close_and_reset_drop_the_connection_unanswered() {
+async fn close_ends_with_a_fin_and_reset_with_a_rst_unanswered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     let up = NamedUpstream::start("a").await.unwrap();
     let sluice = start(&yaml(&up, false));
     let admin = Admin::new(&sluice);
@@ -209,17 +214,26 @@ async fn close_and_reset_drop_the_connection_unanswered() {
             json!({"id": action, "ttl": "5m", "match": {"headers": {"x-victim": "yes"}}, "action": {action: {}}}),
         )
         .await;
-        let client = reqwest::Client::new();
-        let url = format!("http://{addr}/v1/chat");
-        let err = client
-            .get(&url)
-            .header("x-victim", "yes")
-            .send()
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.write_all(b"GET /v1/chat HTTP/1.1\r\nhost: sluice\r\nx-victim: yes\r\n\r\n")
             .await
-            .expect_err("no answer");
-        assert!(!err.is_timeout(), "{action}: {err}");
+            .unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
+            .await
+            .expect("the connection ends");
+        match action {
+            "close" => assert_eq!(read.unwrap(), 0, "EOF, no answer"),
+            _ => assert_eq!(
+                read.expect_err("a reset").kind(),
+                std::io::ErrorKind::ConnectionReset,
+                "{answer:?}"
+            ),
+        }
+        assert!(answer.is_empty(), "{action}: {answer:?}");
         // Others are served.
-        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+        let url = format!("http://{addr}/v1/chat");
+        assert_eq!(reqwest::get(&url).await.unwrap().status(), 200);
         assert_eq!(show(&admin, &id).await["injected"], 1);
         admin.delete(&format!("/v1/faults/{id}")).await;
     }
