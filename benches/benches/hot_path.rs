@@ -1,5 +1,6 @@
 //! Per-request costs of the hot pieces the proxy runs on every request —
-//! route match, weighted pick, sticky pick, recording into histograms —
+//! route match, weighted pick, sticky pick, recording into histograms, the
+//! fault experiments when none applies —
 //! each beside the naive way of doing the same thing.
 
 // A bench is a test: a broken fixture should stop it loudly.
@@ -12,7 +13,9 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prometheus::{HistogramOpts, HistogramVec};
 use sluice_control::{Config, Snapshot, Stats};
-use sluice_filters::{hash_bytes, mix64, Metrics, RequestView, StickyTable, WeightedTable};
+use sluice_filters::{
+    hash_bytes, mix64, FaultKind, FaultTarget, Metrics, RequestView, StickyTable, WeightedTable,
+};
 
 /// One listener, eight routes: seven specific ones (prefix, host, header)
 /// ahead of a catch-all, the usual shape of a gateway config.
@@ -234,11 +237,83 @@ fn record_histograms(c: &mut Criterion) {
     g.finish();
 }
 
+/// Twenty experiments on the chat route, each waiting for an `x-chaos`
+/// header value no request sends: every one is checked up to its header, the
+/// worst case for a request that none of them applies to.
+fn faulted_snapshot(experiments: usize) -> Snapshot {
+    let mut yaml = format!("{CONFIG}faults:\n");
+    for i in 0..experiments {
+        yaml.push_str(&format!(
+            "  - {{ id: e{i}, ttl: 1h, match: {{ route: chat, headers: {{ x-chaos: \"{i}\" }} }}, \
+             action: {{ abort: {{ status: 503 }} }} }}\n"
+        ));
+    }
+    let config = Config::from_yaml(&yaml).unwrap();
+    let metrics = Metrics::new().unwrap();
+    Snapshot::build(Arc::new(config), 1, None, &metrics, &Stats::new())
+}
+
+/// The baseline: experiments kept as owned JSON-like maps, the request's
+/// headers copied into a lowercase map for each request.
+fn naive_fault_match(experiments: &[HashMap<String, String>], req: &Req) -> Option<usize> {
+    let headers: HashMap<String, String> = req
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect();
+    experiments.iter().position(|e| {
+        e.get("route").is_none_or(|r| r == "chat")
+            && e.iter()
+                .filter(|(k, _)| k.starts_with("header:"))
+                .all(|(k, v)| headers.get(&k["header:".len()..]) == Some(v))
+    })
+}
+
+fn experiment_match_none_applies(c: &mut Criterion) {
+    const EXPERIMENTS: usize = 20;
+    let snap = faulted_snapshot(EXPERIMENTS);
+    assert_eq!(snap.faults.len(), EXPERIMENTS);
+    let naive: Vec<HashMap<String, String>> = (0..EXPERIMENTS)
+        .map(|i| {
+            HashMap::from([
+                ("route".to_string(), "chat".to_string()),
+                ("header:x-chaos".to_string(), i.to_string()),
+            ])
+        })
+        .collect();
+    let req = chat_request();
+    let target = FaultTarget {
+        listener: "public",
+        route: Some("chat"),
+        cluster: Some("a"),
+        model: None,
+        request: Some(&req),
+    };
+    let fire = |target: &FaultTarget<'_, Req>| {
+        snap.faults
+            .iter()
+            .filter(|f| f.experiment.action.kind() == FaultKind::Request)
+            .find_map(|f| f.try_fire(target, rand::random::<u64>).ok())
+            .is_some()
+    };
+    assert!(!fire(&target));
+    assert_eq!(naive_fault_match(&naive, &req), None);
+    let mut g = c.benchmark_group("fault_experiments_20_none_applies");
+    g.bench_function("sluice FaultRuntime::try_fire", |b| {
+        b.iter(|| fire(black_box(&target)))
+    });
+    g.bench_function("naive owned maps + HashMap", |b| {
+        b.iter(|| naive_fault_match(black_box(&naive), black_box(&req)))
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     route_match,
     weighted_pick,
     sticky_pick,
-    record_histograms
+    record_histograms,
+    experiment_match_none_applies
 );
 criterion_main!(benches);

@@ -28,13 +28,20 @@ fn config(primary: std::net::SocketAddr, shadow: std::net::SocketAddr, mirror: &
 }
 
 /// The value of the sample `sluice_mirror_requests_total{route="chat",result=...}`.
+/// Copies counted with `result`; `a|b` adds up either result.
 fn mirror_count(metrics: &str, result: &str) -> u64 {
-    let line = format!("sluice_mirror_requests_total{{result=\"{result}\",route=\"chat\"}} ");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(line.as_str()))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    result
+        .split('|')
+        .map(|result| {
+            let line =
+                format!("sluice_mirror_requests_total{{result=\"{result}\",route=\"chat\"}} ");
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(line.as_str()))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// `/metrics` once the copies with `result` reach `n` (30 s at most).

@@ -129,5 +129,13 @@ async fn a_shadow_answering_in_5s_leaves_the_primary_error_free() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resetting_shadow_leaves_the_primary_error_free() {
     let reset = Shadow::start(Behaviour::Reset).await;
-    primary_unharmed(reset.addr, "{ cluster: shadow, copies: 3 }", &["error"]).await;
+    // The reset reaches the copy with its request on the wire (`error`) or, on
+    // a busy machine, while the client still sets the connection up (reading
+    // its addresses fails: `connect_error`). Either way the copy fails.
+    primary_unharmed(
+        reset.addr,
+        "{ cluster: shadow, copies: 3 }",
+        &["error|connect_error"],
+    )
+    .await;
 }
