@@ -5,6 +5,8 @@
 #   x1       mirror { copies: 1 } to a shadow upstream (100%)
 #   x3       mirror { copies: 3 } to the shadow (100%)
 #   x3-dead  mirror { copies: 3 } to a port nobody listens on
+#   x3-slow  mirror { copies: 3 } to a shadow answering in 5 s (`sluice mock-llm --ttft 5s`)
+#   x3-reset mirror { copies: 3 } to a shadow that accepts and resets every connection
 # The primary and the shadow are two nginx instances answering `return 200` with a
 # fixed JSON body (worker_processes 1 each). Every sluice has runtime.threads: 1;
 # its mirror sender (its own 2-thread runtime) shares the proxy's core. Load: wrk
@@ -146,8 +148,25 @@ shadow_port="$(free_port)"
 dead_port="$(free_port)"
 start_nginx primary "$primary_port"
 start_nginx shadow "$shadow_port"
+slow_port="$(free_port)"
+launch load_pin "$work/slow.log" "$sluice" mock-llm --listen "127.0.0.1:$slow_port" --ttft 5s --tokens 1
+pids+=("$launched")
+reset_port="$(free_port)"
+# Accepts every connection and closes it with SO_LINGER 0: the client sees a RST.
+launch load_pin "$work/reset.log" python3 -c '
+import socket, struct, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(4096)
+while True:
+    c, _ = s.accept()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+' "$reset_port"
+pids+=("$launched")
 
-targets=(off x1 x3 x3-dead)
+targets=(off x1 x3 x3-dead x3-slow x3-reset)
 declare -A port admin
 for t in "${targets[@]}"; do
     p="$(free_port)"
@@ -157,6 +176,8 @@ for t in "${targets[@]}"; do
         x1) mirror=", mirror: { cluster: shadow, copies: 1 }" ;;
         x3) mirror=", mirror: { cluster: shadow, copies: 3 }" ;;
         x3-dead) mirror=", mirror: { cluster: dead, copies: 3 }" ;;
+        x3-slow) mirror=", mirror: { cluster: slow, copies: 3 }" ;;
+        x3-reset) mirror=", mirror: { cluster: reset, copies: 3 }" ;;
     esac
     cat >"$work/sluice-$t.yaml" <<CONF
 runtime: { threads: 1, grace_period: 1s }
@@ -167,6 +188,8 @@ clusters:
   - { name: primary, kind: http, endpoints: [127.0.0.1:$primary_port] }
   - { name: shadow, kind: http, endpoints: [127.0.0.1:$shadow_port] }
   - { name: dead, kind: http, endpoints: [127.0.0.1:$dead_port] }
+  - { name: slow, kind: http, endpoints: [127.0.0.1:$slow_port] }
+  - { name: reset, kind: http, endpoints: [127.0.0.1:$reset_port] }
 routes:
   - { name: chat, listener: public, split: { primary: 100 }$mirror }
 CONF
