@@ -7,6 +7,7 @@ mod errors;
 mod faults;
 mod metering;
 mod mirror;
+mod model_peek;
 mod outcome;
 mod request_id;
 mod request_view;
@@ -154,6 +155,7 @@ impl ProxyHttp for HttpProxy {
             .listeners
             .get(self.listener)
             .map_or("", |l| l.name.as_str());
+        model_peek::read_if_needed(session, ctx).await;
         match faults::before_upstream(listener, &self.store.metrics, session, ctx).await {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),

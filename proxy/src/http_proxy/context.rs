@@ -37,6 +37,9 @@ pub struct RequestCtx {
     pub request_head: Vec<Bytes>,
     pub request_head_len: usize,
     pub request_info: Option<RequestInfo>,
+    /// The body read before the upstream was chosen (`model_peek.rs`);
+    /// pingora sends it upstream from its retry buffer.
+    pub peeked_body: Option<bytes::Bytes>,
     pub meter: Option<TokenMeter>,
     pub last_content_at: Option<Duration>,
     pub gaps: Vec<Duration>,
@@ -73,6 +76,7 @@ impl RequestCtx {
             request_head: Vec::new(),
             request_head_len: 0,
             request_info: None,
+            peeked_body: None,
             meter: None,
             last_content_at: None,
             gaps: Vec::new(),

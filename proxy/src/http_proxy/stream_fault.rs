@@ -246,6 +246,10 @@ fn next_event(carry: &mut BytesMut, ndjson: bool) -> Option<Bytes> {
 /// Reads the request body whole (at most [`MAX_BODY`]), metering it as the
 /// normal path would.
 async fn read_body(session: &mut Session, ctx: &mut RequestCtx) -> Result<Bytes, ()> {
+    // Read already, whole, when an experiment needed the model (`model_peek.rs`).
+    if let Some(body) = ctx.peeked_body.take() {
+        return Ok(body);
+    }
     let mut body = BytesMut::new();
     loop {
         match session.downstream_session.read_request_body().await {

@@ -282,3 +282,41 @@ async fn header_faults_work_only_where_the_route_allows_them() {
         }
     }
 }
+
+/// An experiment matching on the model fires for a client that names the
+/// model only in the JSON body (as the OpenAI SDK does), and a request for
+/// another model reaches the upstream with its body byte-exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_named_only_in_the_body_is_matched() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    let id = add(
+        &admin,
+        json!({"id": "by-model", "ttl": "5m", "match": {"model": "victim-model"}, "action": abort(503)}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let client = reqwest::Client::new();
+    let body = |model: &str| {
+        format!(r#"{{"model":"{model}","messages":[{{"role":"user","content":"hi"}}]}}"#)
+    };
+    let hit = client
+        .post(&url)
+        .body(body("victim-model"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hit.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let other = body("other-model");
+    let miss = client.post(&url).body(other.clone()).send().await.unwrap();
+    assert_eq!(miss.status(), StatusCode::OK);
+    let echo: serde_json::Value = miss.json().await.unwrap();
+    assert_eq!(
+        echo["body_sha256"],
+        crate::support::sha256_hex(other.as_bytes())
+    );
+    assert_eq!(echo["body_len"], other.len());
+    assert_eq!(show(&admin, &id).await["injected"], 1);
+    assert_eq!(up.requests(), 1);
+}
