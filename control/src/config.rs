@@ -8,7 +8,7 @@ mod validate;
 
 pub use raw::{
     RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize,
+    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
 };
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,

@@ -7,6 +7,7 @@ mod failure;
 mod fault;
 mod genai;
 mod hash;
+mod hop;
 mod matcher;
 mod meter;
 mod metrics;
@@ -30,6 +31,7 @@ pub use fault::{
 };
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
+pub use hop::HOP_BY_HOP;
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{

@@ -7,7 +7,8 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use crate::config::{ConfigError, ConfigErrors, RawMirror};
+use super::v1::{edit_route, RouteEdit};
+use crate::config::RawMirror;
 use crate::mirror::{DiffRecord, DIFF_CAPACITY};
 use crate::store::SnapshotStore;
 
@@ -73,23 +74,7 @@ pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiRespon
         Some(_) => format!("set mirror of route {route}"),
         None => format!("remove mirror of route {route}"),
     };
-    let mut vanished = false;
-    let result = store.apply("api", &action, |raw| {
-        match raw.routes.iter_mut().find(|r| r.name == route) {
-            Some(r) => {
-                r.mirror = mirror;
-                Ok(())
-            }
-            None => {
-                vanished = true;
-                Err(ConfigErrors(vec![ConfigError::new(
-                    "route",
-                    format!("unknown route `{route}`"),
-                )]))
-            }
-        }
-    });
-    match result {
+    match edit_route(store, &action, route, |r| r.mirror = mirror) {
         Ok(snapshot) => {
             let mirror = snapshot
                 .config
@@ -107,7 +92,7 @@ pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiRespon
                 },
             )
         }
-        Err(_) if vanished => unknown(),
-        Err(errors) => respond::config_errors(&errors),
+        Err(RouteEdit::Vanished) => unknown(),
+        Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
     }
 }

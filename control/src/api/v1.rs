@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::respond::{self, ApiResponse};
-use crate::config::{ConfigError, ConfigErrors, RawConfig, RouteConfig};
+use crate::config::{ConfigError, ConfigErrors, RawConfig, RawRoute, RouteConfig};
 use crate::gpu::GpuWatcher;
 use crate::stats::{StatsRow, WINDOW_SECONDS};
 use crate::store::SnapshotStore;
@@ -117,6 +117,43 @@ pub fn get_routes(store: &SnapshotStore) -> ApiResponse {
     respond::json(StatusCode::OK, &routes)
 }
 
+/// Why a change to one route was not applied.
+pub(super) enum RouteEdit {
+    /// The route was removed between the caller's check and the write lock.
+    Vanished,
+    Invalid(ConfigErrors),
+}
+
+/// Applies `edit` to the route named `route` through the store, so the whole
+/// config is validated and the change audited like any other.
+pub(super) fn edit_route(
+    store: &SnapshotStore,
+    action: &str,
+    route: &str,
+    edit: impl FnOnce(&mut RawRoute),
+) -> Result<std::sync::Arc<crate::Snapshot>, RouteEdit> {
+    let mut vanished = false;
+    let result = store.apply("api", action, |raw| {
+        match raw.routes.iter_mut().find(|r| r.name == route) {
+            Some(r) => {
+                edit(r);
+                Ok(())
+            }
+            None => {
+                vanished = true;
+                Err(ConfigErrors(vec![ConfigError::new(
+                    "route",
+                    format!("unknown route `{route}`"),
+                )]))
+            }
+        }
+    });
+    result.map_err(|errors| match vanished {
+        true => RouteEdit::Vanished,
+        false => RouteEdit::Invalid(errors),
+    })
+}
+
 /// Replaces a route's split entirely with the weights in `body`.
 pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
     let unknown = || {
@@ -133,25 +170,8 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
         Ok(split) => split,
         Err((message, path)) => return respond::error_at(StatusCode::BAD_REQUEST, &message, &path),
     };
-    // The route may vanish between the check above and the write lock.
-    let mut vanished = false;
     let action = format!("set split of route {route}");
-    let result = store.apply("api", &action, |raw| {
-        match raw.routes.iter_mut().find(|r| r.name == route) {
-            Some(r) => {
-                r.split = split;
-                Ok(())
-            }
-            None => {
-                vanished = true;
-                Err(ConfigErrors(vec![ConfigError::new(
-                    "route",
-                    format!("unknown route `{route}`"),
-                )]))
-            }
-        }
-    });
-    match result {
+    match edit_route(store, &action, route, |r| r.split = split) {
         Ok(snapshot) => {
             let empty = BTreeMap::new();
             let split = snapshot
@@ -170,8 +190,8 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
                 },
             )
         }
-        Err(_) if vanished => unknown(),
-        Err(errors) => respond::config_errors(&errors),
+        Err(RouteEdit::Vanished) => unknown(),
+        Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
     }
 }
 

@@ -20,6 +20,7 @@ use pingora::proxy::Session;
 use sluice_control::FaultGuard;
 use sluice_filters::{
     Dialect, EventKind, FaultAction, Pacer, Step, TokenMeter, TruncateMode, CORRUPT_EVENT,
+    HOP_BY_HOP,
 };
 use tokio::time::{sleep_until, Instant};
 
@@ -27,18 +28,6 @@ use super::{metering, RequestCtx};
 
 /// A faulted request's body is read whole; larger ones are refused.
 const MAX_BODY: usize = 8 * 1024 * 1024;
-
-/// Headers that describe one hop, not the message.
-const HOP: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "content-length",
-];
 
 /// What the faulted answer is paced by: an experiment's action (with the
 /// guard that counts it in `max_active`) or a request header's token delay.
@@ -88,7 +77,7 @@ pub async fn serve(
         .method(req_header.method.clone())
         .uri(format!("http://{}{path}", endpoint.addr));
     for (name, value) in req_header.headers.iter() {
-        if name != "host" && !HOP.contains(&name.as_str()) {
+        if name != "host" && !HOP_BY_HOP.contains(&name.as_str()) {
             builder = builder.header(name, value);
         }
     }
@@ -115,7 +104,7 @@ pub async fn serve(
         return Ended::Failed(sluice_filters::Failure::UpstreamError);
     };
     for (name, value) in parts.headers.iter() {
-        if !HOP.contains(&name.as_str()) {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
             let _ = head.append_header(name.clone(), value.clone());
         }
     }

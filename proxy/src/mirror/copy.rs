@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use sluice_control::{ClusterKind, ClusterRuntime};
-use sluice_filters::{Dialect, MirrorResult, TokenMeter, TraceContext};
+use sluice_filters::{Dialect, MirrorResult, TokenMeter, TraceContext, HOP_BY_HOP};
 
 use super::job::Job;
 use super::limits::{Admitted, CopyKind};
@@ -28,20 +28,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// After a failed connect an endpoint is not tried for this long: its copies
 /// count as `connect_error` at once, so a dead shadow costs no syscalls.
 const DOWN_FOR: Duration = Duration::from_secs(1);
-
-/// Headers that describe one hop, not the request, plus the length, which
-/// the copy's own body sets.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "expect",
-    "content-length",
-];
 
 /// One copy's answer, read whole.
 #[derive(Default)]
