@@ -22,7 +22,8 @@
 #   benches/mirror.sh --quick    2 rounds x 4 s per target (~1 min)
 #
 # Options: --rounds N, --duration SECONDS, --connections N, --rate REQ_PER_S
-#          (fixed-rate phase, default 4000; 0 = skip), --nice N (default -19;
+#          (fixed-rate phase, default 4000; 0 = skip), --targets off,x3-dead,... (a
+#          subset; keep `off`, the reference), --nice N (default -19;
 #          0 = no change), --no-install (skip scripts/install-deps.sh), --keep.
 # Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
 set -euo pipefail
@@ -36,6 +37,7 @@ usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
 }
 
+only=""
 rounds=3
 duration=8
 warmup=1
@@ -54,6 +56,7 @@ while [[ $# -gt 0 ]]; do
         --duration) duration=$2 && shift ;;
         --connections) connections=$2 && shift ;;
         --rate) rate=$2 && shift ;;
+        --targets) only=$2 && shift ;;
         --nice) niceness=$2 && shift ;;
         --no-install) install=0 ;;
         --keep) keep=1 ;;
@@ -167,6 +170,10 @@ while True:
 pids+=("$launched")
 
 targets=(off x1 x3 x3-dead x3-slow x3-reset)
+if [[ -n $only ]]; then
+    # --targets off,x3-dead: a subset, in that order (`off` is the reference).
+    IFS=, read -r -a targets <<<"$only"
+fi
 declare -A port admin
 for t in "${targets[@]}"; do
     p="$(free_port)"
