@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawPercent, RawProtocol, RawTimeouts, RawUpstreamTls,
 };
 use super::typed::*;
-use super::units::parse_duration;
+use super::units::{parse_duration, parse_percent};
 use super::{ConfigError, ConfigErrors, RawConfig};
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
@@ -29,6 +29,25 @@ pub(super) struct Errors(Vec<ConfigError>);
 impl Errors {
     pub(super) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError::new(path, message));
+    }
+
+    /// A percent, as a number or text such as `25%`, within 0..=100.
+    pub(super) fn percent(&mut self, path: String, raw: Option<&RawPercent>) -> Option<f64> {
+        let value = match raw? {
+            RawPercent::Number(n) => *n,
+            RawPercent::Text(t) => match parse_percent(t) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.push(path, e);
+                    return None;
+                }
+            },
+        };
+        if !(0.0..=100.0).contains(&value) {
+            self.push(path, format!("{value} is not within 0..=100"));
+            return None;
+        }
+        Some(value)
     }
 
     pub(super) fn duration(

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use sluice_filters::{Experiment, FaultKind, FaultMatch, HaltIf, HeaderMatch};
 
-use super::super::raw::{RawFault, RawFaultMatch, RawPercent, RawProtocol};
+use super::super::raw::{RawFault, RawFaultMatch, RawProtocol};
 use super::super::typed::*;
-use super::super::units::{parse_duration, parse_percent};
+use super::super::units::parse_duration;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 
@@ -74,7 +74,9 @@ pub(super) fn fault(
             .collect(),
         model: m.model.clone(),
     };
-    let share = percent(errs, format!("{at}.percent"), f.percent.as_ref()).unwrap_or(100.0);
+    let share = errs
+        .percent(format!("{at}.percent"), f.percent.as_ref())
+        .unwrap_or(100.0);
     let ttl = ttl(at, f.ttl.as_deref(), known.max_ttl, errs);
     if f.max_active == Some(0) {
         errs.push(format!("{at}.max_active"), "must be at least 1");
@@ -87,7 +89,7 @@ pub(super) fn fault(
                 "needs match.route: the route whose error rate it reads",
             );
         }
-        let error_rate = percent(errs, format!("{path}.error_rate"), Some(&h.error_rate))?;
+        let error_rate = errs.percent(format!("{path}.error_rate"), Some(&h.error_rate))?;
         let window = errs.duration(
             format!("{path}.window"),
             h.window.as_deref(),
@@ -176,24 +178,6 @@ fn ttl(at: &str, text: Option<&str>, max: Duration, errs: &mut Errors) -> Option
         return None;
     }
     (!ttl.is_zero()).then_some(ttl)
-}
-
-fn percent(errs: &mut Errors, path: String, raw: Option<&RawPercent>) -> Option<f64> {
-    let value = match raw? {
-        RawPercent::Number(n) => *n,
-        RawPercent::Text(t) => match parse_percent(t) {
-            Ok(v) => v,
-            Err(e) => {
-                errs.push(path, e);
-                return None;
-            }
-        },
-    };
-    if !(0.0..=100.0).contains(&value) {
-        errs.push(path, format!("{value} is not within 0..=100"));
-        return None;
-    }
-    Some(value)
 }
 
 /// A duration that may be zero (jitter, a toxic's timeout).

@@ -1,8 +1,8 @@
 //! Validation of `routes[].mirror`.
 
-use super::super::raw::{RawMirror, RawPercent, RawSize};
+use super::super::raw::{RawMirror, RawSize};
 use super::super::typed::*;
-use super::super::units::{parse_percent, parse_size};
+use super::super::units::parse_size;
 use super::Errors;
 
 /// Amplification past this is a load test, not a shadow.
@@ -97,7 +97,9 @@ pub(super) fn mirror(
     }
     MirrorConfig {
         cluster: raw.cluster.clone(),
-        percent: percent(errs, format!("{at}.percent"), raw.percent.as_ref()),
+        percent: errs
+            .percent(format!("{at}.percent"), raw.percent.as_ref())
+            .unwrap_or(100.0),
         copies: copies(errs, format!("{at}.copies"), raw.copies),
         max_body: max_body(errs, format!("{at}.max_body"), raw.max_body.as_ref()),
         rate_limit: rate_limit(errs, format!("{at}.rate_limit"), raw.rate_limit),
@@ -127,24 +129,6 @@ pub(super) fn mirror(
             min_similarity,
         },
     }
-}
-
-fn percent(errs: &mut Errors, path: String, raw: Option<&RawPercent>) -> f64 {
-    let value = match raw {
-        None => return 100.0,
-        Some(RawPercent::Number(n)) => *n,
-        Some(RawPercent::Text(t)) => match parse_percent(t) {
-            Ok(v) => v,
-            Err(e) => {
-                errs.push(path, e);
-                return 0.0;
-            }
-        },
-    };
-    if !(0.0..=100.0).contains(&value) {
-        errs.push(path, format!("{value} is not within 0..=100"));
-    }
-    value
 }
 
 fn copies(errs: &mut Errors, path: String, raw: Option<f64>) -> f64 {

@@ -6,9 +6,9 @@ mod fleet;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::super::raw::{RawGates, RawOnBreach, RawPercent, RawRollout};
+use super::super::raw::{RawGates, RawOnBreach, RawRollout};
 use super::super::typed::*;
-use super::super::units::{format_duration, parse_percent};
+use super::super::units::format_duration;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 
@@ -226,34 +226,12 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
         gap_p99,
         tpot_p95,
         latency_p99,
-        error_rate: percent(errs, format!("{at}.error_rate"), g.error_rate.as_ref()),
+        error_rate: errs.percent(format!("{at}.error_rate"), g.error_rate.as_ref()),
         p99_vs_stable: ratio(errs, format!("{at}.p99_vs_stable"), g.p99_vs_stable),
         ttft_vs_stable: ratio(errs, format!("{at}.ttft_vs_stable"), g.ttft_vs_stable),
-        gpu_memory_max: percent(
-            errs,
-            format!("{at}.gpu_memory_max"),
-            g.gpu_memory_max.as_ref(),
-        ),
+        gpu_memory_max: errs.percent(format!("{at}.gpu_memory_max"), g.gpu_memory_max.as_ref()),
         upstream_queue_max: g.upstream_queue_max,
     }
-}
-
-fn percent(errs: &mut Errors, path: String, raw: Option<&RawPercent>) -> Option<f64> {
-    let value = match raw? {
-        RawPercent::Number(n) => *n,
-        RawPercent::Text(t) => match parse_percent(t) {
-            Ok(v) => v,
-            Err(e) => {
-                errs.push(path, e);
-                return None;
-            }
-        },
-    };
-    if !(0.0..=100.0).contains(&value) {
-        errs.push(path, format!("{value} is not within 0..=100"));
-        return None;
-    }
-    Some(value)
 }
 
 fn ratio(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
