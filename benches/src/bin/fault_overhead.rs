@@ -18,7 +18,7 @@ use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_benches::{stream_once, Summary};
+use sluice_benches::{free_port, stream_once, Summary};
 use sluice_control::{Config, SnapshotStore, Stats};
 use sluice_filters::{FaultKind, FaultTarget, Metrics, RequestView};
 use sluice_proxy::{MockLlmOptions, MockThread, Sluice, StartOptions};
@@ -46,12 +46,6 @@ struct Args {
     /// The mock LLM's gap between chunks in the pacing runs.
     #[arg(long, default_value_t = 5)]
     upstream_gap_ms: u64,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 fn sluice(upstream: SocketAddr, kind: &str, faults: &str) -> anyhow::Result<Sluice> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Parser;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_benches::{stream_once, StreamTiming, Summary};
+use sluice_benches::{free_port, stream_once, StreamTiming, Summary};
 use sluice_control::Config;
 use sluice_proxy::{MockLlmOptions, MockThread, Sluice, StartOptions};
 
@@ -27,12 +27,6 @@ struct Args {
     ttft_ms: u64,
     #[arg(long, default_value_t = 10)]
     itl_ms: u64,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 fn sluice_for(upstream: SocketAddr, kind: &str) -> anyhow::Result<Sluice> {

@@ -25,7 +25,7 @@ use clap::{Parser, ValueEnum};
 use http_body_util::Full;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use sluice_benches::{read_stream, StreamTiming, Summary, CHAT_BODY};
+use sluice_benches::{free_port, read_stream, StreamTiming, Summary, CHAT_BODY};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
@@ -89,12 +89,6 @@ impl Proc {
             .ok_or_else(|| anyhow::anyhow!("bad VmRSS line"))?
             .parse()?)
     }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 fn spawn(bin: &PathBuf, args: &[String], core: Option<usize>) -> anyhow::Result<Proc> {
