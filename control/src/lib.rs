@@ -30,7 +30,7 @@ pub use config::{
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
-pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, DIFF_CAPACITY};
+pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
 pub use observers::Observers;
 pub use reload::{reload_from_file, watch_config_file};
 pub use rollout::{

@@ -7,6 +7,7 @@ mod diffs;
 
 pub use diffs::{DiffLeg, DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use sluice_filters::{hash_bytes, mix64, Metrics, MirrorRouteMetrics, MirrorSampler};
@@ -22,6 +23,32 @@ pub struct MirrorRuntime {
     pub shadow: Arc<ClusterRuntime>,
     pub sampler: MirrorSampler,
     pub metrics: MirrorRouteMetrics,
+    pub gate: ShadowGate,
+}
+
+/// Whether copies are worth collecting. The sender closes the gate while
+/// every endpoint of the shadow cluster is down and opens it when the first
+/// comes back; while it is closed the request path counts the copies as
+/// `shadow_down` and keeps no body and queues no job, so a dead shadow costs
+/// the primary one atomic load. A new snapshot starts with it open.
+#[derive(Debug, Default)]
+pub struct ShadowGate {
+    closed: AtomicBool,
+}
+
+impl ShadowGate {
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Closes the gate; true when this call closed it (and so owns opening it).
+    pub fn close(&self) -> bool {
+        !self.closed.swap(true, Ordering::Relaxed)
+    }
+
+    pub fn open(&self) {
+        self.closed.store(false, Ordering::Relaxed);
+    }
 }
 
 impl MirrorRuntime {
@@ -40,6 +67,7 @@ impl MirrorRuntime {
             shadow,
             sampler: MirrorSampler::new(config.percent, config.copies, seed),
             metrics: metrics.mirror.route(route),
+            gate: ShadowGate::default(),
         }
     }
 }

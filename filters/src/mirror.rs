@@ -2,13 +2,11 @@
 //! Pure: the caller passes the session key (when the route samples by a
 //! header) and a seed drawn when the snapshot is built.
 //!
-//! Without a session key the choice is spread evenly instead of drawn per
-//! request: request `n` is mirrored when `offset + n·φ` (mod 2⁶⁴, φ the
-//! golden ratio) falls below the share. From a random `offset` that is as
-//! unbiased as a coin per request, but 10% is 10% ± a couple of requests
-//! over any stretch of traffic, not only on average; shadow load is as
-//! steady as the primary's. Fractional copies use a second such sequence
-//! over the mirrored requests only, so the two choices are independent.
+//! Without a session key each request draws an independent random number:
+//! SplitMix64 over a per-route counter (one relaxed `fetch_add` and a mix, no
+//! lock, no thread-local state), seeded per snapshot. Fractional copies draw
+//! from a second such stream over the mirrored requests only, so the two
+//! choices are independent.
 
 mod metrics;
 
@@ -18,7 +16,7 @@ use crate::hash::{hash_bytes, mix64};
 
 pub use metrics::{MirrorMetrics, MirrorResult, MirrorRouteMetrics};
 
-/// 2⁶⁴/φ: consecutive multiples are as far apart as any sequence can be.
+/// 2⁶⁴/φ, SplitMix64's increment.
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Keeps mirror sampling independent of the sticky pick, which hashes the
 /// same session header.
@@ -32,8 +30,8 @@ pub struct MirrorSampler {
     whole_copies: u32,
     /// The fractional part of `copies` as a share of 2⁶⁴.
     extra_threshold: u64,
-    picks: Sequence,
-    extras: Sequence,
+    picks: RandomStream,
+    extras: RandomStream,
 }
 
 impl MirrorSampler {
@@ -45,8 +43,8 @@ impl MirrorSampler {
             threshold: share(percent / 100.0),
             whole_copies: copies.trunc() as u32,
             extra_threshold: share(copies.fract()),
-            picks: Sequence::new(mix64(seed)),
-            extras: Sequence::new(mix64(seed ^ GOLDEN)),
+            picks: RandomStream::new(mix64(seed)),
+            extras: RandomStream::new(mix64(seed ^ GOLDEN)),
         }
     }
 
@@ -82,16 +80,17 @@ fn below(draw: u64, threshold: u64) -> bool {
     threshold == u64::MAX || draw < threshold
 }
 
-/// The additive golden-ratio sequence, shared by all of a route's requests.
+/// A SplitMix64 stream shared by all of a route's requests: the `n`th draw
+/// is `mix(offset + n·φ)`, so concurrent requests need only the counter.
 #[derive(Debug)]
-struct Sequence {
+struct RandomStream {
     offset: u64,
     n: AtomicU64,
 }
 
-impl Sequence {
-    fn new(offset: u64) -> Sequence {
-        Sequence {
+impl RandomStream {
+    fn new(offset: u64) -> RandomStream {
+        RandomStream {
             offset,
             n: AtomicU64::new(0),
         }
@@ -99,7 +98,7 @@ impl Sequence {
 
     fn next(&self) -> u64 {
         let n = self.n.fetch_add(1, Ordering::Relaxed);
-        self.offset.wrapping_add(n.wrapping_mul(GOLDEN))
+        mix64(self.offset.wrapping_add(n.wrapping_mul(GOLDEN)))
     }
 }
 

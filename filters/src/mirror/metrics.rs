@@ -23,10 +23,13 @@ pub enum MirrorResult {
     Timeout,
     /// Anything else: the shadow reset the connection, sent garbage.
     Error,
+    /// Not sent: every endpoint of the shadow cluster failed just before
+    /// and is skipped for a while, so the request kept nothing for a copy.
+    ShadowDown,
 }
 
 impl MirrorResult {
-    pub const ALL: [MirrorResult; 8] = [
+    pub const ALL: [MirrorResult; 9] = [
         MirrorResult::Ok,
         MirrorResult::QueueFull,
         MirrorResult::BodyTooLarge,
@@ -35,6 +38,7 @@ impl MirrorResult {
         MirrorResult::ConnectError,
         MirrorResult::Timeout,
         MirrorResult::Error,
+        MirrorResult::ShadowDown,
     ];
 
     pub fn label(self) -> &'static str {
@@ -47,6 +51,7 @@ impl MirrorResult {
             MirrorResult::ConnectError => "connect_error",
             MirrorResult::Timeout => "timeout",
             MirrorResult::Error => "error",
+            MirrorResult::ShadowDown => "shadow_down",
         }
     }
 }

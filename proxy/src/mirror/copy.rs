@@ -25,9 +25,12 @@ use super::limits::{Admitted, CopyKind};
 pub const COMPARE_LIMIT: usize = 256 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// After a failed connect an endpoint is not tried for this long: its copies
-/// count as `connect_error` at once, so a dead shadow costs no syscalls.
+/// A down endpoint is not tried for this long: its copies count as
+/// `connect_error` at once, so a dead shadow costs no syscalls.
 const DOWN_FOR: Duration = Duration::from_secs(1);
+/// An endpoint is down after a failed connect, or after this many exchanges
+/// in a row that broke (reset, garbage), like an outlier ejection.
+const ERRORS_TO_DOWN: u32 = 5;
 
 /// One copy's answer, read whole.
 #[derive(Default)]
@@ -49,9 +52,15 @@ pub type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
 pub struct Shadow {
     client: Client<HttpConnector, Full<Bytes>>,
     next_endpoint: Arc<AtomicUsize>,
-    /// Endpoints that refused a connection, until when they are skipped.
-    /// Touched by the sender's tasks only, never across an await.
-    down: Arc<Mutex<HashMap<SocketAddr, Instant>>>,
+    /// Endpoints' recent failures. Touched by the sender's tasks only,
+    /// never across an await.
+    health: Arc<Mutex<HashMap<SocketAddr, Health>>>,
+}
+
+#[derive(Default)]
+struct Health {
+    errors_in_a_row: u32,
+    down_until: Option<Instant>,
 }
 
 impl Shadow {
@@ -66,7 +75,7 @@ impl Shadow {
         Shadow {
             client,
             next_endpoint: Arc::new(AtomicUsize::new(0)),
-            down: Arc::new(Mutex::new(HashMap::new())),
+            health: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -91,6 +100,9 @@ impl Shadow {
                     Some(cluster) => shadow.send(&job, cluster, body, &marker).await,
                     None => Err(MirrorResult::Error),
                 };
+                if result.is_err() && matches!(a.kind, CopyKind::Shadow(_)) {
+                    shadow.close_gate_if_all_down(&job);
+                }
                 // The in-flight slot is held until the answer is read.
                 let kind = a.kind;
                 drop(a);
@@ -157,7 +169,6 @@ impl Shadow {
         let exchange = async {
             let resp = self.client.request(req).await.map_err(|e| {
                 if e.is_connect() {
-                    self.mark_down(endpoint.addr);
                     MirrorResult::ConnectError
                 } else {
                     MirrorResult::Error
@@ -195,22 +206,68 @@ impl Shadow {
             answer.output_tokens = summary.output_tokens;
             Ok(answer)
         };
-        match tokio::time::timeout(job.policy.config.timeout, exchange).await {
+        let result = match tokio::time::timeout(job.policy.config.timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(MirrorResult::Timeout),
-        }
+        };
+        self.record(endpoint.addr, result.as_ref().err().copied());
+        result
     }
 }
 
 impl Shadow {
-    fn is_down(&self, addr: SocketAddr) -> bool {
-        let down = self.down.lock().unwrap_or_else(|p| p.into_inner());
-        down.get(&addr).is_some_and(|until| Instant::now() < *until)
+    pub(super) fn is_down(&self, addr: SocketAddr) -> bool {
+        let health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        health
+            .get(&addr)
+            .and_then(|h| h.down_until)
+            .is_some_and(|until| Instant::now() < until)
     }
 
-    fn mark_down(&self, addr: SocketAddr) {
-        let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
-        down.insert(addr, Instant::now() + DOWN_FOR);
+    /// Keeps an exchange's outcome (`None` = answered). A timeout says the
+    /// shadow is slow, not broken: `max_in_flight` bounds what that costs.
+    pub(super) fn record(&self, addr: SocketAddr, failure: Option<MirrorResult>) {
+        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let h = health.entry(addr).or_default();
+        match failure {
+            None => *h = Health::default(),
+            Some(MirrorResult::ConnectError) => h.down_until = Some(Instant::now() + DOWN_FOR),
+            Some(MirrorResult::Error) => {
+                h.errors_in_a_row += 1;
+                if h.errors_in_a_row >= ERRORS_TO_DOWN {
+                    h.errors_in_a_row = 0;
+                    h.down_until = Some(Instant::now() + DOWN_FOR);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// When a copy failed and every endpoint of the shadow cluster is now
+    /// down, closes the route's gate until the first of them is due back.
+    fn close_gate_if_all_down(&self, job: &Arc<Job>) {
+        let now = Instant::now();
+        let back_at = {
+            let health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+            let mut back_at: Option<Instant> = None;
+            for e in &job.policy.shadow.config.endpoints {
+                match health.get(&e.addr).and_then(|h| h.down_until) {
+                    Some(until) if until > now => {
+                        back_at = Some(back_at.map_or(until, |b| b.min(until)));
+                    }
+                    _ => return,
+                }
+            }
+            back_at
+        };
+        let Some(back_at) = back_at else { return };
+        if job.policy.gate.close() {
+            let policy = job.policy.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(back_at.into()).await;
+                policy.gate.open();
+            });
+        }
     }
 }
 

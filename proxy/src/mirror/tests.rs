@@ -4,15 +4,19 @@ use bytes::Bytes;
 use sluice_control::{Config, SnapshotStore, Stats};
 use sluice_filters::{Metrics, TraceContext};
 
-use super::copy::{child_traceparent, shadow_body};
+use super::copy::{child_traceparent, shadow_body, Shadow};
 use super::limits::{CopyKind, Limits};
 use super::*;
 
 fn store(mirror: &str) -> Arc<SnapshotStore> {
+    store_with_shadow_at(mirror, 18002)
+}
+
+fn store_with_shadow_at(mirror: &str, shadow_port: u16) -> Arc<SnapshotStore> {
     let yaml = format!(
         "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
 clusters:\n  - {{ name: a, kind: llm, endpoints: [127.0.0.1:18001] }}\n  \
-- {{ name: s, kind: llm, endpoints: [127.0.0.1:18002] }}\n\
+- {{ name: s, kind: llm, endpoints: [127.0.0.1:{shadow_port}] }}\n\
 routes:\n  - {{ name: chat, listener: public, split: {{ a: 100 }}, mirror: {mirror} }}\n"
     );
     SnapshotStore::new(
@@ -105,4 +109,52 @@ fn the_model_is_rewritten_in_json_bodies_only() {
     );
     let plain = store("{ cluster: s }");
     assert_eq!(&shadow_body(&job(&plain, 1, b"abcdef"))[..], b"abcdef");
+}
+
+/// A loopback port nothing listens on.
+fn dead_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
+    let store = store_with_shadow_at("{ cluster: s, copies: 2 }", dead_port());
+    let job = Arc::new(job(&store, 2, b"{}..."));
+    assert!(!job.policy.gate.is_closed());
+    let admitted = Limits::default().admit(&job);
+    let results = Shadow::new().send_all(job.clone(), admitted).await;
+    assert_eq!(results.len(), 2);
+    assert!(results
+        .iter()
+        .all(|(_, r)| matches!(r, Err(MirrorResult::ConnectError))));
+    assert!(job.policy.gate.is_closed(), "every endpoint is down");
+    // The endpoint is skipped for a second; then the gate opens for a probe.
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    assert!(!job.policy.gate.is_closed());
+}
+
+#[test]
+fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
+    let shadow = Shadow::new();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
+    for _ in 0..20 {
+        shadow.record(addr, Some(MirrorResult::Timeout));
+    }
+    assert!(!shadow.is_down(addr), "a slow shadow is not a broken one");
+    for _ in 0..4 {
+        shadow.record(addr, Some(MirrorResult::Error));
+    }
+    shadow.record(addr, None);
+    for _ in 0..4 {
+        shadow.record(addr, Some(MirrorResult::Error));
+    }
+    assert!(
+        !shadow.is_down(addr),
+        "an answer in between starts the count over"
+    );
+    shadow.record(addr, Some(MirrorResult::Error));
+    assert!(shadow.is_down(addr));
+    shadow.record(addr, None);
+    assert!(!shadow.is_down(addr), "an answer brings it back at once");
 }

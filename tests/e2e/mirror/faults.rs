@@ -84,8 +84,15 @@ async fn copies_carry_the_rewritten_model_and_headers() {
 }
 
 /// Runs 60 requests through a route mirroring ×3 into `shadow`; every one
-/// must succeed, and copies are counted with each of `results`.
-async fn primary_unharmed(shadow: std::net::SocketAddr, mirror: &str, results: &[&str]) {
+/// must succeed, and copies are counted with each of `results`. With
+/// `gated`, the shadow's failures must then close the gate: 20 more requests
+/// and some of their copies are `shadow_down` (never collected nor queued).
+async fn primary_unharmed(
+    shadow: std::net::SocketAddr,
+    mirror: &str,
+    results: &[&str],
+    gated: bool,
+) {
     let primary = NamedUpstream::start("primary").await.unwrap();
     let sluice = start(&config(primary.addr(), shadow, mirror));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
@@ -97,6 +104,13 @@ async fn primary_unharmed(shadow: std::net::SocketAddr, mirror: &str, results: &
     for result in results {
         metrics = metrics_when_counted(&sluice, result, 1).await;
         assert!(mirror_count(&metrics, result) >= 1, "{result}: {metrics}");
+    }
+    if gated {
+        let statuses = drive(&url, 20, 1, |_| Vec::new(), Bytes::from_static(b"{}")).await;
+        assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+        assert_eq!(primary.requests(), 80);
+        metrics = metrics_when_counted(&sluice, "shadow_down", 1).await;
+        assert!(mirror_count(&metrics, "shadow_down") >= 1, "{metrics}");
     }
     assert_eq!(mirror_count(&metrics, "ok"), 0);
     let errors: Vec<&str> = metrics
@@ -110,7 +124,13 @@ async fn primary_unharmed(shadow: std::net::SocketAddr, mirror: &str, results: &
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_shadow_leaves_the_primary_error_free() {
     let dead = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    primary_unharmed(dead, "{ cluster: shadow, copies: 3 }", &["connect_error"]).await;
+    primary_unharmed(
+        dead,
+        "{ cluster: shadow, copies: 3 }",
+        &["connect_error"],
+        true,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,6 +142,7 @@ async fn a_shadow_answering_in_5s_leaves_the_primary_error_free() {
         slow.addr,
         "{ cluster: shadow, copies: 3, timeout: 4s, max_in_flight: 4 }",
         &["in_flight", "timeout"],
+        false,
     )
     .await;
 }
@@ -136,6 +157,7 @@ async fn a_resetting_shadow_leaves_the_primary_error_free() {
         reset.addr,
         "{ cluster: shadow, copies: 3 }",
         &["error|connect_error"],
+        true,
     )
     .await;
 }
