@@ -91,6 +91,8 @@ impl Limits {
             .chain((1..=noise).map(CopyKind::Noise));
         let metrics = &job.policy.metrics;
         let mut admitted = Vec::new();
+        // Shadow copies dropped, by reason: counted once per job, not per copy.
+        let mut dropped = [0u32; MirrorResult::ALL.len()];
         for kind in kinds {
             let verdict = if !route.take_token() {
                 Err(MirrorResult::Rate)
@@ -106,8 +108,13 @@ impl Limits {
                     kind,
                     _permit: permit,
                 }),
-                (Err(reason), CopyKind::Shadow(_)) => metrics.count(reason, 1),
+                (Err(reason), CopyKind::Shadow(_)) => dropped[reason as usize] += 1,
                 (Err(reason), CopyKind::Noise(_)) => metrics.count_noise(reason),
+            }
+        }
+        for (reason, n) in MirrorResult::ALL.into_iter().zip(dropped) {
+            if n > 0 {
+                metrics.count(reason, n);
             }
         }
         admitted
