@@ -2,6 +2,8 @@
 # Shadow traffic bench: what mirroring costs the primary. Four sluice processes
 # in front of the same upstream, measured alternately in one run:
 #   off      no mirror
+#   off-b    no mirror again: a second, identical process, whose distance from
+#            `off` is the noise floor of the run (an A/A test)
 #   x1       mirror { copies: 1 } to a shadow upstream (100%)
 #   x3       mirror { copies: 3 } to the shadow (100%)
 #   x3-dead  mirror { copies: 3 } to a port nobody listens on
@@ -18,8 +20,8 @@
 # sluice's mirror counters (copies answered, dropped by reason) at the end. With
 # taskset and two cores: the sluices on core 1; wrk, h2load and both nginx on core 0.
 #
-#   benches/mirror.sh            3 rounds x 8 s per target (~2 min)
-#   benches/mirror.sh --quick    2 rounds x 4 s per target (~1 min)
+#   benches/mirror.sh            3 rounds x 8 s per target (~7 min)
+#   benches/mirror.sh --quick    2 rounds x 4 s per target (~3 min)
 #
 # Options: --rounds N, --duration SECONDS, --connections N, --rate REQ_PER_S
 #          (fixed-rate phase, default 4000; 0 = skip), --targets off,x3-dead,... (a
@@ -169,7 +171,7 @@ while True:
 ' "$reset_port"
 pids+=("$launched")
 
-targets=(off x1 x3 x3-dead x3-slow x3-reset)
+targets=(off off-b x1 x3 x3-dead x3-slow x3-reset)
 if [[ -n $only ]]; then
     # --targets off,x3-dead: a subset, in that order (`off` is the reference).
     IFS=, read -r -a targets <<<"$only"
@@ -179,7 +181,7 @@ for t in "${targets[@]}"; do
     p="$(free_port)"
     a="$(free_port)"
     case $t in
-        off) mirror="" ;;
+        off | off-b) mirror="" ;;
         x1) mirror=", mirror: { cluster: shadow, copies: 1 }" ;;
         x3) mirror=", mirror: { cluster: shadow, copies: 3 }" ;;
         x3-dead) mirror=", mirror: { cluster: dead, copies: 3 }" ;;
@@ -299,16 +301,24 @@ report="$(
         echo
         echo "Fixed rate: \`h2load --h1 -c $rate_clients --rps=$((rate / rate_clients)) -D $duration --warm-up-time=1\` ($rate req/s offered), latencies from its per-request log:"
         echo
-        echo "| target | req/s done | p50 ms | p99 ms | p99 vs off | non-200 |"
-        echo "|---|---:|---:|---:|---:|---:|"
-        off_r99="$(col off 5 "$work/rate.tsv" | median)"
+        echo "Each target's requests of all rounds pooled ($rounds x ${duration} s), then the percentiles:"
+        echo "a p99 over every request is steadier than a median of per-round p99s."
+        echo
+        echo "| target | req/s done | p50 ms | p99 ms | p99.9 ms | p99 vs off | non-200 |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
+        pooled() { cat "$work"/h2load-*-"$1".log | cut -f3 | sort -n >"$work/pooled-$1.txt"; }
+        quantile() { awk -v q="$2" '{ v[NR] = $1 } END { k = int(NR * q) + 1; if (k > NR) k = NR; printf "%.3f", v[k] / 1000 }' "$work/pooled-$1.txt"; }
+        pooled off
+        off_r99="$(quantile off 0.99)"
         for t in "${targets[@]}"; do
+            pooled "$t"
             r="$(col "$t" 3 "$work/rate.tsv" | median)"
-            r50="$(col "$t" 4 "$work/rate.tsv" | median)"
-            r99="$(col "$t" 5 "$work/rate.tsv" | median)"
+            r50="$(quantile "$t" 0.50)"
+            r99="$(quantile "$t" 0.99)"
+            r999="$(quantile "$t" 0.999)"
             rerr="$(col "$t" 6 "$work/rate.tsv" | awk '{ s += $1 } END { print s + 0 }')"
             vs="$(awk -v a="$r99" -v b="$off_r99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
-            echo "| $t | $r | $r50 | $r99 | $vs | $rerr |"
+            echo "| $t | $r | $r50 | $r99 | $r999 | $vs | $rerr |"
         done
     fi
 )"

@@ -158,3 +158,42 @@ fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
     shadow.record(addr, None);
     assert!(!shadow.is_down(addr), "an answer brings it back at once");
 }
+
+/// The scheduling policy of each of this process's threads named `name`
+/// (field 41 of `/proc/self/task/<tid>/stat`; 5 is `SCHED_IDLE`).
+#[cfg(target_os = "linux")]
+fn thread_policies(name: &str) -> Vec<u32> {
+    let mut policies = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis start at field 3.
+        let after_comm = &stat[stat.rfind(')').unwrap() + 1..];
+        let policy = after_comm.split_whitespace().nth(41 - 3).unwrap();
+        policies.push(policy.parse().unwrap());
+    }
+    policies
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_sender_runs_only_on_cpu_time_nobody_else_wants() {
+    let store = store("{ cluster: s }");
+    let (mut sender, _queue) = MirrorSender::start(store).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut policies = thread_policies("sluice-mirror");
+    while policies.len() < 1 + SENDER_THREADS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        policies = thread_policies("sluice-mirror");
+    }
+    sender.stop();
+    // The drain thread and every worker of the sender's runtime.
+    assert!(policies.len() > SENDER_THREADS, "{policies:?}");
+    assert!(
+        policies.iter().all(|p| *p == 5),
+        "not all SCHED_IDLE: {policies:?}"
+    );
+}
