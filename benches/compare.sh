@@ -11,6 +11,7 @@
 #   nginx    reverse proxy, worker_processes 1, upstream keepalive
 #   envoy    --concurrency 1, static config, HTTP connection manager + router
 #   haproxy  nbthread 1 (when haproxy is installed)
+# (--threads N gives each proxy N workers instead of 1.)
 # Every target is measured with the same wrk command (fixed connections, one wrk
 # thread, --latency) after a short unmeasured warm-up, in rounds whose order
 # rotates; the table reports the median of the rounds. With taskset and two or
@@ -29,6 +30,10 @@
 #   benches/compare.sh --quick    2 rounds x 4 s per target (~1.5 min)
 #
 # Options: --rounds N, --duration SECONDS, --connections N, --upstream nginx|mock-llm,
+#          --threads N (worker threads of every proxy, default 1: sluice
+#          runtime.threads, nginx worker_processes, Envoy --concurrency, HAProxy
+#          nbthread; with N > 1 the proxies get cores 1..N when the machine has
+#          N + 1 cores, else they share every core with the load),
 #          --nice N (default -19; 0 = no change), --no-install (skip
 #          scripts/install-deps.sh), --keep (keep the temp dir).
 # Output: a markdown report on stdout, also saved to target/bench/compare-<date>.md.
@@ -50,6 +55,7 @@ warmup=1
 niceness=-19
 connections=32
 upstream_kind=nginx
+threads=1
 install=1
 keep=0
 mode=full
@@ -64,6 +70,7 @@ while [[ $# -gt 0 ]]; do
         --duration) duration=$2 && shift ;;
         --connections) connections=$2 && shift ;;
         --upstream) upstream_kind=$2 && shift ;;
+        --threads) threads=$2 && shift ;;
         --nice) niceness=$2 && shift ;;
         --no-install) install=0 ;;
         --keep) keep=1 ;;
@@ -119,7 +126,7 @@ else
 fi
 
 # Two cores: proxies on core 1, wrk and the upstream on core 0 (benches/lib.sh).
-pin_and_prioritise "wrk and upstream"
+pin_and_prioritise "wrk and upstream" "$threads"
 
 # ------------------------------------------------------------------ processes
 
@@ -151,13 +158,14 @@ wait_ready() {
     die "$name not ready on 127.0.0.1:$port after 10 s"
 }
 
-# nginx_conf DIR BODY: the common head of both nginx configs; BODY goes in `http {}`.
+# nginx_conf DIR BODY [WORKERS]: the common head of both nginx configs; BODY goes
+# in `http {}`.
 nginx_conf() {
-    local dir=$1 body=$2 user=""
+    local dir=$1 body=$2 workers=${3:-1} user=""
     mkdir -p "$dir"
     [[ $(id -u) == 0 ]] && user="user root;"
     cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
+worker_processes $workers;
 $user
 daemon off;
 pid $dir/nginx.pid;
@@ -206,7 +214,7 @@ start_sluice_as() {
     p="$(free_port)"
     admin="$(free_port)"
     cat >"$work/$name.yaml" <<EOF
-runtime: { threads: 1, grace_period: 1s }
+runtime: { threads: $threads, grace_period: 1s }
 admin: { listen: 127.0.0.1:$admin }
 listeners:
   - { name: public, listen: 127.0.0.1:$p, protocol: http }
@@ -242,7 +250,7 @@ start_nginx() {
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
-    }"
+    }" "$threads"
     launch proxy_pin "$work/nginx.log" nginx -e "$work/nginx/error.log" -p "$work/nginx" \
         -c "$work/nginx/nginx.conf"
     pid_of[nginx]=$launched
@@ -286,7 +294,7 @@ static_resources:
               - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $upstream_port } } }
 EOF
     # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
-    launch proxy_pin "$work/envoy.log" "$envoy_bin" --concurrency 1 --disable-hot-restart -l warn \
+    launch proxy_pin "$work/envoy.log" "$envoy_bin" --concurrency "$threads" --disable-hot-restart -l warn \
         -c "$work/envoy.yaml"
     pid_of[envoy]=$launched
     port[envoy]=$p
@@ -297,7 +305,7 @@ start_haproxy() {
     p="$(free_port)"
     cat >"$work/haproxy.cfg" <<EOF
 global
-    nbthread 1
+    nbthread $threads
     maxconn 4096
 defaults
     mode http
@@ -355,6 +363,15 @@ proc_switches() {
     done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s + 0 }'
 }
 
+# Resident memory (MiB) of a process and its direct children (nginx workers).
+proc_rss_mib() {
+    local pid=$1 p kids
+    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
+    for p in $pid $kids; do
+        cat /proc/"$p"/status 2>/dev/null || true
+    done | awk '/^VmRSS:/ { kb += $2 } END { printf "%.1f", kb / 1024 }'
+}
+
 # "busy total" ticks of one core from /proc/stat.
 core_ticks() {
     awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
@@ -406,7 +423,7 @@ retries_used=0
 measure_once() {
     local round=$1 t=$2 attempt=$3 url out pt0 pt1 ut0 ut1 wt0 wt1 b0 b1 tot0 tot1 c0 c1 w0 w1 t0 t1
     local rps p50 p99 reqs non2xx sockerr proxy_cpu=- proxy_pct=0 core0 core1 up_pct wrk_pct f0 f1
-    local sw0 sw1 us_req=- sw_req=-
+    local sw0 sw1 us_req=- sw_req=- rss=-
     url="$(url_of "$t")"
     run_wrk "$work/warmup.txt" -c "$connections" -t 1 -d "${warmup}s" "$url"
     out="$work/wrk-$round-$t-$attempt.txt"
@@ -432,6 +449,8 @@ measure_once() {
         sw1="$(proc_switches "${pid_of[$t]}")"
         proxy_pct="$(pct $((pt1 - pt0)) "$wall_ticks")"
         proxy_cpu=$proxy_pct
+        # Read right after the run, its connections still warm in the proxy's pools.
+        rss="$(proc_rss_mib "${pid_of[$t]}")"
     fi
     up_pct="$(pct $((ut1 - ut0)) "$wall_ticks")"
     wrk_pct="$(pct $((wt1 - wt0)) "$wall_ticks")"
@@ -457,10 +476,10 @@ measure_once() {
     fi
     non2xx="$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$out")"
     sockerr="$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' "$out")"
-    line="$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$round" "$t" "$attempt" \
+    line="$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$round" "$t" "$attempt" \
         "$rps" "$p50" "$p99" "$reqs" "${non2xx:-0}" "${sockerr:-0}" "$proxy_cpu" "$core0" "$core1" "$f0" "$f1" \
-        "$us_req" "$sw_req")"
-    log "round $round $t #$attempt: $rps req/s, p50 $p50 ms, p99 $p99 ms, proxy cpu $proxy_cpu% ($us_req us/req, $sw_req switches/req), core0 $core0% (wrk $wrk_pct%, upstream $up_pct%, foreign $f0%), core1 $core1% (foreign $f1%), non-2xx ${non2xx:-0}, socket errors ${sockerr:-0}"
+        "$us_req" "$sw_req" "$rss")"
+    log "round $round $t #$attempt: $rps req/s, p50 $p50 ms, p99 $p99 ms, proxy cpu $proxy_cpu% ($us_req us/req, $sw_req switches/req, RSS $rss MiB), core0 $core0% (wrk $wrk_pct%, upstream $up_pct%, foreign $f0%), core1 $core1% (foreign $f1%), non-2xx ${non2xx:-0}, socket errors ${sockerr:-0}"
 }
 
 # measure ROUND TARGET: measure_once, repeated while foreign load spoilt it (within
@@ -497,7 +516,7 @@ done
 # the closed-loop rounds, with an open-loop generator (benches/src/bin/open_loop.rs:
 # latency counts from when a request was due, so queueing behind a stall is
 # charged). Same rotation of targets, one run per target per round.
-slowest="$(awk -F'\t' '$2 != "direct" && $17 == "yes" { print $4 }' "$results" | sort -g | head -1)"
+slowest="$(awk -F'\t' '$2 != "direct" && $18 == "yes" { print $4 }' "$results" | sort -g | head -1)"
 fixed_rate=$((${slowest:-2000} / 2))
 latency_results="$work/latency.tsv"
 : >"$latency_results"
@@ -520,7 +539,7 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # median COLUMN TARGET: median over the kept measurements of one column of results.tsv.
 median() {
-    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $17 == "yes" && $c != "-" { print $c }' "$results" | sort -g |
+    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $18 == "yes" && $c != "-" { print $c }' "$results" | sort -g |
         awk '{ v[NR] = $1 } END {
             if (NR == 0) { print "-"; exit }
             print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
@@ -540,16 +559,17 @@ declare -A med_rps
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency http://127.0.0.1:PORT/v1/models\` (HTTP/1.1 keep-alive), after a ${warmup}s unmeasured warm-up"
     echo "- pinning: $pinning"
     echo "- priority: $priority"
+    echo "- worker threads per proxy: $threads"
     echo "- rounds: $rounds, order rotated each round; figures are medians of the rounds"
     echo "- load average (1/5/15 min) before: $load_before, after: $load_after"
     echo
-    echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | proxy CPU µs/req | proxy context switches/req | non-2xx | socket errors |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | proxy CPU µs/req (÷10: CPU s per 100k req) | proxy context switches/req | proxy RSS MiB | non-2xx | socket errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for t in "${targets[@]}"; do
         med_rps[$t]="$(median 4 "$t")"
-        printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
+        printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
             "$(median 5 "$t")" "$(median 6 "$t")" "$(median 10 "$t")" "$(median 15 "$t")" "$(median 16 "$t")" \
-            "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
+            "$(median 17 "$t")" "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
     done
     echo
     ratios=()
@@ -564,12 +584,13 @@ declare -A med_rps
     echo
     echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core);"
     echo "µs/req and context switches/req divide the proxy's CPU time and the context switches of"
-    echo "all its threads (nginx: master and worker) by the requests wrk completed."
+    echo "all its threads (nginx: master and worker) by the requests wrk completed. RSS is the"
+    echo "proxy's resident memory (all its processes) right after each measured run."
     echo "non-2xx and socket errors are summed over every attempt. Foreign % is how busy a core"
     echo "was beyond the bench's own processes on it (core 0: wrk + upstream; core 1: the proxy)."
     awk -F'\t' -v th="$threshold" '
-        $17 == "no" { dropped++ }
-        $17 == "yes" { kept++; f = ($2 == "direct") ? $13 : $14; if (f > th) dirty++ }
+        $18 == "no" { dropped++ }
+        $18 == "yes" { kept++; f = ($2 == "direct") ? $13 : $14; if (f > th) dirty++ }
         END {
             printf "A run with more than %d%% foreign load on its bounding core (core 0 for direct, core 1\n", th
             printf "otherwise) was measured again: %d repeats; kept runs still above it: %d of %d.\n", dropped, dirty, kept
@@ -600,8 +621,8 @@ declare -A med_rps
     echo
     echo "<details><summary>every attempt</summary>"
     echo
-    echo "| round | target | attempt | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | proxy CPU % | core 0 busy % | core 1 busy % | core 0 foreign % | core 1 foreign % | proxy CPU µs/req | proxy switches/req | kept |"
-    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| round | target | attempt | req/s | p50 ms | p99 ms | requests | non-2xx | socket errors | proxy CPU % | core 0 busy % | core 1 busy % | core 0 foreign % | core 1 foreign % | proxy CPU µs/req | proxy switches/req | proxy RSS MiB | kept |"
+    echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     awk -F'\t' -v OFS=' | ' '{ $1 = $1; print "| " $0 " |" }' "$results"
     echo
     echo "</details>"

@@ -1,16 +1,26 @@
 # Shared by the side-by-side bench scripts (compare.sh, l4.sh); sourced, not run.
 # The caller sets `niceness`, `keep`, `work`, `pids=()` and defines `log`.
 
-# pin_and_prioritise LOAD_DESCRIPTION: proxies on core 1, load on core 0 (taskset),
-# both at `niceness` and, where the kernel schedules by session autogroup, with
-# that nice on each process's own session (plain nice does not reach across
-# sessions there). Sets load_pin, proxy_pin, pinning, priority, autogroup.
+# pin_and_prioritise LOAD_DESCRIPTION [PROXY_THREADS]: proxies on core 1 (cores
+# 1..PROXY_THREADS when there are that many besides core 0; unpinned when there
+# are not), load on core 0 (taskset), both at `niceness` and, where the kernel
+# schedules by session autogroup, with that nice on each process's own session
+# (plain nice does not reach across sessions there). Sets load_pin, proxy_pin,
+# pinning, priority, autogroup.
 pin_and_prioritise() {
-    local load=$1
+    local load=$1 threads=${2:-1}
     if command -v taskset >/dev/null 2>&1 && [[ $(nproc) -ge 2 ]]; then
         load_pin=(taskset -c 0)
-        proxy_pin=(taskset -c 1)
-        pinning="proxy on core 1; $load on core 0 (taskset)"
+        if ((threads == 1)); then
+            proxy_pin=(taskset -c 1)
+            pinning="proxy on core 1; $load on core 0 (taskset)"
+        elif (($(nproc) > threads)); then
+            proxy_pin=(taskset -c "1-$threads")
+            pinning="proxies on cores 1-$threads; $load on core 0 (taskset)"
+        else
+            proxy_pin=()
+            pinning="proxies unpinned ($threads threads, $(nproc) cores: they share core 0 with $load); $load on core 0 (taskset)"
+        fi
     else
         load_pin=()
         proxy_pin=()
@@ -53,6 +63,7 @@ stop_processes() {
 
 # launch PIN_ARRAY_NAME LOGFILE CMD...: starts CMD in the background in a session
 # of its own (so its autogroup is its own), pinned and prioritised; sets $launched.
+# `launch_nice=19 launch ...` gives that session another autogroup nice.
 launch() {
     local -n pin=$1
     local what=${3##*/} logfile=$2
@@ -72,7 +83,7 @@ launch() {
         sleep 0.01
     done
     if [[ ${fields[3]:-} == "$launched" ]]; then
-        echo "$niceness" >"/proc/$launched/autogroup" 2>/dev/null ||
+        echo "${launch_nice:-$niceness}" >"/proc/$launched/autogroup" 2>/dev/null ||
             log "could not set the autogroup nice of $what (pid $launched)"
     else
         log "$what (pid $launched) did not become a session leader; autogroup nice not set"

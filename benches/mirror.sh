@@ -10,21 +10,27 @@
 #   x3-slow  mirror { copies: 3 } to a shadow answering in 5 s (`sluice mock-llm --ttft 5s`)
 #   x3-reset mirror { copies: 3 } to a shadow that accepts and resets every connection
 # The primary and the shadow are two nginx instances answering `return 200` with a
-# fixed JSON body (worker_processes 1 each). Every sluice has runtime.threads: 1;
+# fixed JSON body (worker_processes 1 each). Every shadow server runs under
+# SCHED_IDLE (`chrt --idle`): a shadow cluster has machines of its own, and here
+# it must not take core 0 from the primary nginx and the load generator. Every sluice has runtime.threads: 1;
 # its mirror sender (its own 2-thread runtime) shares the proxy's core. Load: wrk
 # POSTing a small chat-completions JSON body over HTTP/1.1 keep-alive, one wrk
 # thread, fixed connections, a short unmeasured warm-up per run (saturation:
-# what the proxy's core can do), then h2load --h1 at a fixed request rate (a
-# sidecar's usual state: p50/p99 at the same offered load), in rounds whose
-# target order rotates; the tables give the median of the rounds, and each
-# sluice's mirror counters (copies answered, dropped by reason) at the end. With
+# what the proxy's core can do), in rounds whose target order rotates (the table
+# gives the median of the rounds); then h2load --h1 at a fixed request rate (a
+# sidecar's usual state: p50/p99 at the same offered load) in many short slices,
+# the targets interleaved so that the machine's drift over minutes lands on all
+# of them alike, every slice's requests pooled per target. `off-b` measures what
+# that leaves: two identical processes differ by this much. Each sluice's mirror
+# counters (copies answered, dropped by reason) are read at the end. With
 # taskset and two cores: the sluices on core 1; wrk, h2load and both nginx on core 0.
 #
-#   benches/mirror.sh            3 rounds x 8 s per target (~7 min)
-#   benches/mirror.sh --quick    2 rounds x 4 s per target (~3 min)
+#   benches/mirror.sh            3 rounds x 8 s, then 12 slices x 3 s per target (~11 min)
+#   benches/mirror.sh --quick    2 rounds x 4 s, then 4 slices x 3 s per target (~4 min)
 #
 # Options: --rounds N, --duration SECONDS, --connections N, --rate REQ_PER_S
-#          (fixed-rate phase, default 4000; 0 = skip), --targets off,x3-dead,... (a
+#          (fixed-rate phase, default 4000; 0 = skip), --slices N (fixed-rate
+#          slices per target, default 12), --slice SECONDS (default 3), --targets off,x3-dead,... (a
 #          subset; keep `off`, the reference), --nice N (default -19;
 #          0 = no change), --no-install (skip scripts/install-deps.sh), --keep.
 # Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
@@ -46,6 +52,8 @@ warmup=1
 niceness=-19
 connections=32
 rate=4000
+slices=12
+slice=3
 install=1
 keep=0
 while [[ $# -gt 0 ]]; do
@@ -53,11 +61,14 @@ while [[ $# -gt 0 ]]; do
         --quick)
             rounds=2
             duration=4
+            slices=4
             ;;
         --rounds) rounds=$2 && shift ;;
         --duration) duration=$2 && shift ;;
         --connections) connections=$2 && shift ;;
         --rate) rate=$2 && shift ;;
+        --slices) slices=$2 && shift ;;
+        --slice) slice=$2 && shift ;;
         --targets) only=$2 && shift ;;
         --nice) niceness=$2 && shift ;;
         --no-install) install=0 ;;
@@ -114,9 +125,15 @@ wait_ready() {
     die "$name not ready on 127.0.0.1:$port after 10 s"
 }
 
-# start_nginx NAME PORT: one worker answering every request with a fixed JSON body.
+# Shadow servers: on core 0 like the load, but only on CPU time nothing else wants
+# (SCHED_IDLE in a session whose autogroup has the lowest weight).
+shadow_pin=("${load_pin[@]}" chrt --idle 0)
+shadow_nice=19
+
+# start_nginx NAME PORT PIN NICE: one worker answering every request with a fixed
+# JSON body, launched with PIN and autogroup nice NICE.
 start_nginx() {
-    local name=$1 p=$2 dir="$work/$1" user=""
+    local name=$1 p=$2 pin=$3 nice=$4 dir="$work/$1" user=""
     mkdir -p "$dir"
     [[ $(id -u) == 0 ]] && user="user root;"
     cat >"$dir/nginx.conf" <<CONF
@@ -143,7 +160,7 @@ http {
     }
 }
 CONF
-    launch load_pin "$work/$name.log" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf"
+    launch_nice=$nice launch "$pin" "$work/$name.log" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf"
     pids+=("$launched")
     wait_ready "$name" "$p"
 }
@@ -151,14 +168,14 @@ CONF
 primary_port="$(free_port)"
 shadow_port="$(free_port)"
 dead_port="$(free_port)"
-start_nginx primary "$primary_port"
-start_nginx shadow "$shadow_port"
+start_nginx primary "$primary_port" load_pin "$niceness"
+start_nginx shadow "$shadow_port" shadow_pin "$shadow_nice"
 slow_port="$(free_port)"
-launch load_pin "$work/slow.log" "$sluice" mock-llm --listen "127.0.0.1:$slow_port" --ttft 5s --tokens 1
+launch_nice=$shadow_nice launch shadow_pin "$work/slow.log" "$sluice" mock-llm --listen "127.0.0.1:$slow_port" --ttft 5s --tokens 1
 pids+=("$launched")
 reset_port="$(free_port)"
 # Accepts every connection and closes it with SO_LINGER 0: the client sees a RST.
-launch load_pin "$work/reset.log" python3 -c '
+launch_nice=$shadow_nice launch shadow_pin "$work/reset.log" python3 -c '
 import socket, struct, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -252,24 +269,30 @@ for round in $(seq "$rounds"); do
         sockerr="$(awk '/Socket errors/ { print $0 }' "$out")"
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$rps" "$p50" "$p99" "${non2xx:-0}" >>"$results"
         log "round $round $t: $rps req/s, p50 $p50 ms, p99 $p99 ms, non-2xx ${non2xx:-0}${sockerr:+, $sockerr}"
-        ((rate > 0)) || continue
-        # The same target at a fixed offered load; latencies from h2load's per-request log.
-        rlog="$work/h2load-$round-$t.log"
-        launch load_pin "$work/h2load-$round-$t.txt" h2load --h1 -c "$rate_clients" \
-            --rps=$((rate / rate_clients)) -D "$duration" --warm-up-time=1 \
-            -d "$work/body.json" -H 'content-type: application/json' --log-file="$rlog" "$url"
-        wait "$launched" || die "h2load failed: $(cat "$work/h2load-$round-$t.txt")"
-        n="$(wc -l <"$rlog")"
-        ((n > 0)) || die "h2load logged no request: $(cat "$work/h2load-$round-$t.txt")"
-        done_rps="$(awk -v n="$n" -v d="$duration" 'BEGIN { printf "%.0f", n / d }')"
-        pick() { cut -f3 "$rlog" | sort -n | awk -v k="$(awk -v n="$n" -v q="$1" 'BEGIN { print int(n * q) + 1 }')" 'NR == k { printf "%.3f", $1 / 1000 }'; }
-        r50="$(pick 0.50)"
-        r99="$(pick 0.99)"
-        rerr="$(awk -F'\t' '$2 != 200 { e++ } END { print e + 0 }' "$rlog")"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$t" "$done_rps" "$r50" "$r99" "$rerr" >>"$work/rate.tsv"
-        log "round $round $t at $rate req/s: $done_rps req/s done, p50 $r50 ms, p99 $r99 ms, non-200 $rerr"
     done
 done
+
+# Fixed rate: short slices, the targets interleaved (order rotated each slice), so
+# drift in the machine's load over minutes falls on every target alike.
+if ((rate > 0)); then
+    for sl in $(seq "$slices"); do
+        order=("${targets[@]:$(((sl - 1) % ${#targets[@]}))}" "${targets[@]:0:$(((sl - 1) % ${#targets[@]}))}")
+        for t in "${order[@]}"; do
+            url="http://127.0.0.1:${port[$t]}/v1/chat/completions"
+            rlog="$work/h2load-$sl-$t.log"
+            launch load_pin "$work/h2load-$sl-$t.txt" h2load --h1 -c "$rate_clients" \
+                --rps=$((rate / rate_clients)) -D "$slice" --warm-up-time=1 \
+                -d "$work/body.json" -H 'content-type: application/json' --log-file="$rlog" "$url"
+            wait "$launched" || die "h2load failed: $(cat "$work/h2load-$sl-$t.txt")"
+            n="$(wc -l <"$rlog")"
+            ((n > 0)) || die "h2load logged no request: $(cat "$work/h2load-$sl-$t.txt")"
+            done_rps="$(awk -v n="$n" -v d="$slice" 'BEGIN { printf "%.0f", n / d }')"
+            rerr="$(awk -F'\t' '$2 != 200 { e++ } END { print e + 0 }' "$rlog")"
+            printf '%s\t%s\t%s\t-\t-\t%s\n' "$sl" "$t" "$done_rps" "$rerr" >>"$work/rate.tsv"
+        done
+        log "fixed rate: slice $sl of $slices done"
+    done
+fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "${3:-$results}"; }
@@ -281,7 +304,7 @@ counters() {
 report="$(
     echo "### Mirroring cost to the primary ($(date -u +%Y-%m-%d))"
     echo
-    echo "- command: \`benches/mirror.sh --rounds $rounds --duration $duration\`"
+    echo "- command: \`benches/mirror.sh --rounds $rounds --duration $duration --rate $rate --slices $slices --slice $slice\`"
     echo "- machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); pinning: $pinning; priority: $priority"
     echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency -s post.lua\` (POST, 84-byte JSON body), ${warmup}s warm-up per run; $rounds rounds, order rotated; medians"
@@ -299,10 +322,9 @@ report="$(
     done
     if ((rate > 0)); then
         echo
-        echo "Fixed rate: \`h2load --h1 -c $rate_clients --rps=$((rate / rate_clients)) -D $duration --warm-up-time=1\` ($rate req/s offered), latencies from its per-request log:"
-        echo
-        echo "Each target's requests of all rounds pooled ($rounds x ${duration} s), then the percentiles:"
-        echo "a p99 over every request is steadier than a median of per-round p99s."
+        echo "Fixed rate: \`h2load --h1 -c $rate_clients --rps=$((rate / rate_clients)) -D $slice --warm-up-time=1\` ($rate req/s offered)"
+        echo "in $slices slices per target, interleaved; latencies from h2load's per-request log, every"
+        echo "slice's requests pooled per target. \`off-b\` vs \`off\` is the noise floor."
         echo
         echo "| target | req/s done | p50 ms | p99 ms | p99.9 ms | p99 vs off | non-200 |"
         echo "|---|---:|---:|---:|---:|---:|---:|"
