@@ -1,6 +1,6 @@
 //! Per-request costs of the hot pieces the proxy runs on every request —
 //! route match, weighted pick, sticky pick, recording into histograms, the
-//! fault experiments when none applies —
+//! fault experiments when none applies, the mirror decision —
 //! each beside the naive way of doing the same thing.
 
 // A bench is a test: a broken fixture should stop it loudly.
@@ -308,12 +308,82 @@ fn experiment_match_none_applies(c: &mut Criterion) {
     g.finish();
 }
 
+/// What a request on a route mirrored x3 costs the data path: into a dead
+/// shadow (the gate is closed: sample, one atomic load, one counter add)
+/// against a live one (sample, then keep the body and build the job: the
+/// request's headers cloned, the body's chunks refcounted).
+fn mirror_per_request(c: &mut Criterion) {
+    let yaml = format!(
+        "{CONFIG}  - {{ name: mirrored, listener: public, match: {{ path_prefix: /m }}, \
+         split: {{ a: 100 }}, mirror: {{ cluster: b, copies: 3 }} }}\n"
+    );
+    let config = Config::from_yaml(&yaml).unwrap();
+    let snap = Snapshot::build(
+        Arc::new(config),
+        1,
+        None,
+        &Metrics::new().unwrap(),
+        &Stats::new(),
+    );
+    let policy = snap.routes.iter().find_map(|r| r.mirror.clone()).unwrap();
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in [
+        ("host", "api.example.com"),
+        ("content-type", "application/json"),
+        (
+            "authorization",
+            "Bearer sk-0123456789abcdef0123456789abcdef",
+        ),
+        ("user-agent", "OpenAI/Python 1.54.0"),
+        ("accept", "application/json"),
+        ("x-request-id", "0b3c1c2e-7f6a-4d7e-9a55-1f0e6c1d2b3a"),
+        (
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ),
+        ("content-length", "84"),
+    ] {
+        headers.insert(name, http::HeaderValue::from_static(value));
+    }
+    let body = bytes::Bytes::from_static(
+        br#"{"model":"m","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}"#,
+    );
+    let mut g = c.benchmark_group("mirror_x3_per_request");
+    let down = sluice_filters::MirrorResult::ShadowDown;
+    policy.gate.close(down);
+    g.bench_function("dead shadow: sample + gate closed + count", |b| {
+        b.iter(|| {
+            let copies = policy.sampler.copies(None);
+            if let Some(reason) = policy.gate.closed().filter(|_| copies > 0) {
+                policy.metrics.count(reason, copies);
+            }
+            black_box(copies)
+        })
+    });
+    policy.gate.open(down);
+    g.bench_function("live shadow: sample + keep body + clone headers", |b| {
+        b.iter(|| {
+            let copies = policy.sampler.copies(None);
+            let kept = (copies > 0 && policy.gate.closed().is_none()).then(|| {
+                (
+                    black_box(&headers).clone(),
+                    vec![body.clone()],
+                    String::from("/v1/chat/completions"),
+                )
+            });
+            black_box(kept)
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     route_match,
     weighted_pick,
     sticky_pick,
     record_histograms,
-    experiment_match_none_applies
+    experiment_match_none_applies,
+    mirror_per_request
 );
 criterion_main!(benches);

@@ -7,10 +7,10 @@ mod diffs;
 
 pub use diffs::{DiffLeg, DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use sluice_filters::{hash_bytes, mix64, Metrics, MirrorRouteMetrics, MirrorSampler};
+use sluice_filters::{hash_bytes, mix64, Metrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 
 use crate::config::MirrorConfig;
 use crate::snapshot::ClusterRuntime;
@@ -26,28 +26,48 @@ pub struct MirrorRuntime {
     pub gate: ShadowGate,
 }
 
-/// Whether copies are worth collecting. The sender closes the gate while
-/// every endpoint of the shadow cluster is down and opens it when the first
-/// comes back; while it is closed the request path counts the copies as
-/// `shadow_down` and keeps no body and queues no job, so a dead shadow costs
-/// the primary one atomic load. A new snapshot starts with it open.
+/// Whether copies are worth collecting. The sender closes the gate when
+/// they could not go anyway: while every endpoint of the shadow cluster is
+/// down (`shadow_down`), or while the route has `max_in_flight` copies out
+/// (`in_flight`); it opens it when an endpoint is due back or a copy
+/// finishes. While it is closed the request path counts the copies with the
+/// gate's reason and keeps no body and queues no job, so a failing shadow
+/// costs the primary one atomic load. A new snapshot starts with it open.
 #[derive(Debug, Default)]
 pub struct ShadowGate {
-    closed: AtomicBool,
+    /// 0: open; else why it is closed (`GATE_REASONS[n - 1]`).
+    closed: AtomicU8,
 }
 
+const GATE_REASONS: [MirrorResult; 2] = [MirrorResult::ShadowDown, MirrorResult::InFlight];
+
 impl ShadowGate {
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
+    /// Why copies are not collected now; `None` when the gate is open.
+    pub fn closed(&self) -> Option<MirrorResult> {
+        match self.closed.load(Ordering::Relaxed) {
+            0 => None,
+            n => GATE_REASONS.get(usize::from(n) - 1).copied(),
+        }
     }
 
-    /// Closes the gate; true when this call closed it (and so owns opening it).
-    pub fn close(&self) -> bool {
-        !self.closed.swap(true, Ordering::Relaxed)
+    /// Closes an open gate for `reason` (one of `shadow_down`, `in_flight`);
+    /// true when this call closed it, and so owns opening it.
+    pub fn close(&self, reason: MirrorResult) -> bool {
+        let Some(i) = GATE_REASONS.iter().position(|r| *r == reason) else {
+            return false;
+        };
+        self.closed
+            .compare_exchange(0, i as u8 + 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
     }
 
-    pub fn open(&self) {
-        self.closed.store(false, Ordering::Relaxed);
+    /// Opens the gate if it is closed for `reason`.
+    pub fn open(&self, reason: MirrorResult) {
+        if let Some(i) = GATE_REASONS.iter().position(|r| *r == reason) {
+            let _ =
+                self.closed
+                    .compare_exchange(i as u8 + 1, 0, Ordering::SeqCst, Ordering::Relaxed);
+        }
     }
 }
 

@@ -44,9 +44,12 @@ pub fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
         .and_then(|h| req.headers.get(h.as_str()))
         .map(|v| v.as_bytes());
     let copies = policy.sampler.copies(session);
-    if copies > 0 && policy.gate.is_closed() {
-        policy.metrics.count(MirrorResult::ShadowDown, copies);
-    } else if copies > 0 {
+    if copies == 0 {
+        return;
+    }
+    if let Some(reason) = policy.gate.closed() {
+        policy.metrics.count(reason, copies);
+    } else {
         ctx.mirror = Some(Box::new(MirrorCapture {
             policy,
             copies,

@@ -261,11 +261,11 @@ impl Shadow {
             back_at
         };
         let Some(back_at) = back_at else { return };
-        if job.policy.gate.close() {
+        if job.policy.gate.close(MirrorResult::ShadowDown) {
             let policy = job.policy.clone();
             tokio::spawn(async move {
                 tokio::time::sleep_until(back_at.into()).await;
-                policy.gate.open();
+                policy.gate.open(MirrorResult::ShadowDown);
             });
         }
     }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use sluice_control::MirrorRuntime;
 use sluice_filters::MirrorResult;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -19,9 +20,21 @@ pub enum CopyKind {
     Noise(u32),
 }
 
+/// A copy that may go. Its in-flight slot is held until it is dropped.
 pub struct Admitted {
     pub kind: CopyKind,
-    pub _permit: OwnedSemaphorePermit,
+    policy: Arc<MirrorRuntime>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for Admitted {
+    /// A slot frees up: if the request path stopped collecting copies because
+    /// the route had none, it may start again. The slot is released first, so
+    /// `admit` closing the gate at the same time sees it (or this opens it).
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        self.policy.gate.open(MirrorResult::InFlight);
+    }
 }
 
 #[derive(Default)]
@@ -106,11 +119,22 @@ impl Limits {
             match (verdict, kind) {
                 (Ok(permit), _) => admitted.push(Admitted {
                     kind,
-                    _permit: permit,
+                    policy: job.policy.clone(),
+                    permit: Some(permit),
                 }),
                 (Err(reason), CopyKind::Shadow(_)) => dropped[reason as usize] += 1,
                 (Err(reason), CopyKind::Noise(_)) => metrics.count_noise(reason),
             }
+        }
+        if route.in_flight.available_permits() == 0
+            && job.policy.gate.close(MirrorResult::InFlight)
+            && route.in_flight.available_permits() > 0
+        {
+            // Copies of the next requests could not go either, so until one of
+            // these is done the request path need not collect them. A copy
+            // that finished meanwhile released its slot before it could open
+            // the gate: open it here.
+            job.policy.gate.open(MirrorResult::InFlight);
         }
         for (reason, n) in MirrorResult::ALL.into_iter().zip(dropped) {
             if n > 0 {
