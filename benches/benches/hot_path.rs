@@ -212,6 +212,28 @@ fn sticky_pick(c: &mut Criterion) {
     g.bench_function("hash_bytes(session id) + pick, 2 clusters", |b| {
         b.iter(|| table.pick(hash_bytes(black_box(b"session-0123456789abcdef"))))
     });
+    // The naive way: the session id as an owned String, std's SipHash, and
+    // a weighted modulo (which moves most sessions whenever a weight moves).
+    let naive_weights = [90u64, 10];
+    g.bench_function(
+        "naive String + DefaultHasher + weighted modulo, 2 clusters",
+        |b| {
+            b.iter(|| {
+                use std::hash::{Hash, Hasher};
+                let session =
+                    String::from_utf8_lossy(black_box(b"session-0123456789abcdef")).into_owned();
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                session.hash(&mut h);
+                let total: u64 = naive_weights.iter().sum();
+                let mut r = h.finish() % total;
+                naive_weights.iter().position(|w| {
+                    let hit = r < *w;
+                    r = r.saturating_sub(*w);
+                    hit
+                })
+            })
+        },
+    );
     g.finish();
 }
 
