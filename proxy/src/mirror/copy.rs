@@ -25,6 +25,12 @@ use super::limits::{Admitted, CopyKind};
 pub const COMPARE_LIMIT: usize = 256 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A pooled shadow connection idle longer than this is not reused. Servers
+/// close idle keep-alive connections (llama.cpp's after 5 s), and the
+/// sender, at idle CPU priority, may not have run to see the close yet when
+/// it picks the connection for the next copy, which then fails. Staying well
+/// under common server idle timeouts avoids reusing a connection mid-close.
+const POOL_IDLE: Duration = Duration::from_secs(2);
 /// A down endpoint is not tried for this long: its copies count as
 /// `connect_error` at once, so a dead shadow costs no syscalls.
 const DOWN_FOR: Duration = Duration::from_secs(1);
@@ -70,7 +76,7 @@ impl Shadow {
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(POOL_IDLE)
             .build(connector);
         Shadow {
             client,
