@@ -1,8 +1,7 @@
 //! The shadow sender: takes finished requests' mirror jobs from a bounded
 //! queue and sends their copies on a runtime and connection pool of its
 //! own, so shadow traffic never competes with the primary for the data
-//! plane's threads or sockets, and at the lowest CPU priority there is
-//! (`SCHED_IDLE`), so not for its cores either. Copies are bounded per route by
+//! plane's threads or sockets. Copies are bounded per route by
 //! `max_in_flight` and `rate_limit`; whatever cannot be sent is dropped and
 //! counted by reason. Answers are read to the end, metered, and compared
 //! with the primary's.
@@ -70,7 +69,6 @@ impl MirrorSender {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)
             .thread_name("sluice-mirror")
-            .on_thread_start(yield_cpu_to_primary)
             .enable_all()
             .build()?;
         let cancel = CancellationToken::new();
@@ -78,7 +76,6 @@ impl MirrorSender {
         let thread = std::thread::Builder::new()
             .name("sluice-mirror".into())
             .spawn(move || {
-                yield_cpu_to_primary();
                 runtime.block_on(run(rx, store, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
@@ -102,28 +99,6 @@ impl MirrorSender {
 impl Drop for MirrorSender {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Puts the calling thread under `SCHED_IDLE`: it runs only on CPU time no
-/// other thread wants, and a data-plane thread that wakes preempts it at
-/// once. Copies are best effort: under full load they wait in the queue, and
-/// what does not fit is dropped as `queue_full`, while the primary's latency
-/// stays what it is without mirroring. Without it, a proxy thread waking
-/// behind a busy sender thread could wait for the rest of its time slice.
-fn yield_cpu_to_primary() {
-    #[cfg(target_os = "linux")]
-    {
-        use thread_priority::{
-            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-            ThreadPriority, ThreadSchedulePolicy,
-        };
-        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-        if let Err(e) =
-            set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
-        {
-            tracing::warn!(error = ?e, "mirror sender keeps normal CPU priority");
-        }
     }
 }
 

@@ -26,9 +26,9 @@ pub const COMPARE_LIMIT: usize = 256 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled shadow connection idle longer than this is not reused. Servers
-/// close idle keep-alive connections (llama.cpp's after 5 s), and the
-/// sender, at idle CPU priority, may not have run to see the close yet when
-/// it picks the connection for the next copy, which then fails. Staying well
+/// close idle keep-alive connections (llama.cpp's after 5 s), and a sender
+/// slow to run on a loaded machine may not have seen the close yet when it
+/// picks the connection for the next copy, which then fails. Staying well
 /// under common server idle timeouts avoids reusing a connection mid-close.
 const POOL_IDLE: Duration = Duration::from_secs(2);
 /// A down endpoint is not tried for this long: its copies count as
