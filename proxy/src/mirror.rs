@@ -143,18 +143,18 @@ async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: Can
                 () = cancel.cancelled() => break 'park,
                 () = tokio::time::sleep(DRAIN_INTERVAL) => {}
             }
-            let mut took = 0;
+            let mut took_any = false;
             loop {
                 match rx.try_recv() {
                     Ok(job) => {
-                        took += 1;
+                        took_any = true;
                         send(job);
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
                     Err(mpsc::error::TryRecvError::Disconnected) => break 'park,
                 }
             }
-            if took == 0 {
+            if !took_any {
                 continue 'park;
             }
         }
