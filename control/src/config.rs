@@ -13,8 +13,8 @@ pub use raw::{
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    MirrorConfig, OnBreach, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, StickyConfig,
-    TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
+    MirrorConfig, MirrorPriority, OnBreach, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 

@@ -22,7 +22,7 @@ pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
-    OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
+    MirrorPriority, OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
     RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
     TokenSource, UpstreamTls,

@@ -1,7 +1,9 @@
 //! The shadow sender: takes finished requests' mirror jobs from a bounded
 //! queue and sends their copies on a runtime and connection pool of its
 //! own, so shadow traffic never competes with the primary for the data
-//! plane's threads or sockets. Copies are bounded per route by
+//! plane's threads or sockets, and by default at the lowest CPU priority
+//! there is (`SCHED_IDLE`), so not for its cores either (`runtime.
+//! mirror_priority`). Copies are bounded per route by
 //! `max_in_flight` and `rate_limit`; whatever cannot be sent is dropped and
 //! counted by reason. Answers are read to the end, metered, and compared
 //! with the primary's.
@@ -17,7 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::SnapshotStore;
+use sluice_control::{MirrorPriority, SnapshotStore};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -64,11 +66,16 @@ pub struct MirrorSender {
 }
 
 impl MirrorSender {
-    pub fn start(store: Arc<SnapshotStore>) -> std::io::Result<(MirrorSender, MirrorQueue)> {
+    pub fn start(
+        store: Arc<SnapshotStore>,
+        priority: MirrorPriority,
+    ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let set_priority = move || set_sender_priority(priority);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)
             .thread_name("sluice-mirror")
+            .on_thread_start(set_priority)
             .enable_all()
             .build()?;
         let cancel = CancellationToken::new();
@@ -76,6 +83,7 @@ impl MirrorSender {
         let thread = std::thread::Builder::new()
             .name("sluice-mirror".into())
             .spawn(move || {
+                set_priority();
                 runtime.block_on(run(rx, store, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
@@ -100,6 +108,32 @@ impl Drop for MirrorSender {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Puts the calling sender thread at `priority`. Under `Idle` (Linux
+/// `SCHED_IDLE`) it runs only on CPU time no other thread wants, and a
+/// data-plane thread that wakes preempts it at once; without that, a proxy
+/// thread waking behind a busy sender thread on its core could wait out the
+/// rest of the sender's time slice (+45% primary p99 with a live ×3 shadow,
+/// docs/BENCHMARKS.md). The price: on a saturated machine copies wait, time
+/// out or overflow the queue (`queue_full`), which is why it can be turned
+/// off where complete shadow traffic matters more than the primary's tail.
+fn set_sender_priority(priority: MirrorPriority) {
+    #[cfg(target_os = "linux")]
+    if priority == MirrorPriority::Idle {
+        use thread_priority::{
+            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+            ThreadPriority, ThreadSchedulePolicy,
+        };
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        if let Err(e) =
+            set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
+        {
+            tracing::warn!(error = ?e, "mirror sender keeps normal CPU priority");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = priority;
 }
 
 /// How often a busy sender takes what the proxy queued. The proxy never wakes

@@ -85,7 +85,9 @@ impl Sluice {
         let store = SnapshotStore::new(config, metrics, stats);
         let observers = Observers::new(&store).map_err(|e| anyhow!("metrics: {e}"))?;
         let lifecycle = Lifecycle::new();
-        let (mirror, mirror_queue) = MirrorSender::start(store.clone()).context("mirror sender")?;
+        let mirror_priority = store.load().config.runtime.mirror_priority;
+        let (mirror, mirror_queue) =
+            MirrorSender::start(store.clone(), mirror_priority).context("mirror sender")?;
         let server = add_services(server, &store, &lifecycle, mirror_queue)?;
 
         let watch = lifecycle.signal_watch();

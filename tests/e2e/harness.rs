@@ -28,8 +28,13 @@ pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
 /// `admin: {listen: 127.0.0.1:0}` plus one http listener on a free port,
 /// for tests that need nothing special.
 pub fn http_listener_yaml(port: u16) -> String {
+    http_listener_yaml_with_runtime(port, "threads: 2, grace_period: 5s")
+}
+
+/// As [`http_listener_yaml`], with `runtime` as the runtime section's flow map body.
+pub fn http_listener_yaml_with_runtime(port: u16, runtime: &str) -> String {
     format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\nlisteners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n"
+        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ {runtime} }}\nlisteners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n"
     )
 }
 

@@ -13,8 +13,21 @@ use std::time::Duration;
 
 use sluice_proxy::Sluice;
 
-use crate::harness::{http_listener_yaml, metrics_when};
+use crate::harness::{http_listener_yaml_with_runtime, metrics_when};
 use crate::support::free_port;
+
+/// The listener and runtime sections of every mirror test but one: the
+/// sender at normal CPU priority. These tests count copies exactly, and CI
+/// runs them beside llama.cpp tests that keep both cores busy; there the
+/// default `idle` sender can wait past a copy's timeout, which is what
+/// `idle` is for, not what these tests test.
+/// `counts::the_default_idle_sender_still_delivers` runs the default.
+pub(crate) fn listener_yaml() -> String {
+    http_listener_yaml_with_runtime(
+        free_port(),
+        "threads: 2, grace_period: 5s, mirror_priority: normal",
+    )
+}
 
 /// A config with a `primary` and a `shadow` cluster and route `chat` on
 /// `public`, mirroring with `mirror` (a YAML flow map).
@@ -23,7 +36,7 @@ fn config(primary: std::net::SocketAddr, shadow: std::net::SocketAddr, mirror: &
         "{}clusters:\n  - {{ name: primary, kind: http, endpoints: [{primary}] }}\n  \
 - {{ name: shadow, kind: http, endpoints: [{shadow}] }}\nroutes:\n  \
 - {{ name: chat, listener: public, split: {{ primary: 100 }}, mirror: {mirror} }}\n",
-        http_listener_yaml(free_port())
+        listener_yaml()
     )
 }
 

@@ -6,6 +6,8 @@ mod fault;
 mod mirror;
 mod rollout;
 
+use super::typed::MirrorPriority;
+
 pub use fault::{
     RawDelay, RawDirection, RawDistribution, RawFault, RawFaultAction, RawFaultMatch,
     RawTruncateMode,
@@ -101,6 +103,9 @@ pub struct RawRuntime {
     /// The longest `ttl` a fault experiment may have (default 1h).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_fault_ttl: Option<String>,
+    /// CPU priority of the shadow sender's threads (default `idle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror_priority: Option<MirrorPriority>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -263,3 +263,20 @@ fn yaml_syntax_error_has_a_location() {
     assert_eq!(e.len(), 1);
     assert!(e[0].contains("line"), "{e:?}");
 }
+
+#[test]
+fn mirror_priority_is_idle_unless_set_to_normal() {
+    use crate::MirrorPriority;
+    let c = Config::from_yaml(GOOD).unwrap();
+    assert_eq!(c.runtime.mirror_priority, MirrorPriority::Idle);
+    let normal = GOOD.replacen("threads: 2", "threads: 2, mirror_priority: normal", 1);
+    let c = Config::from_yaml(&normal).unwrap();
+    assert_eq!(c.runtime.mirror_priority, MirrorPriority::Normal);
+    let e = errors_of("threads: 2", "threads: 2, mirror_priority: high");
+    assert!(
+        e[0].starts_with(
+            "runtime.mirror_priority: unknown variant `high`, expected `idle` or `normal`"
+        ),
+        "{e:?}"
+    );
+}

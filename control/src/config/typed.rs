@@ -103,6 +103,21 @@ pub struct RuntimeConfig {
     pub grace_period: Duration,
     /// The longest `ttl` a fault experiment may have.
     pub max_fault_ttl: Duration,
+    pub mirror_priority: MirrorPriority,
+}
+
+/// How the shadow sender's threads compete with the data plane for CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MirrorPriority {
+    /// Linux `SCHED_IDLE`: copies run on CPU time the data plane leaves, and
+    /// a waking proxy thread preempts them at once. On a saturated machine
+    /// copies wait, time out or are dropped, and the primary does not notice.
+    #[default]
+    Idle,
+    /// The same priority as the data plane: copies keep up under load, and
+    /// cost the primary CPU when it is short of it.
+    Normal,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -186,6 +186,7 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         threads,
         grace_period,
         max_fault_ttl,
+        mirror_priority: r.mirror_priority.unwrap_or_default(),
     }
 }
 

@@ -166,3 +166,61 @@ fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
     shadow.record(addr, None);
     assert!(!shadow.is_down(addr), "an answer brings it back at once");
 }
+
+/// The scheduling policy of each of this process's threads named `name`
+/// (field 41 of `/proc/self/task/<tid>/stat`: 0 is `SCHED_OTHER`, 5 is
+/// `SCHED_IDLE`).
+#[cfg(target_os = "linux")]
+fn thread_policies(name: &str) -> Vec<u32> {
+    let mut policies = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis start at field 3.
+        let Some(close) = stat.rfind(')') else {
+            continue; // the thread ended while we read it
+        };
+        let policy = stat[close + 1..].split_whitespace().nth(41 - 3).unwrap();
+        policies.push(policy.parse().unwrap());
+    }
+    policies
+}
+
+/// Starts a sender at `priority` and waits (5 s at most) until the drain
+/// thread and every runtime worker run under `policy`; how many do.
+#[cfg(target_os = "linux")]
+fn sender_threads_under(priority: MirrorPriority, policy: u32) -> usize {
+    let (mut sender, _queue) = MirrorSender::start(store("{ cluster: s }"), priority).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    // A thread has its name before it has set its priority: wait for both.
+    let count = || {
+        thread_policies("sluice-mirror")
+            .iter()
+            .filter(|p| **p == policy)
+            .count()
+    };
+    while count() <= SENDER_THREADS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let n = count();
+    sender.stop();
+    n
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn by_default_the_sender_runs_only_on_cpu_time_nobody_else_wants() {
+    let default = Config::from_yaml("listeners: []\n").map(|c| c.runtime.mirror_priority);
+    assert_eq!(default.ok(), Some(MirrorPriority::Idle));
+    // One test for both settings: other tests' senders share the thread name.
+    let idle = sender_threads_under(MirrorPriority::Idle, 5);
+    assert!(idle > SENDER_THREADS, "{idle} threads under SCHED_IDLE");
+    let normal = sender_threads_under(MirrorPriority::Normal, 0);
+    assert!(
+        normal > SENDER_THREADS,
+        "{normal} threads under SCHED_OTHER"
+    );
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::real::sample;
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
+use crate::harness::{listener, metrics_when, start, Admin};
 use crate::support::{free_port, python, require, wait_for_tcp};
 
 const GROUPS: usize = 5;
@@ -190,7 +190,7 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
 - {{ name: chroma-b, kind: vector, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
 - {{ name: chat, listener: public, split: {{ chroma-a: 100 }}, \
 mirror: {{ cluster: chroma-b, compare: {{ ids: /ids/0/* }} }} }}\n",
-        http_listener_yaml(free_port()),
+        super::listener_yaml(),
         primary.port,
         shadow.port
     );

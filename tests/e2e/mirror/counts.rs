@@ -95,6 +95,29 @@ async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
     assert!(seen.iter().all(|s| s.shadow.as_deref() == Some("1")));
 }
 
+/// Every other mirror test runs the sender at normal priority (see
+/// `super::listener_yaml`); this one keeps the default, `idle`, and shows
+/// copies still go out and are answered when the machine has CPU to spare.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_idle_sender_still_delivers() {
+    let primary = NamedUpstream::start("primary").await.unwrap();
+    let shadow = Shadow::start(Behaviour::Answer).await;
+    let yaml = config(
+        primary.addr(),
+        shadow.addr,
+        "{ cluster: shadow, percent: 100, timeout: 30s }",
+    )
+    .replacen(", mirror_priority: normal", "", 1);
+    assert!(!yaml.contains("mirror_priority"), "{yaml}");
+    let sluice = start(&yaml);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let statuses = drive(&url, 20, 2, |_| vec![], Bytes::from_static(b"{}")).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    assert_eq!(shadow.wait_for(20).await.len(), 20);
+    let metrics = metrics_when_counted(&sluice, "ok", 20).await;
+    assert_eq!(mirror_count(&metrics, "ok"), 20);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_and_a_half_copies_average_two_and_a_half() {
     let primary = NamedUpstream::start("primary").await.unwrap();

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
+use crate::harness::{listener, metrics_when, start, Admin};
 use crate::llama_cpp::LlamaServer;
-use crate::support::{free_port, python, require};
+use crate::support::{python, require};
 
 const PROMPTS: [&str; 4] = [
     "Write a short poem about the sea.",
@@ -77,7 +77,7 @@ async fn a_llama_cpp_shadow_at_another_temperature_differs_and_an_identical_one_
 - {{ name: cold, kind: llm, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
 - {{ name: chat, listener: public, split: {{ primary: 100 }}, \
 mirror: {{ cluster: hot, timeout: 60s, compare: {{ keep_text: true }} }} }}\n",
-        http_listener_yaml(free_port()),
+        super::listener_yaml(),
         primary.port,
         hot.port,
         cold.port
