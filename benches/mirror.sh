@@ -6,6 +6,12 @@
 #            `off` is the noise floor of the run (an A/A test)
 #   x1       mirror { copies: 1 } to a shadow upstream (100%)
 #   x3       mirror { copies: 3 } to the shadow (100%)
+#   x3-normal  x3 with the sender at runtime.mirror_priority: normal (not
+#            the default idle)
+#   x3-apart x3 with the sender's threads moved to the load's core (taskset
+#            -p): a sender with CPU time of its own, as on a machine where
+#            the sidecar is not held to one core
+#            (x3-normal and x3-apart are not in the default target list)
 #   x3-dead  mirror { copies: 3 } to a port nobody listens on
 #   x3-slow  mirror { copies: 3 } to a shadow answering in 5 s (`sluice mock-llm --ttft 5s`)
 #   x3-reset mirror { copies: 3 } to a shadow that accepts and resets every connection
@@ -193,20 +199,23 @@ if [[ -n $only ]]; then
     # --targets off,x3-dead: a subset, in that order (`off` is the reference).
     IFS=, read -r -a targets <<<"$only"
 fi
-declare -A port admin
+declare -A port admin proxy_pid
 for t in "${targets[@]}"; do
     p="$(free_port)"
     a="$(free_port)"
     case $t in
         off | off-b) mirror="" ;;
         x1) mirror=", mirror: { cluster: shadow, copies: 1 }" ;;
-        x3) mirror=", mirror: { cluster: shadow, copies: 3 }" ;;
+        x3 | x3-normal | x3-apart) mirror=", mirror: { cluster: shadow, copies: 3 }" ;;
         x3-dead) mirror=", mirror: { cluster: dead, copies: 3 }" ;;
         x3-slow) mirror=", mirror: { cluster: slow, copies: 3 }" ;;
         x3-reset) mirror=", mirror: { cluster: reset, copies: 3 }" ;;
+        *) die "unknown target $t (off, off-b, x1, x3, x3-normal, x3-apart, x3-dead, x3-slow, x3-reset)" ;;
     esac
+    priority=""
+    [[ $t == x3-normal ]] && priority=", mirror_priority: normal"
     cat >"$work/sluice-$t.yaml" <<CONF
-runtime: { threads: 1, grace_period: 1s }
+runtime: { threads: 1, grace_period: 1s$priority }
 admin: { listen: 127.0.0.1:$a }
 listeners:
   - { name: public, listen: 127.0.0.1:$p, protocol: http }
@@ -223,8 +232,21 @@ CONF
     pids+=("$launched")
     port[$t]=$p
     admin[$t]=$a
+    proxy_pid[$t]=$launched
 done
 for t in "${targets[@]}"; do wait_ready "sluice-$t" "${port[$t]}"; done
+# x3-apart: the sender's threads (named sluice-mirror) leave the proxy's core.
+if [[ " ${targets[*]} " == *" x3-apart "* ]]; then
+    [[ ${#load_pin[@]} -gt 0 ]] || die "x3-apart needs taskset and two cores"
+    moved=0
+    for task in /proc/"${proxy_pid[x3-apart]}"/task/*; do
+        if [[ $(cat "$task/comm") == sluice-mirror ]]; then
+            taskset -pc 0 "${task##*/}" >/dev/null
+            moved=$((moved + 1))
+        fi
+    done
+    log "x3-apart: $moved sender threads moved to core 0"
+fi
 
 cat >"$work/post.lua" <<'LUA'
 wrk.method = "POST"

@@ -7,6 +7,8 @@
 #
 #   benches/streams.sh                      1k and 10k streams, 2 rounds each
 #   benches/streams.sh --streams 100 --ramp-ms 1000
+# nginx, when installed, is measured beside sluice as a peer (one worker on
+# sluice's core, proxy_buffering off); --no-nginx leaves it out.
 # Every other flag goes to `stream_scale` (see `stream_scale --help`).
 set -euo pipefail
 
@@ -22,12 +24,22 @@ work="$(mktemp -d)"
 pids=()
 trap stop_processes EXIT
 
+args=()
+peer=(--nginx "$(command -v nginx || true)")
+for a in "$@"; do
+    case $a in
+        --no-nginx) peer=() ;;
+        *) args+=("$a") ;;
+    esac
+done
+[[ ${#peer[@]} -gt 0 && -z ${peer[1]} ]] && { log "nginx not installed: measuring without a peer"; peer=(); }
+
 cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin stream_scale
 pin_and_prioritise "mock LLM and client"
 sluice_core=()
 [[ ${#proxy_pin[@]} -gt 0 && $(nproc) -ge 2 ]] && sluice_core=(--sluice-core 1)
 log "pinning: $pinning; priority: $priority"
-launch load_pin "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "$@"
+launch load_pin "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "${peer[@]}" "${args[@]}"
 pids+=("$launched")
 wait "$launched"
 cat "$work/stream_scale.out"

@@ -12,6 +12,11 @@
 //! SDK client with HTTP/2 would; sluice reaches the mock over HTTP/1.1, one
 //! upstream connection per stream. `--proto h1` gives one client connection
 //! per stream (up to ~9k streams here).
+//!
+//! `--nginx /usr/sbin/nginx` adds nginx as a peer (one worker, on sluice's
+//! core, `proxy_buffering off`, HTTP/1.1 upstream keep-alive): its TTFT
+//! overhead over direct is what one more proxy process on the path costs
+//! on this machine, whichever proxy it is.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -57,13 +62,19 @@ struct Args {
     /// Streams start evenly spread over this time.
     #[arg(long, default_value_t = 2000)]
     ramp_ms: u64,
-    /// Rounds of direct, sluice per stream count.
+    /// Rounds of direct, sluice (and nginx) per stream count.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
     /// Pin sluice to this core (`taskset -c`); the mock and the client stay
     /// where this process was started.
     #[arg(long)]
     sluice_core: Option<usize>,
+    /// More entries for sluice's `runtime` map, e.g. `upstream_pool: 128`.
+    #[arg(long)]
+    sluice_runtime: Option<String>,
+    /// Also measure nginx (this binary) in front of the same mock, as a peer.
+    #[arg(long)]
+    nginx: Option<PathBuf>,
 }
 
 /// A child process killed when dropped.
@@ -119,8 +130,12 @@ fn wait_listening(addr: SocketAddr) -> anyhow::Result<()> {
 
 fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, SocketAddr)> {
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let extra = match &args.sluice_runtime {
+        Some(more) => format!(", {more}"),
+        None => String::new(),
+    };
     let yaml = format!(
-        "runtime: {{ threads: 1 }}\nadmin: {{ listen: 127.0.0.1:0 }}\nlisteners:\n  - {{ name: public, listen: {listen}, protocol: http }}\n\
+        "runtime: {{ threads: 1{extra} }}\nadmin: {{ listen: 127.0.0.1:0 }}\nlisteners:\n  - {{ name: public, listen: {listen}, protocol: http }}\n\
          clusters:\n  - {{ name: llm, kind: llm, endpoints: [{upstream}] }}\n\
          routes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\n"
     );
@@ -136,13 +151,81 @@ fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, Sock
     Ok((proc, listen))
 }
 
-fn request(addr: SocketAddr) -> anyhow::Result<http::Request<Full<Bytes>>> {
-    Ok(
-        http::Request::post(format!("http://{addr}/v1/chat/completions"))
-            .header("host", addr.to_string())
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(CHAT_BODY.as_bytes())))?,
-    )
+/// nginx as a streaming proxy: one worker on sluice's core, no response
+/// buffering (each SSE event is passed on as it arrives), HTTP/1.1 with
+/// keep-alive to the mock, h2c (prior knowledge) or HTTP/1.1 to clients as
+/// `--proto` says, no access log.
+fn start_nginx(
+    args: &Args,
+    nginx: &PathBuf,
+    upstream: SocketAddr,
+) -> anyhow::Result<(Proc, SocketAddr)> {
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let dir = std::env::temp_dir().join(format!("stream-scale-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let http2 = if args.proto == Proto::H2 {
+        " http2"
+    } else {
+        ""
+    };
+    let conf = format!(
+        r#"daemon off;
+master_process off;
+worker_processes 1;
+worker_rlimit_nofile 40000;
+error_log {dir}/error.log error;
+pid {dir}/nginx.pid;
+events {{ worker_connections 30000; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir};
+  proxy_temp_path {dir};
+  http2_max_concurrent_streams {per_conn};
+  keepalive_requests 1000000;
+  upstream mock {{ server {upstream}; keepalive 1024; }}
+  server {{
+    listen {listen}{http2};
+    location / {{
+      proxy_pass http://mock;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 60s;
+    }}
+  }}
+}}
+"#,
+        dir = dir.display(),
+        per_conn = args.per_conn,
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf)?;
+    let proc = spawn(
+        nginx,
+        &[
+            "-e".into(),
+            dir.join("error.log").display().to_string(),
+            "-p".into(),
+            dir.display().to_string(),
+            "-c".into(),
+            path.display().to_string(),
+        ],
+        args.sluice_core,
+    )?;
+    wait_listening(listen)?;
+    Ok((proc, listen))
+}
+
+/// The streaming chat request. HTTP/1.1 needs a `host` header written out;
+/// HTTP/2 carries the URI's authority as `:authority`, and a `host` beside
+/// it is a duplicate that nginx answers 400.
+fn request(addr: SocketAddr, proto: Proto) -> anyhow::Result<http::Request<Full<Bytes>>> {
+    let mut builder = http::Request::post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json");
+    if proto == Proto::H1 {
+        builder = builder.header("host", addr.to_string());
+    }
+    Ok(builder.body(Full::new(Bytes::from_static(CHAT_BODY.as_bytes())))?)
 }
 
 /// What one measurement of `n` streams saw.
@@ -188,7 +271,8 @@ async fn measure(args: &Args, addr: SocketAddr, n: usize, watch: Option<&Proc>) 
                     all_open.notify_one();
                 }
             };
-            let request = request(addr)?;
+            let proto = if h2.is_some() { Proto::H2 } else { Proto::H1 };
+            let request = request(addr, proto)?;
             match h2 {
                 Some(mut sender) => {
                     sender.ready().await?;
@@ -286,38 +370,55 @@ fn main() -> anyhow::Result<()> {
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in &args.streams {
         let (sluice, sluice_addr) = start_sluice(&args, mock_addr)?;
+        let nginx = match &args.nginx {
+            Some(bin) => Some(start_nginx(&args, bin, mock_addr)?),
+            None => None,
+        };
         // One stream through first, so the idle figure includes a warmed runtime.
         runtime.block_on(measure(&args, sluice_addr, 1, None));
+        if let Some((_, addr)) = &nginx {
+            runtime.block_on(measure(&args, *addr, 1, None));
+        }
         std::thread::sleep(Duration::from_millis(200));
         let idle_kib = sluice.rss_kib()?;
-        let (mut direct, mut through) = (Pool::default(), Pool::default());
+        let (mut direct, mut through, mut peer) =
+            (Pool::default(), Pool::default(), Pool::default());
         for _ in 0..args.rounds {
             direct.add(runtime.block_on(measure(&args, mock_addr, n, None)));
             through.add(runtime.block_on(measure(&args, sluice_addr, n, Some(&sluice))));
+            if let Some((_, addr)) = &nginx {
+                peer.add(runtime.block_on(measure(&args, *addr, n, None)));
+            }
         }
         let base_ttft = Summary::of(&mut direct.ttft);
-        for (name, pool) in [("direct", &mut direct), ("sluice", &mut through)] {
+        let mut rows = vec![("direct", &mut direct), ("sluice", &mut through)];
+        if nginx.is_some() {
+            rows.push(("nginx", &mut peer));
+        }
+        for (name, pool) in rows {
             let ttft = Summary::of(&mut pool.ttft);
             let gaps = Summary::of(&mut pool.gaps);
-            let (overhead, memory) = if name == "sluice" {
+            let overhead = if name == "direct" {
+                "-".to_string()
+            } else {
+                format!(
+                    "{:+.2} / {:+.2}",
+                    (ttft.p50_us - base_ttft.p50_us) / 1e3,
+                    (ttft.p99_us - base_ttft.p99_us) / 1e3
+                )
+            };
+            let memory = if name == "sluice" {
                 let open = pool.rss_open_kib.iter().copied().max().unwrap_or(0);
                 (
                     format!(
-                        "{:+.2} / {:+.2}",
-                        (ttft.p50_us - base_ttft.p50_us) / 1e3,
-                        (ttft.p99_us - base_ttft.p99_us) / 1e3
+                        "{:.1} → {:.1}",
+                        idle_kib as f64 / 1024.0,
+                        open as f64 / 1024.0
                     ),
-                    (
-                        format!(
-                            "{:.1} → {:.1}",
-                            idle_kib as f64 / 1024.0,
-                            open as f64 / 1024.0
-                        ),
-                        format!("{:.1}", open.saturating_sub(idle_kib) as f64 / n as f64),
-                    ),
+                    format!("{:.1}", open.saturating_sub(idle_kib) as f64 / n as f64),
                 )
             } else {
-                ("-".into(), ("-".into(), "-".into()))
+                ("-".into(), "-".into())
             };
             println!(
                 "| {n} | {name} | {} | {} | {:.2} | {:.2} | {overhead} | {:.2} | {:.2} | {} of {} | {} | {} |",
@@ -334,6 +435,7 @@ fn main() -> anyhow::Result<()> {
             );
         }
         drop(sluice);
+        drop(nginx);
     }
     Ok(())
 }
