@@ -38,7 +38,7 @@ pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
-pub use record::{RequestRecord, TokenOutcome};
+pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use request_scan::{scan_request, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,

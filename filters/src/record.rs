@@ -34,6 +34,21 @@ impl TokenOutcome {
     }
 }
 
+/// Where a request's time went before the upstream answered, each point
+/// measured from the request's start (the last attempt's, after retries).
+/// Kept only when an access log is on.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UpstreamTiming {
+    /// An endpoint was picked.
+    pub peer: Option<Duration>,
+    /// The connection was ready: a new one connected, or a pooled one taken.
+    pub connected: Option<Duration>,
+    /// Whether that connection came from the pool.
+    pub reused: Option<bool>,
+    /// The answer's head arrived.
+    pub header: Option<Duration>,
+}
+
 /// One finished request, borrowed from the request's context.
 #[derive(Clone, Debug)]
 pub struct RequestRecord<'a> {
@@ -52,6 +67,7 @@ pub struct RequestRecord<'a> {
     pub failure: Option<Failure>,
     pub tokens: Option<&'a TokenOutcome>,
     pub prompt_fingerprint: Option<&'a str>,
+    pub upstream: UpstreamTiming,
 }
 
 impl RequestRecord<'_> {

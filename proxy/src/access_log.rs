@@ -109,6 +109,19 @@ pub fn line(r: &RequestRecord<'_>) -> String {
     if let Some(fp) = r.prompt_fingerprint {
         v.insert("prompt_fingerprint".into(), fp.into());
     }
+    let u = &r.upstream;
+    for (name, at) in [
+        ("upstream_peer_ms", u.peer),
+        ("upstream_connected_ms", u.connected),
+        ("upstream_header_ms", u.header),
+    ] {
+        if let Some(at) = at {
+            v.insert(name.into(), ms(at).into());
+        }
+    }
+    if let Some(reused) = u.reused {
+        v.insert("upstream_reused".into(), reused.into());
+    }
     if let Some(t) = r.tokens {
         let gaps: Vec<Value> = t.gaps.iter().map(|g| json!(ms(*g))).collect();
         v.insert("ttft_ms".into(), t.ttft().map(ms).into());

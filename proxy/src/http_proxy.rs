@@ -99,7 +99,9 @@ impl ProxyHttp for HttpProxy {
     type CTX = RequestCtx;
 
     fn new_ctx(&self) -> RequestCtx {
-        RequestCtx::new(self.lifecycle.enter(), self.store.load())
+        let mut ctx = RequestCtx::new(self.lifecycle.enter(), self.store.load());
+        ctx.timed = self.access_log.is_some();
+        ctx
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
@@ -203,6 +205,7 @@ impl ProxyHttp for HttpProxy {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
+        ctx.upstream_timing.peer = ctx.stamp();
         mirror::on_attempt(ctx);
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
@@ -255,12 +258,30 @@ impl ProxyHttp for HttpProxy {
         Ok(())
     }
 
+    async fn connected_to_upstream(
+        &self,
+        _session: &mut Session,
+        reused: bool,
+        _peer: &HttpPeer,
+        #[cfg(unix)] _fd: std::os::unix::io::RawFd,
+        #[cfg(windows)] _sock: std::os::windows::io::RawSocket,
+        _digest: Option<&pingora::protocols::Digest>,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if ctx.timed {
+            ctx.upstream_timing.connected = ctx.stamp();
+            ctx.upstream_timing.reused = Some(reused);
+        }
+        Ok(())
+    }
+
     async fn upstream_response_filter(
         &self,
         _session: &mut Session,
         _upstream_response: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
+        ctx.upstream_timing.header = ctx.stamp();
         ctx.end_attempt(None);
         Ok(())
     }

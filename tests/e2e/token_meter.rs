@@ -193,5 +193,23 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
     assert_eq!(first["gaps_ms"].as_array().unwrap().len(), 9);
     assert_eq!(first["prompt_fingerprint"].as_str().unwrap().len(), 64);
     assert_eq!(lines[5]["output_tokens_estimated"], true);
+    // Where each request's time went before the answer: in order, and the
+    // upstream connection opened once, then taken from the pool.
+    for line in &lines {
+        let at = |k: &str| line[k].as_f64().unwrap_or_else(|| panic!("{k} in {line}"));
+        let (peer, connected, header) = (
+            at("upstream_peer_ms"),
+            at("upstream_connected_ms"),
+            at("upstream_header_ms"),
+        );
+        assert!(peer <= connected && connected <= header, "{line}");
+        assert!(header <= at("e2e_ms"), "{line}");
+    }
+    assert!(lines[0]["upstream_header_ms"].as_f64() < lines[0]["ttft_ms"].as_f64());
+    assert_eq!(lines[0]["upstream_reused"], false);
+    assert!(
+        lines[1..].iter().any(|l| l["upstream_reused"] == true),
+        "sequential requests reuse the pooled connection: {log}"
+    );
     let _ = std::fs::remove_file(&log_path);
 }

@@ -72,6 +72,10 @@ struct Args {
     /// More entries for sluice's `runtime` map, e.g. `upstream_pool: 128`.
     #[arg(long)]
     sluice_runtime: Option<String>,
+    /// Have sluice write its access log here (JSON lines with `ttft_ms` and
+    /// the `upstream_*_ms` phases, for finding where a slow stream's time went).
+    #[arg(long)]
+    sluice_access_log: Option<PathBuf>,
     /// Also measure nginx (this binary) in front of the same mock, as a peer.
     #[arg(long)]
     nginx: Option<PathBuf>,
@@ -130,6 +134,13 @@ fn wait_listening(addr: SocketAddr) -> anyhow::Result<()> {
 
 fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, SocketAddr)> {
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let access_log = match &args.sluice_access_log {
+        Some(path) => format!(
+            "telemetry: {{ access_log: {{ path: {} }} }}\n",
+            path.display()
+        ),
+        None => String::new(),
+    };
     let extra = match &args.sluice_runtime {
         Some(more) => format!(", {more}"),
         None => String::new(),
@@ -137,7 +148,7 @@ fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, Sock
     let yaml = format!(
         "runtime: {{ threads: 1{extra} }}\nadmin: {{ listen: 127.0.0.1:0 }}\nlisteners:\n  - {{ name: public, listen: {listen}, protocol: http }}\n\
          clusters:\n  - {{ name: llm, kind: llm, endpoints: [{upstream}] }}\n\
-         routes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\n"
+         routes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\n{access_log}"
     );
     let path =
         std::env::temp_dir().join(format!("sluice-stream-scale-{}.yaml", std::process::id()));

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
-use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome};
+use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome, UpstreamTiming};
 
 use super::mirror::MirrorCapture;
 use crate::lifecycle::InflightGuard;
@@ -55,6 +55,9 @@ pub struct RequestCtx {
     pub fault_dropped: bool,
     /// Set when this request is mirrored (see `mirror.rs`).
     pub mirror: Option<Box<MirrorCapture>>,
+    /// Kept only when `timed` (an access log is on): three clock reads.
+    pub timed: bool,
+    pub upstream_timing: UpstreamTiming,
     _inflight: InflightGuard,
 }
 
@@ -87,8 +90,15 @@ impl RequestCtx {
             connect_started: None,
             fault_dropped: false,
             mirror: None,
+            timed: false,
+            upstream_timing: UpstreamTiming::default(),
             _inflight: inflight,
         }
+    }
+
+    /// Time since the request started, when its upstream timing is kept.
+    pub fn stamp(&self) -> Option<Duration> {
+        self.timed.then(|| self.started.elapsed())
     }
 
     pub fn cluster(&self) -> Option<&Arc<ClusterRuntime>> {

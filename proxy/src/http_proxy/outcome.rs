@@ -37,6 +37,7 @@ pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, method: &str, path: &str,
             .request_info
             .as_ref()
             .and_then(|i| i.prompt_fingerprint.as_deref()),
+        upstream: ctx.upstream_timing,
     };
 
     match (route, target) {
