@@ -4,6 +4,7 @@ mod access_log;
 pub mod ctl;
 mod defaults;
 mod demo;
+mod fd_table;
 mod http_proxy;
 mod lifecycle;
 mod mirror;

@@ -60,6 +60,10 @@ pub struct Sluice {
 
 impl Sluice {
     pub fn start(config: Config, options: StartOptions) -> anyhow::Result<Sluice> {
+        match crate::fd_table::presize() {
+            Some(size) => tracing::debug!(size, "fd table grown up front"),
+            None => tracing::debug!("fd table left to grow on demand"),
+        }
         let (token, token_generated) =
             resolve_token(&config.admin.token).with_context(|| "admin token")?;
         for l in &config.listeners {
