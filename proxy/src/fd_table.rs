@@ -37,6 +37,7 @@ fn presize_to(size: u64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     /// The table's size, from `/proc/self/status` (`FDSize:`).
