@@ -25,14 +25,21 @@ pids=()
 trap stop_processes EXIT
 
 args=()
-peer=(--nginx "$(command -v nginx || true)")
+with_nginx=1
 for a in "$@"; do
     case $a in
-        --no-nginx) peer=() ;;
+        --no-nginx) with_nginx=0 ;;
         *) args+=("$a") ;;
     esac
 done
-[[ ${#peer[@]} -gt 0 && -z ${peer[1]} ]] && { log "nginx not installed: measuring without a peer"; peer=(); }
+peer=()
+if ((with_nginx)); then
+    if nginx_bin="$(command -v nginx)"; then
+        peer=(--nginx "$nginx_bin")
+    else
+        log "nginx not installed: measuring without a peer"
+    fi
+fi
 
 cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin stream_scale
 pin_and_prioritise "mock LLM and client"

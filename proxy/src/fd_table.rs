@@ -7,8 +7,8 @@
 //! and the thread that opened the fd stalls for it: a data-plane thread
 //! accepting a client or connecting upstream, with every stream queued behind
 //! it. On the bench VM each stall was 12–20 ms, and they made the TTFT p99
-//! overhead at 1k streams +1.3 … +8 ms, where single-threaded nginx paid none
-//! (docs/BENCHMARKS.md, "TTFT overhead beside nginx"). Opening one fd high up
+//! overhead at 1k streams +1.35 … +4.28 ms, where single-threaded nginx paid
+//! none (docs/BENCHMARKS.md, "The TTFT tail, found and fixed"). Opening one fd high up
 //! and closing it again leaves the table at that size: the table never
 //! shrinks, so the data plane never grows it.
 

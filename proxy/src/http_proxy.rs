@@ -268,8 +268,8 @@ impl ProxyHttp for HttpProxy {
         _digest: Option<&pingora::protocols::Digest>,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if ctx.timed {
-            ctx.upstream_timing.connected = ctx.stamp();
+        if let Some(at) = ctx.stamp() {
+            ctx.upstream_timing.connected = Some(at);
             ctx.upstream_timing.reused = Some(reused);
         }
         Ok(())

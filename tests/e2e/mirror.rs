@@ -32,11 +32,20 @@ pub(crate) fn listener_yaml() -> String {
 /// A config with a `primary` and a `shadow` cluster and route `chat` on
 /// `public`, mirroring with `mirror` (a YAML flow map).
 fn config(primary: std::net::SocketAddr, shadow: std::net::SocketAddr, mirror: &str) -> String {
+    config_after(listener_yaml(), primary, shadow, mirror)
+}
+
+/// [`config`] after other listener and runtime sections (`head`).
+fn config_after(
+    head: String,
+    primary: std::net::SocketAddr,
+    shadow: std::net::SocketAddr,
+    mirror: &str,
+) -> String {
     format!(
-        "{}clusters:\n  - {{ name: primary, kind: http, endpoints: [{primary}] }}\n  \
+        "{head}clusters:\n  - {{ name: primary, kind: http, endpoints: [{primary}] }}\n  \
 - {{ name: shadow, kind: http, endpoints: [{shadow}] }}\nroutes:\n  \
-- {{ name: chat, listener: public, split: {{ primary: 100 }}, mirror: {mirror} }}\n",
-        listener_yaml()
+- {{ name: chat, listener: public, split: {{ primary: 100 }}, mirror: {mirror} }}\n"
     )
 }
 

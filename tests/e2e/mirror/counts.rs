@@ -7,9 +7,9 @@ use serde_json::json;
 use sluice_filters::TraceContext;
 
 use super::shadow::{Behaviour, Shadow};
-use super::{config, drive, metrics_when_counted, mirror_count};
-use crate::harness::{listener, start, Admin};
-use crate::support::NamedUpstream;
+use super::{config, config_after, drive, metrics_when_counted, mirror_count};
+use crate::harness::{http_listener_yaml, listener, start, Admin};
+use crate::support::{free_port, NamedUpstream};
 
 // Every config here lets 1000 copies be out at once: on a busy machine the
 // default 64 can be reached, and a copy dropped (and counted as `in_flight`)
@@ -102,14 +102,12 @@ async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
 async fn the_default_idle_sender_still_delivers() {
     let primary = NamedUpstream::start("primary").await.unwrap();
     let shadow = Shadow::start(Behaviour::Answer).await;
-    let yaml = config(
+    let sluice = start(&config_after(
+        http_listener_yaml(free_port()),
         primary.addr(),
         shadow.addr,
         "{ cluster: shadow, percent: 100, timeout: 30s }",
-    )
-    .replacen(", mirror_priority: normal", "", 1);
-    assert!(!yaml.contains("mirror_priority"), "{yaml}");
-    let sluice = start(&yaml);
+    ));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(&url, 20, 2, |_| vec![], Bytes::from_static(b"{}")).await;
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
