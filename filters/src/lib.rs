@@ -16,6 +16,7 @@ mod record;
 mod request_scan;
 mod resp;
 mod trace_context;
+mod units;
 mod weighted;
 
 pub use balance::EndpointSet;
@@ -46,4 +47,5 @@ pub use resp::{
     RequestParser as RespRequestParser, RespError, RespSession,
 };
 pub use trace_context::{sample, TraceContext};
+pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 pub use weighted::{StickyTable, WeightedTable};

@@ -29,7 +29,7 @@ pub fn sluice_bin() -> PathBuf {
         let mut build = Command::new(cargo);
         build
             .current_dir(workspace_root())
-            .args(["build", "-p", "sluice-proxy", "--bin", "sluice", "--quiet"])
+            .args(["build", "-p", "sluice-cli", "--bin", "sluice", "--quiet"])
             .arg("--target-dir")
             .arg(target_dir);
         if profile_dir.file_name().is_some_and(|n| n == "release") {

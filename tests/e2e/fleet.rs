@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sluice_proxy::{MockLlm, MockLlmOptions, Sluice};
+use sluice_cli::{MockLlm, MockLlmOptions};
+use sluice_proxy::Sluice;
 
 use crate::harness::{listener, start, Admin};
 use crate::support::{free_port, have, require, Prometheus};

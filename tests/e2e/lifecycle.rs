@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::cli::{sluice_bin, TempDir};
 use crate::support::{free_port, NamedUpstream, WAIT_POLL};

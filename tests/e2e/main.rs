@@ -11,6 +11,7 @@ mod cli;
 mod demo;
 mod faults;
 mod fleet;
+mod layout;
 mod lifecycle;
 pub(crate) mod llama_cpp;
 mod mirror;

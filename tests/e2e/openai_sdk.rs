@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness;
 use crate::support::{self, free_port};

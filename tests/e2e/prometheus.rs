@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness::{http_listener_yaml, listener, start};
 use crate::support::{free_port, have, require, Prometheus};

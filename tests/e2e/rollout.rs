@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness::{http_listener_yaml, listener, start, Admin};
 use crate::support::free_port;

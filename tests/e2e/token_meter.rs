@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
 use crate::support::free_port;

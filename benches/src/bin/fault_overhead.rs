@@ -19,9 +19,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sluice_benches::{free_port, stream_once, Summary};
+use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::{Config, SnapshotStore, Stats};
 use sluice_filters::{FaultKind, FaultTarget, Metrics, RequestView};
-use sluice_proxy::{MockLlmOptions, MockThread, Sluice, StartOptions};
+use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
 struct Args {

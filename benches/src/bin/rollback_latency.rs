@@ -13,8 +13,9 @@ use clap::Parser;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sluice_benches::{percentile, stream_once};
+use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::Config;
-use sluice_proxy::{MockLlmOptions, MockThread, Sluice, StartOptions};
+use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
 struct Args {

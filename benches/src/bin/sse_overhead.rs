@@ -11,8 +11,9 @@ use clap::Parser;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sluice_benches::{free_port, stream_once, StreamTiming, Summary};
+use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::Config;
-use sluice_proxy::{MockLlmOptions, MockThread, Sluice, StartOptions};
+use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
 struct Args {

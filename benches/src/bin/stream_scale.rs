@@ -3,7 +3,7 @@
 //! per open stream. sluice and the mock run as their own processes so that
 //! the RSS read from `/proc` is sluice's alone.
 //!
-//! cargo build --release -p sluice-proxy -p sluice-benches
+//! cargo build --release -p sluice-cli -p sluice-benches
 //! target/release/stream_scale --streams 1000,10000
 //!
 //! The process file limit here is 20000, so 10k streams cannot each have a

@@ -16,8 +16,8 @@ use super::raw::{
     RawCluster, RawClusterKind, RawListener, RawPercent, RawProtocol, RawTimeouts, RawUpstreamTls,
 };
 use super::typed::*;
-use super::units::{parse_duration, parse_percent};
 use super::{ConfigError, ConfigErrors, RawConfig};
+use sluice_filters::{parse_duration, parse_percent};
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);

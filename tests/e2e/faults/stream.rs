@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use sluice_proxy::{MockLlm, MockLlmOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
 
 use super::{add, show};
 use crate::harness::{http_listener_yaml, listener, start, Admin};

@@ -11,9 +11,9 @@ use sluice_filters::{Experiment, FaultKind, FaultMatch, HaltIf, HeaderMatch};
 
 use super::super::raw::{RawFault, RawFaultMatch, RawProtocol};
 use super::super::typed::*;
-use super::super::units::parse_duration;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
+use sluice_filters::parse_duration;
 
 pub const DEFAULT_MAX_FAULT_TTL: Duration = Duration::from_secs(3600);
 const DEFAULT_HALT_WINDOW: Duration = Duration::from_secs(10);
@@ -172,7 +172,7 @@ fn ttl(at: &str, text: Option<&str>, max: Duration, errs: &mut Errors) -> Option
             path,
             format!(
                 "`{text}` is longer than the maximum {} (runtime.max_fault_ttl)",
-                super::super::units::format_duration(max)
+                sluice_filters::format_duration(max)
             ),
         );
         return None;

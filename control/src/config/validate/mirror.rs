@@ -2,8 +2,8 @@
 
 use super::super::raw::{RawMirror, RawSize};
 use super::super::typed::*;
-use super::super::units::parse_size;
 use super::Errors;
+use sluice_filters::parse_size;
 
 /// Amplification past this is a load test, not a shadow.
 const MAX_COPIES: f64 = 16.0;

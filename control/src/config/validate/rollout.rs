@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::super::raw::{RawGates, RawOnBreach, RawRollout};
 use super::super::typed::*;
-use super::super::units::format_duration;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
+use sluice_filters::format_duration;
 
 /// Prometheus keeps the history, so a window read there may be longer
 /// than the stats rings' minute.

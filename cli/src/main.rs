@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use sluice_control::{parse_duration, Config, ConfigErrors};
-use sluice_proxy::{
-    ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread, Sluice,
-    StartOptions,
+use sluice_cli::{
+    ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread,
 };
+use sluice_control::{parse_duration, Config, ConfigErrors};
+use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A sidecar proxy for AI services")]

@@ -1,5 +1,5 @@
 //! Durations (`250ms`, `1s`, `1.5m`), percents and byte sizes as they are
-//! written in the config.
+//! written, in the config and in workload scenarios alike: one parser for both halves.
 
 use std::time::Duration;
 

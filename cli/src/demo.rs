@@ -26,9 +26,9 @@ use self::render::Screen;
 use self::script::{Plan, Script};
 use self::traffic::Traffic;
 use crate::defaults::MockThread;
-use crate::lifecycle::Stop;
 use crate::mock_llm::MockLlmOptions;
-use crate::server::{Sluice, StartOptions};
+use sluice_proxy::Stop;
+use sluice_proxy::{Sluice, StartOptions};
 
 /// Below this the rollout's steps cannot be held long enough to be judged.
 pub const MIN_DEMO_DURATION: Duration = Duration::from_secs(30);

@@ -1,0 +1,12 @@
+//! The load-testing half of sluice: trace readers and writers, workload
+//! fits, scenarios, the open-loop load engine, capacity search, reports,
+//! baselines and lineage. It shares the proxy's definitions through
+//! `sluice-filters` (the token meter, units, the trace schema) and never
+//! depends on `sluice-proxy` or pingora: `tests/e2e/layout.rs` fails if it does.
+//!
+//! Empty for now: the workload issues fill it, pure models first (they take
+//! data and an RNG), then the thin drivers (timer thread, clients, writers).
+
+/// The units the load-testing half parses, the same as the proxy config's:
+/// `250ms`, `5%`, `64KiB`.
+pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
