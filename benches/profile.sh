@@ -11,10 +11,8 @@
 # `callgrind_annotate --inclusive=yes FILE`.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=benches/lib.sh
-source "$root/benches/lib.sh"
-cd "$root"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rate=500
 duration=16
@@ -24,29 +22,24 @@ while [[ $# -gt 0 ]]; do
         --rate) rate=$2 && shift ;;
         --duration) duration=$2 && shift ;;
         --keep) keep=1 ;;
-        *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2 && exit 2 ;;
+        *) not_an_option "$1" ;;
     esac
     shift
 done
-log() { echo "profile.sh: $*" >&2; }
-command -v valgrind >/dev/null || { log "valgrind missing (apt install valgrind)"; exit 1; }
+require "apt-get install valgrind" valgrind callgrind_annotate
 
-cargo build --release -q -p sluice-cli -p sluice-benches --bin sluice --bin open_loop
-work="$(mktemp -d)"
-pids=()
-trap stop_processes EXIT
+build_release open_loop
+start_work
 mock_port="$(free_port)"
 port="$(free_port)"
-cat >"$work/sluice.yaml" <<YAML
-runtime: { threads: 1 }
-admin: { listen: 127.0.0.1:0 }
-listeners:
-  - { name: public, listen: 127.0.0.1:$port, protocol: http }
-clusters:
+{
+    sluice_config_head 1 0 "$port"
+    cat <<YAML
   - { name: up, kind: http, endpoints: [127.0.0.1:$mock_port] }
 routes:
   - { name: r, listener: public, split: { up: 100 } }
 YAML
+} >"$work/sluice.yaml"
 target/release/sluice mock-llm --listen "127.0.0.1:$mock_port" >"$work/mock.log" 2>&1 &
 pids+=($!)
 out="$root/target/bench/callgrind-$(date -u +%Y-%m-%dT%H%M%SZ).out"
@@ -54,10 +47,9 @@ mkdir -p "$(dirname "$out")"
 valgrind --tool=callgrind --callgrind-out-file="$out" target/release/sluice run -c "$work/sluice.yaml" \
     >"$work/valgrind.log" 2>&1 &
 sluice_pid=$!
-for _ in $(seq 120); do
-    curl -fs -o /dev/null "http://127.0.0.1:$port/v1/models" && break
-    sleep 0.5
-done
+pids+=("$sluice_pid")
+# Under valgrind sluice starts some 50 times slower than natively.
+wait_seconds=60 wait_for valgrind "$sluice_pid" "ready on 127.0.0.1:$port" http_200 "http://127.0.0.1:$port/v1/models"
 target/release/open_loop --url "http://127.0.0.1:$port/v1/models" --rate "$rate" \
     --duration "$duration" --connections 8 >&2
 kill -INT "$sluice_pid"

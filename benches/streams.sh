@@ -12,23 +12,17 @@
 # Every other flag goes to `stream_scale` (see `stream_scale --help`).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=benches/lib.sh
-source "$root/benches/lib.sh"
-cd "$root"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-log() { echo "streams.sh: $*" >&2; }
 niceness=-19
 keep=0
-work="$(mktemp -d)"
-pids=()
-trap stop_processes EXIT
-
 args=()
 with_nginx=1
 for a in "$@"; do
     case $a in
         --no-nginx) with_nginx=0 ;;
+        -h | --help) not_an_option "$a" ;;
         *) args+=("$a") ;;
     esac
 done
@@ -41,12 +35,11 @@ if ((with_nginx)); then
     fi
 fi
 
-cargo build --release -q -p sluice-cli -p sluice-benches --bin sluice --bin stream_scale
+build_release stream_scale
+start_work
 pin_and_prioritise "mock LLM and client"
 sluice_core=()
 [[ ${#proxy_pin[@]} -gt 0 && $(nproc) -ge 2 ]] && sluice_core=(--sluice-core 1)
 log "pinning: $pinning; priority: $priority"
-launch load_pin "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "${peer[@]}" "${args[@]}"
-pids+=("$launched")
-wait "$launched"
+run_load "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "${peer[@]}" "${args[@]}"
 cat "$work/stream_scale.out"
