@@ -26,9 +26,9 @@ pub use compare::{
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
-    header_faults, sampled, Direction, Distribution, Experiment, FaultAction,
-    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
-    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+    header_faults, sampled, Direction, Distribution, Experiment, FaultAction, FaultClock,
+    FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip, Step,
+    Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};

@@ -215,9 +215,7 @@ impl TokenMeter {
         }) {
             answer::read(reading, body);
         }
-        reading.malformed_events = reading
-            .malformed_events
-            .saturating_add(framer.oversized());
+        reading.malformed_events = reading.malformed_events.saturating_add(framer.oversized());
         if *dialect == Dialect::OpenAi {
             openai::finish(reading);
         }

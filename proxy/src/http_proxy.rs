@@ -206,7 +206,10 @@ impl ProxyHttp for HttpProxy {
         let Some(cluster) = ctx.cluster().cloned() else {
             return Error::e_explain(ErrorType::InternalError, "no cluster chosen");
         };
-        let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), ctx.tried.bits()) else {
+        let Some(i) = cluster
+            .endpoints
+            .pick(self.lifecycle.now_ms(), ctx.tried.bits())
+        else {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);

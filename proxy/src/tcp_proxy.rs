@@ -75,7 +75,10 @@ impl TcpProxy {
             .iter()
             .find(|c| c.config.name == self.cluster)?;
         let mut tried = Tried::default();
-        while let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), tried.bits()) {
+        while let Some(i) = cluster
+            .endpoints
+            .pick(self.lifecycle.now_ms(), tried.bits())
+        {
             tried.mark(i);
             let addr = cluster.config.endpoints[i].addr;
             let connect =

@@ -263,7 +263,10 @@ impl UpstreamClient {
             session.read_timeout = peer.options.read_timeout;
             session.write_timeout = peer.options.write_timeout;
             // Marked as the upstream's, as pingora marks errors of its upstream session.
-            match exchange(&mut session, head, body).await.map_err(|e| e.into_up()) {
+            match exchange(&mut session, head, body)
+                .await
+                .map_err(|e| e.into_up())
+            {
                 Ok(()) => {
                     end_attempt(traced.as_mut(), None);
                     endpoints.restore(i);

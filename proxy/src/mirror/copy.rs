@@ -116,8 +116,9 @@ impl Shadow {
             .headers
             .get("traceparent")
             .and_then(|v| TraceContext::parse(v.as_bytes()));
-        let mut head = upstream::request_head(&job.method, &job.path, &job.headers, None, body.len())
-            .ok_or(MirrorResult::Error)?;
+        let mut head =
+            upstream::request_head(&job.method, &job.path, &job.headers, None, body.len())
+                .ok_or(MirrorResult::Error)?;
         for (name, value) in &job.policy.config.rewrite_headers {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::try_from(name.as_str()),
@@ -152,7 +153,11 @@ impl Shadow {
             used = Some(answer.endpoint());
             let status = answer.head().status.as_u16();
             let dialect = if metered {
-                let ct = answer.head().headers.get("content-type").map(|v| v.as_bytes());
+                let ct = answer
+                    .head()
+                    .headers
+                    .get("content-type")
+                    .map(|v| v.as_bytes());
                 Dialect::detect(&job.path, ct)
             } else {
                 Dialect::Unknown

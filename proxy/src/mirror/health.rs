@@ -54,7 +54,10 @@ impl Health {
         let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
         let same = |e: &Endpoints| {
             e.addrs.len() == cluster.endpoints.len()
-                && e.addrs.iter().zip(&cluster.endpoints).all(|(a, b)| *a == b.addr)
+                && e.addrs
+                    .iter()
+                    .zip(&cluster.endpoints)
+                    .all(|(a, b)| *a == b.addr)
         };
         if let Some(e) = clusters.get(&cluster.name).filter(|e| same(e)) {
             return e.clone();

@@ -174,7 +174,10 @@ fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
     assert!(health.all_down_for(cluster).is_some());
     health.record(&endpoints, 0, None);
     assert!(!down(), "an answer brings it back at once");
-    assert!(Arc::ptr_eq(&endpoints, &health.of(cluster)), "kept per cluster");
+    assert!(
+        Arc::ptr_eq(&endpoints, &health.of(cluster)),
+        "kept per cluster"
+    );
 }
 
 /// The scheduling policy of each of this process's threads named `name`

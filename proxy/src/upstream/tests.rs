@@ -160,7 +160,9 @@ async fn a_refusing_endpoint_is_ejected_and_the_next_one_answers_with_two_spans(
     let answer = f.get(Some(traced)).await.unwrap();
     assert_eq!(answer.endpoint(), 1);
     assert_eq!(body_of(answer).await, b"ok");
-    assert!(f.endpoints.is_ejected(0, f.started.elapsed().as_millis() as u64));
+    assert!(f
+        .endpoints
+        .is_ejected(0, f.started.elapsed().as_millis() as u64));
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0].error.as_deref(), Some("ConnectRefused"));
     assert_eq!(attempts[1].error, None);

@@ -267,9 +267,10 @@ impl TlsFront {
                 count.fetch_add(1, Ordering::SeqCst);
                 let acceptor = acceptor.clone();
                 conns.spawn(async move {
-                    let (Ok(mut tls), Ok(mut plain)) =
-                        (acceptor.accept(conn).await, TcpStream::connect(upstream).await)
-                    else {
+                    let (Ok(mut tls), Ok(mut plain)) = (
+                        acceptor.accept(conn).await,
+                        TcpStream::connect(upstream).await,
+                    ) else {
                         return;
                     };
                     let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;

@@ -56,9 +56,12 @@ fn comments_and_malformed_events_are_other() {
     let mut meter = TokenMeter::new(Dialect::OpenAi);
     let mut framer = Framer::new(Framing::Sse);
     let mut out = Vec::new();
-    framer.feed(b": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"\n\n", |e| {
-        out.push(meter.read_event(e, ms(1)));
-    });
+    framer.feed(
+        b": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"\n\n",
+        |e| {
+            out.push(meter.read_event(e, ms(1)));
+        },
+    );
     assert_eq!(out, [O, O]);
     assert_eq!(meter.finish(ms(2)).malformed_events, 1);
 }
