@@ -146,6 +146,26 @@ async fn token_delay_paces_every_gap_evenly_and_removal_restores_it() {
     assert!(p50 < 40.0, "median {p50} after removal: {gaps:?}");
 }
 
+/// Adds a 300 ms `first_token_delay`, checks that it moves the median TTFT
+/// of three whole streams (`tokens` content events each) from the `base`
+/// TTFTs (seconds), and removes it.
+async fn first_token_delay_moves_ttft(admin: &Admin, url: &str, base: &[f64], tokens: usize) {
+    let id = add(
+        admin,
+        json!({"id": "late", "ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
+    )
+    .await;
+    let mut late = Vec::new();
+    for _ in 0..3 {
+        let seen = stream_chat(url, &[]).await;
+        assert_eq!(seen.content_times().len(), tokens);
+        late.push(seen.ttft.unwrap().as_secs_f64());
+    }
+    let moved = (percentile(&late, 0.5) - percentile(base, 0.5)) * 1000.0;
+    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
+    admin.delete(&format!("/v1/faults/{id}")).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_token_delay_moves_ttft_and_stall_holds_then_resumes() {
     let mock = mock(50, 10, 8).await;
@@ -156,20 +176,7 @@ async fn first_token_delay_moves_ttft_and_stall_holds_then_resumes() {
     for _ in 0..3 {
         base.push(stream_chat(&url, &[]).await.ttft.unwrap().as_secs_f64());
     }
-    let id = add(
-        &admin,
-        json!({"id": "late", "ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
-    )
-    .await;
-    let mut late = Vec::new();
-    for _ in 0..3 {
-        let seen = stream_chat(&url, &[]).await;
-        assert_eq!(seen.content_times().len(), 8);
-        late.push(seen.ttft.unwrap().as_secs_f64());
-    }
-    let moved = (percentile(&late, 0.5) - percentile(&base, 0.5)) * 1000.0;
-    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
-    admin.delete(&format!("/v1/faults/{id}")).await;
+    first_token_delay_moves_ttft(&admin, &url, &base, 8).await;
 
     add(
         &admin,
@@ -342,20 +349,7 @@ async fn stream_faults_pace_and_cut_an_answer_from_a_tls_upstream() {
     assert_eq!(show(&admin, &id).await["injected"], 3);
     admin.delete(&format!("/v1/faults/{id}")).await;
 
-    let id = add(
-        &admin,
-        json!({"ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
-    )
-    .await;
-    let mut late = Vec::new();
-    for _ in 0..3 {
-        let seen = stream_chat(&url, &[]).await;
-        assert_eq!(seen.content_times().len(), 12);
-        late.push(seen.ttft.unwrap().as_secs_f64());
-    }
-    let moved = (percentile(&late, 0.5) - percentile(&base, 0.5)) * 1000.0;
-    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
-    admin.delete(&format!("/v1/faults/{id}")).await;
+    first_token_delay_moves_ttft(&admin, &url, &base, 12).await;
 
     let id = add(
         &admin,
