@@ -76,6 +76,20 @@ impl EndpointSet {
             .get(index)
             .is_some_and(|u| u.load(Ordering::Relaxed) > now_ms)
     }
+
+    /// When every endpoint is ejected at `now_ms`: the time the first of
+    /// them is due back. `None` while one is in, or for an empty set.
+    pub fn all_ejected_until(&self, now_ms: u64) -> Option<u64> {
+        let mut back = None::<u64>;
+        for slot in &self.ejected_until {
+            let until = slot.load(Ordering::Relaxed);
+            if until <= now_ms {
+                return None;
+            }
+            back = Some(back.map_or(until, |b| b.min(until)));
+        }
+        back
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +120,18 @@ mod tests {
         assert_eq!(set.pick(0, 0b01), Some(1));
         assert_eq!(set.pick(0, 0b10), Some(0));
         assert_eq!(set.pick(0, 0b11), None);
+    }
+
+    #[test]
+    fn all_ejected_until_is_the_first_return_once_none_is_in() {
+        let set = EndpointSet::new(2);
+        assert_eq!(set.all_ejected_until(0), None);
+        set.eject(0, 100, 1_000);
+        assert_eq!(set.all_ejected_until(200), None);
+        set.eject(1, 50, 2_000);
+        assert_eq!(set.all_ejected_until(200), Some(1_100));
+        assert_eq!(set.all_ejected_until(1_100), None);
+        assert_eq!(EndpointSet::new(0).all_ejected_until(0), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod pace;
 pub use action::{Direction, Distribution, FaultAction, FaultKind, Toxic, TruncateMode};
 pub use header::{header_faults, HeaderFault, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY};
 pub use metrics::FaultMetrics;
-pub use pace::{EventKind, Pacer, Step, CORRUPT_EVENT};
+pub use pace::{Pacer, Step, CORRUPT_EVENT};
 
 use std::time::Duration;
 

@@ -26,15 +26,17 @@ pub use compare::{
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
-    header_faults, sampled, Direction, Distribution, EventKind, Experiment, FaultAction,
-    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
-    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+    header_faults, sampled, Direction, Distribution, Experiment, FaultAction, FaultClock,
+    FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip, Step,
+    Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
 pub use matcher::{HeaderMatch, Matcher, RequestView};
-pub use meter::{Dialect, MeterSummary, TokenMeter};
+pub use meter::{
+    Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
+};
 pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
 };

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use frame::{Event, Framer, Framing};
+pub use frame::{Framer, Framing, StreamEvent, MAX_EVENT};
 
 /// The wire format of a response, which decides how the meter reads it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,7 +86,8 @@ impl Dialect {
         }
     }
 
-    fn framing(self) -> Framing {
+    /// How this dialect's bodies are cut into events.
+    pub fn framing(self) -> Framing {
         match self {
             Dialect::OpenAi | Dialect::Anthropic | Dialect::Tgi => Framing::Sse,
             Dialect::Ollama => Framing::Lines,
@@ -94,6 +95,24 @@ impl Dialect {
             Dialect::Unknown => Framing::Off,
         }
     }
+}
+
+/// What one event of a stream carries, as its dialect's reader saw it. Stream
+/// faults pace, drop and cut by it. When an event is several (TGI's last
+/// event may carry a token and end the stream), the first of this list wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Carries generated output (a *content event*, see the module docs).
+    Content,
+    /// The dialect's end marker: OpenAI's `data: [DONE]`, Anthropic's
+    /// `message_stop`, TGI's event with `details` or `generated_text`,
+    /// Ollama's `done: true` (which also carries the counts).
+    Done,
+    /// A usage report without content: OpenAI's last chunk (`choices: []`),
+    /// Anthropic's `message_delta`.
+    Usage,
+    /// Anything else: a role-only chunk, `message_start`, a ping, a comment.
+    Other,
 }
 
 /// What a response said about its tokens, read at its end.
@@ -162,8 +181,21 @@ impl TokenMeter {
             return 0;
         }
         let before = reading.content_events;
-        framer.feed(chunk, |event| reading.read(*dialect, event, at));
+        framer.feed(chunk, |event| {
+            reading.read(*dialect, event, at);
+        });
         reading.content_events.saturating_sub(before)
+    }
+
+    /// One event already cut by the caller's own [`Framer`] (a stream fault
+    /// that forwards each event on its own timer), `at` = time since the
+    /// request started. Returns what the event carries. Not to be mixed
+    /// with `feed` on one meter.
+    pub fn read_event(&mut self, event: StreamEvent<'_>, at: Duration) -> EventKind {
+        if self.summary.is_some() {
+            return EventKind::Other;
+        }
+        self.reading.read(self.dialect, event, at)
     }
 
     /// End of the body. A last event with no blank line after it is still
@@ -178,12 +210,12 @@ impl TokenMeter {
         if let Some(done) = summary {
             return done.clone();
         }
-        if let Some(body) = framer.finish(|event| reading.read(*dialect, event, at)) {
+        if let Some(body) = framer.finish(|event| {
+            reading.read(*dialect, event, at);
+        }) {
             answer::read(reading, body);
         }
-        reading.malformed_events = reading
-            .malformed_events
-            .saturating_add(std::mem::take(&mut framer.oversized));
+        reading.malformed_events = reading.malformed_events.saturating_add(framer.oversized());
         if *dialect == Dialect::OpenAi {
             openai::finish(reading);
         }
@@ -211,20 +243,23 @@ struct Reading {
 }
 
 impl Reading {
-    fn read(&mut self, dialect: Dialect, event: Event<'_>, at: Duration) {
-        let data = event.data.trim_ascii();
-        let content = match dialect {
+    fn read(&mut self, dialect: Dialect, event: StreamEvent<'_>, at: Duration) -> EventKind {
+        let Some(data) = event.data.map(<[u8]>::trim_ascii) else {
+            return EventKind::Other;
+        };
+        let kind = match dialect {
             Dialect::OpenAi => openai::read(self, data),
             Dialect::Anthropic => anthropic::read(self, event.name, data),
             Dialect::Tgi => tgi::read(self, data),
             Dialect::Ollama => ollama::read(self, data),
-            Dialect::Json | Dialect::Unknown => false,
+            Dialect::Json | Dialect::Unknown => EventKind::Other,
         };
-        if content {
+        if kind == EventKind::Content {
             self.content_events = self.content_events.saturating_add(1);
             self.first_content_at.get_or_insert(at);
             self.last_content_at = Some(at);
         }
+        kind
     }
 
     /// Sets the model from the first event that names one; later events

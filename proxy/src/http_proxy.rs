@@ -30,11 +30,10 @@ use crate::access_log::AccessLog;
 use crate::lifecycle::Lifecycle;
 use crate::mirror::MirrorQueue;
 use crate::telemetry::{Attempt, Tracer};
+use crate::upstream::{self, UpstreamClient, EJECTION};
 pub use context::RequestCtx;
+pub use errors::classify;
 use request_view::PingoraRequest;
-
-/// How long an endpoint that refused a connection is skipped.
-const EJECTION: Duration = Duration::from_secs(10);
 
 pub struct HttpProxy {
     /// Index of this proxy's listener in the config.
@@ -44,6 +43,7 @@ pub struct HttpProxy {
     access_log: Option<Arc<AccessLog>>,
     tracer: Tracer,
     mirror: Option<MirrorQueue>,
+    upstream: Arc<UpstreamClient>,
 }
 
 /// What every listener's proxy shares besides the snapshot store.
@@ -53,6 +53,9 @@ pub struct Observability {
     pub tracer: Tracer,
     /// The shadow sender's queue.
     pub mirror: Option<MirrorQueue>,
+    /// The pooled client of requests sent outside pingora's proxy loop
+    /// (faulted streams).
+    pub upstream: Arc<UpstreamClient>,
 }
 
 impl HttpProxy {
@@ -69,6 +72,7 @@ impl HttpProxy {
             access_log: observability.access_log,
             tracer: observability.tracer,
             mirror: observability.mirror,
+            upstream: observability.upstream,
         }
     }
 
@@ -166,7 +170,8 @@ impl ProxyHttp for HttpProxy {
         let Some(fault) = faults::stream_fault(listener, &self.store.metrics, session, ctx) else {
             return Ok(false);
         };
-        match stream_fault::serve(session, ctx, fault, self.lifecycle.now_ms()).await {
+        let now_ms = || self.lifecycle.now_ms();
+        match stream_fault::serve(session, ctx, fault, &self.upstream, &now_ms).await {
             stream_fault::Ended::Done => Ok(true),
             stream_fault::Ended::Cut => {
                 ctx.fault_dropped = true;
@@ -201,7 +206,10 @@ impl ProxyHttp for HttpProxy {
         let Some(cluster) = ctx.cluster().cloned() else {
             return Error::e_explain(ErrorType::InternalError, "no cluster chosen");
         };
-        let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), ctx.tried) else {
+        let Some(i) = cluster
+            .endpoints
+            .pick(self.lifecycle.now_ms(), ctx.tried.bits())
+        else {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
@@ -210,22 +218,10 @@ impl ProxyHttp for HttpProxy {
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
-        let config = &cluster.config;
-        let endpoint = &config.endpoints[i];
-        let tls = config.tls.as_ref();
-        let sni = tls
-            .and_then(|t| t.sni.clone())
-            .unwrap_or_else(|| endpoint.host.clone());
-        let mut peer = HttpPeer::new(endpoint.addr, tls.is_some(), sni);
-        let t = &config.timeouts;
-        peer.options.connection_timeout = Some(t.connect);
-        peer.options.read_timeout = Some(t.first_byte);
-        peer.options.idle_timeout = Some(t.idle);
-        if let Some(tls) = tls {
-            peer.options.verify_cert = tls.verify;
-            peer.options.verify_hostname = tls.verify;
+        match upstream::peer(&cluster.config, i) {
+            Some(peer) => Ok(Box::new(peer)),
+            None => Error::e_explain(ErrorType::InternalError, "endpoint out of range"),
         }
-        Ok(Box::new(peer))
     }
 
     async fn upstream_request_filter(
@@ -330,17 +326,13 @@ impl ProxyHttp for HttpProxy {
             });
         }
         if let (Some(cluster), Some(i)) = (ctx.cluster().cloned(), ctx.endpoint) {
-            if i < 64 {
-                ctx.tried |= 1 << i;
-            }
+            ctx.tried.mark(i);
             let now = self.lifecycle.now_ms();
             cluster.endpoints.eject(i, now, EJECTION.as_millis() as u64);
             debug!(cluster = %cluster.config.name, endpoint = i, "endpoint ejected after connect failure");
             // Another endpoint is worth a try; a request is never sent twice
             // to one that refused it.
-            let untried =
-                (0..cluster.endpoints.len()).any(|k| k >= 64 || ctx.tried & (1 << k) == 0);
-            e.set_retry(untried);
+            e.set_retry(ctx.tried.any_left(cluster.endpoints.len()));
         }
         e
     }

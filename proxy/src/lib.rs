@@ -11,6 +11,7 @@ mod mirror;
 mod server;
 mod tcp_proxy;
 mod telemetry;
+mod upstream;
 
 pub use lifecycle::Stop;
 pub use server::{Sluice, StartOptions};

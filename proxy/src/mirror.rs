@@ -3,12 +3,14 @@
 //! own, so shadow traffic never competes with the primary for the data
 //! plane's threads or sockets, and by default at the lowest CPU priority
 //! there is (`SCHED_IDLE`), so not for its cores either (`runtime.
-//! mirror_priority`). Copies are bounded per route by
+//! mirror_priority`). The pool is the sender's own, on the data plane's
+//! connector code (`upstream.rs`). Copies are bounded per route by
 //! `max_in_flight` and `rate_limit`; whatever cannot be sent is dropped and
 //! counted by reason. Answers are read to the end, metered, and compared
 //! with the primary's.
 
 mod copy;
+mod health;
 mod job;
 mod limits;
 mod report;
@@ -71,6 +73,7 @@ impl MirrorSender {
         priority: MirrorPriority,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let shadow = Shadow::new(&store.load().config).map_err(std::io::Error::other)?;
         let set_priority = move || set_sender_priority(priority);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)
@@ -84,7 +87,7 @@ impl MirrorSender {
             .name("sluice-mirror".into())
             .spawn(move || {
                 set_priority();
-                runtime.block_on(run(rx, store, token));
+                runtime.block_on(run(rx, store, shadow, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
         Ok((
@@ -145,9 +148,13 @@ fn set_sender_priority(priority: MirrorPriority) {
 /// no mirror traffic has no thread waking 200 times a second.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(5);
 
-async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: CancellationToken) {
+async fn run(
+    mut rx: mpsc::Receiver<Job>,
+    store: Arc<SnapshotStore>,
+    shadow: Shadow,
+    cancel: CancellationToken,
+) {
     info!(capacity = QUEUE_CAPACITY, "mirror sender started");
-    let shadow = Shadow::new();
     let mut limits = Limits::default();
     let tracker = TaskTracker::new();
     let mut send = |job: Job| {

@@ -30,6 +30,7 @@ use crate::lifecycle::{Lifecycle, Stop};
 use crate::mirror::{MirrorQueue, MirrorSender};
 use crate::tcp_proxy::TcpProxy;
 use crate::telemetry::Tracer;
+use crate::upstream::UpstreamClient;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -240,6 +241,7 @@ fn add_services(
         access_log,
         tracer,
         mirror: Some(mirror),
+        upstream: UpstreamClient::new(&snapshot.config)?,
     };
     for (i, l) in snapshot.config.listeners.iter().enumerate() {
         let addr = l.listen.to_string();

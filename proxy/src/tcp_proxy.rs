@@ -8,7 +8,6 @@ mod resp_tap;
 mod toxic;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
@@ -20,10 +19,9 @@ use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::lifecycle::Lifecycle;
+use crate::upstream::{Tried, EJECTION};
 use pump::{pump, NoTap};
 use resp_tap::RespTap;
-
-const EJECTION: Duration = Duration::from_secs(10);
 
 pub struct TcpProxy {
     listener: String,
@@ -76,11 +74,12 @@ impl TcpProxy {
             .clusters
             .iter()
             .find(|c| c.config.name == self.cluster)?;
-        let mut tried = 0u64;
-        while let Some(i) = cluster.endpoints.pick(self.lifecycle.now_ms(), tried) {
-            if i < 64 {
-                tried |= 1 << i;
-            }
+        let mut tried = Tried::default();
+        while let Some(i) = cluster
+            .endpoints
+            .pick(self.lifecycle.now_ms(), tried.bits())
+        {
+            tried.mark(i);
             let addr = cluster.config.endpoints[i].addr;
             let connect =
                 tokio::time::timeout(cluster.config.timeouts.connect, TcpStream::connect(addr));

@@ -14,6 +14,16 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 }
 
 #[test]
+fn reads_text_from_crlf_anthropic_and_ollama_streams() {
+    let anthropic = b"event: content_block_delta\r\ndata: {\"delta\":{\"text\":\"Hel\"}}\r\n\r\n\
+event: content_block_delta\r\ndata: {\"delta\":{\"text\":\"lo\"}}\r\n\r\n";
+    assert_eq!(answer_text(anthropic).as_deref(), Some("Hello"));
+    let ollama = b"{\"message\":{\"content\":\"a\"},\"done\":false}\n\
+{\"message\":{\"content\":\"b\"},\"done\":false}\n{\"done\":true}\n";
+    assert_eq!(answer_text(ollama).as_deref(), Some("ab"));
+}
+
+#[test]
 fn reads_text_from_json_answers_of_each_shape() {
     let openai = json!({"choices":[{"message":{"content":"hi there"}}]}).to_string();
     assert_eq!(answer_text(openai.as_bytes()).as_deref(), Some("hi there"));

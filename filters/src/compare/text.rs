@@ -4,34 +4,43 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::meter::{Framer, Framing, StreamEvent};
+
 /// The generated text of an answer in any of the shapes sluice meters: an
 /// SSE stream (OpenAI `delta.content` / `text`, Anthropic `delta.text`, TGI
-/// `token.text`) or one JSON document (OpenAI `message.content` / `text`,
-/// Anthropic `content[].text`, TGI `generated_text`). `None` when the bytes
-/// are neither, or name no text.
+/// `token.text`), Ollama's NDJSON (`message.content` / `response`), or one
+/// JSON document (OpenAI `message.content` / `text`, Anthropic
+/// `content[].text`, TGI `generated_text`). Events are cut by the meter's
+/// [`Framer`]. `None` when the bytes are none of these, or name no text.
 pub fn answer_text(body: &[u8]) -> Option<String> {
     let trimmed = body.trim_ascii_start();
+    let mut out = String::new();
     if trimmed.starts_with(b"{") {
-        let value: Value = serde_json::from_slice(trimmed).ok()?;
-        let mut out = String::new();
-        document_text(&value, &mut out);
-        return Some(out);
+        if let Ok(value) = serde_json::from_slice::<Value>(trimmed) {
+            document_text(&value, &mut out);
+            return Some(out);
+        }
+        return events_text(Framing::Lines, body);
     }
+    events_text(Framing::Sse, body)
+}
+
+/// The text of every event that is JSON; `None` when none is.
+fn events_text(framing: Framing, body: &[u8]) -> Option<String> {
     let mut out = String::new();
     let mut any = false;
-    for line in body.split(|b| *b == b'\n') {
-        let Some(data) = line.trim_ascii().strip_prefix(b"data:") else {
-            continue;
+    let mut read = |event: StreamEvent<'_>| {
+        let Some(data) = event.data.map(<[u8]>::trim_ascii) else {
+            return;
         };
-        let data = data.trim_ascii();
-        if data == b"[DONE]" {
-            continue;
-        }
         if let Ok(event) = serde_json::from_slice::<Value>(data) {
             any = true;
             event_text(&event, &mut out);
         }
-    }
+    };
+    let mut framer = Framer::new(framing);
+    framer.feed(body, &mut read);
+    framer.finish(&mut read);
     any.then_some(out)
 }
 
@@ -50,6 +59,8 @@ fn event_text(event: &Value, out: &mut String) {
     if event.pointer("/token/special") != Some(&Value::Bool(true)) {
         push_str(out, event.pointer("/token/text"));
     }
+    push_str(out, event.pointer("/message/content"));
+    push_str(out, event.get("response"));
 }
 
 fn document_text(doc: &Value, out: &mut String) {

@@ -1,23 +1,14 @@
-//! When each event of a faulted stream goes to the client. The proxy reads
-//! the upstream's events as they come, asks the pacer when (and whether) to
-//! send each one, and sends it on its own timer: the gaps the client sees
-//! are the pacer's, not bursts of whatever pingora had queued.
+//! When each event of a faulted stream goes to the client. The proxy cuts
+//! the upstream's answer with the meter's `Framer` as it comes, classifies
+//! each event with the token meter (`EventKind`, every dialect), asks the
+//! pacer when (and whether) to send it, and sends it on its own timer: the
+//! gaps the client sees are the pacer's, not bursts of whatever pingora had
+//! queued.
 
 use std::time::Duration;
 
 use super::action::{FaultAction, TruncateMode};
-
-/// What an SSE event carries, as far as stream faults care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    /// Carries generated text (the token meter counted it).
-    Content,
-    /// A usage report without content (OpenAI's last chunk).
-    Usage,
-    /// `data: [DONE]`.
-    Done,
-    Other,
-}
+use crate::meter::EventKind;
 
 /// One thing to send, and when (time since the stream started).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,32 +34,6 @@ pub struct Pacer {
     shift: Duration,
     corrupted: bool,
     ended: bool,
-}
-
-impl EventKind {
-    /// Classifies one whole SSE event; `content` is the token meter's verdict.
-    pub fn of(event: &[u8], content: bool) -> EventKind {
-        if content {
-            return EventKind::Content;
-        }
-        let data = event
-            .split(|b| *b == b'\n')
-            .filter_map(|line| line.strip_prefix(b"data:"))
-            .map(|d| d.trim_ascii());
-        for d in data {
-            if d == b"[DONE]" {
-                return EventKind::Done;
-            }
-            if contains(d, b"\"usage\":{") || contains(d, b"\"usage\": {") {
-                return EventKind::Usage;
-            }
-        }
-        EventKind::Other
-    }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 impl Pacer {
@@ -137,7 +102,21 @@ impl Pacer {
                 let send_time = self.last_len as f64 / bytes_per_sec.max(1) as f64;
                 at = at.max(self.last_emit + Duration::from_secs_f64(send_time));
             }
-            _ => {}
+            // The stream actions whose moment has not come (or has passed),
+            // and the actions that never reach a stream.
+            FaultAction::FirstTokenDelay { .. }
+            | FaultAction::TokenDelay { .. }
+            | FaultAction::Stall { .. }
+            | FaultAction::Truncate { .. }
+            | FaultAction::DropUsage
+            | FaultAction::DropDone
+            | FaultAction::Corrupt { .. }
+            | FaultAction::StreamBandwidth { .. }
+            | FaultAction::Delay { .. }
+            | FaultAction::Abort { .. }
+            | FaultAction::Reset
+            | FaultAction::Close
+            | FaultAction::Tcp(_) => {}
         }
         steps.push(Step::Forward(at));
         self.last_emit = at;

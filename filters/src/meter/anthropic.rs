@@ -4,14 +4,15 @@
 use serde::Deserialize;
 
 use super::scan::{self, PARTIAL_JSON, TEXT, THINKING, TYPE};
-use super::{Reading, Usage};
+use super::{EventKind, Reading, Usage};
 
-/// Reads one event; returns whether it carried output. The event name
-/// comes from `event:`, or else from the data's first `type`.
-pub(super) fn read(r: &mut Reading, name: &[u8], data: &[u8]) -> bool {
+/// Reads one event: Content for a text/thinking/tool-input delta, Usage for
+/// `message_delta`, Done for `message_stop`. The event name comes from
+/// `event:`, or else from the data's first `type`.
+pub(super) fn read(r: &mut Reading, name: &[u8], data: &[u8]) -> EventKind {
     if !scan::is_object(data) {
         r.malformed();
-        return false;
+        return EventKind::Other;
     }
     let kind = if name.is_empty() {
         TYPE.first_str(data).unwrap_or_default()
@@ -20,7 +21,13 @@ pub(super) fn read(r: &mut Reading, name: &[u8], data: &[u8]) -> bool {
     };
     match kind {
         b"content_block_delta" => {
-            return TEXT.has_text(data) || THINKING.has_text(data) || PARTIAL_JSON.has_text(data);
+            let text =
+                TEXT.has_text(data) || THINKING.has_text(data) || PARTIAL_JSON.has_text(data);
+            return if text {
+                EventKind::Content
+            } else {
+                EventKind::Other
+            };
         }
         b"message_start" => {
             if let Some(start) = r.parse::<MessageStart>(data) {
@@ -43,11 +50,17 @@ pub(super) fn read(r: &mut Reading, name: &[u8], data: &[u8]) -> bool {
                     r.input_tokens = tokens.input.or(r.input_tokens);
                 }
             }
+            return EventKind::Usage;
         }
-        b"message_stop" => r.clean_end = true,
+        b"message_stop" => {
+            r.clean_end = true;
+            return EventKind::Done;
+        }
+        // `ping`, the content block's start and stop, `error`, and names
+        // Anthropic may add: read, nothing counted.
         _ => {}
     }
-    false
+    EventKind::Other
 }
 
 #[derive(Deserialize)]

@@ -1,5 +1,7 @@
-//! Cutting a response body into events, whatever the chunk boundaries: SSE
-//! events (end at a blank line), NDJSON lines, or the whole body.
+//! The one splitter of streamed answers into events, whatever the chunk
+//! boundaries: SSE events (end at a blank line, `\n` or `\r\n` line ends,
+//! mixed too), NDJSON lines, or the whole body. The token meter, stream
+//! faults, the mirror's answer reader and the tests all cut with it.
 //!
 //! An event that lies inside one chunk is read in place. Only an event split
 //! across chunks is copied, into one carry-over buffer reused for the whole
@@ -7,14 +9,14 @@
 
 /// The largest SSE event or NDJSON line kept; a longer one is dropped and
 /// counted, so a broken upstream cannot grow the carry-over without bound.
-pub(super) const MAX_EVENT: usize = 1 << 20;
+pub const MAX_EVENT: usize = 1 << 20;
 
 /// The largest non-streaming body buffered for reading at the end.
-pub(super) const MAX_WHOLE: usize = 4 << 20;
+pub const MAX_WHOLE: usize = 4 << 20;
 
 /// How a body is cut into events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Framing {
+pub enum Framing {
     /// Server-sent events: `field: value` lines, events end at a blank line.
     Sse,
     /// Newline-delimited JSON: one event per line.
@@ -25,15 +27,24 @@ pub(super) enum Framing {
     Off,
 }
 
-/// One event: the SSE `event:` name (empty when absent or not SSE) and its
-/// data (multi-line data joined by `\n`; the whole line for NDJSON).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Event<'a> {
-    pub(super) name: &'a [u8],
-    pub(super) data: &'a [u8],
+/// One event as it came, and its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamEvent<'a> {
+    /// The event's bytes as they arrived, its terminator (blank line or
+    /// newline) included; for the last event of a body that has none, the
+    /// bytes up to the end. A proxy forwards exactly these.
+    pub raw: &'a [u8],
+    /// The SSE `event:` name; empty when absent or not SSE.
+    pub name: &'a [u8],
+    /// The SSE data (multi-line data joined by `\n`), or the NDJSON line
+    /// trimmed. `None` for an event without data (an SSE comment or
+    /// keep-alive, a blank line): readers skip it, a proxy still forwards it.
+    pub data: Option<&'a [u8]>,
 }
 
-pub(super) struct Framer {
+/// Cuts one body into [`StreamEvent`]s; one per stream.
+#[derive(Debug)]
+pub struct Framer {
     framing: Framing,
     /// Bytes of the event not yet complete (or, for `Whole`, the body).
     carry: Vec<u8>,
@@ -44,11 +55,11 @@ pub(super) struct Framer {
     /// across chunks.
     skipping: bool,
     /// Events dropped for their size.
-    pub(super) oversized: u32,
+    oversized: u32,
 }
 
 impl Framer {
-    pub(super) fn new(framing: Framing) -> Self {
+    pub fn new(framing: Framing) -> Self {
         Self {
             framing,
             carry: Vec::new(),
@@ -59,8 +70,9 @@ impl Framer {
     }
 
     /// Cuts `chunk` into events, calling `on_event` for each one it
-    /// completes, in order.
-    pub(super) fn feed(&mut self, chunk: &[u8], mut on_event: impl FnMut(Event<'_>)) {
+    /// completes, in order. An event longer than [`MAX_EVENT`] is dropped
+    /// whole and counted in [`Framer::oversized`].
+    pub fn feed(&mut self, chunk: &[u8], mut on_event: impl FnMut(StreamEvent<'_>)) {
         let mut rest = chunk;
         match self.framing {
             Framing::Off => return,
@@ -78,6 +90,8 @@ impl Framer {
             let (head, tail) = rest.split_at(end);
             if self.skipping {
                 self.skipping = false;
+            } else if self.carry.len() + head.len() > MAX_EVENT {
+                self.oversize();
             } else {
                 self.carry.extend_from_slice(head);
                 emit(self.framing, &self.carry, &mut self.join, &mut on_event);
@@ -86,15 +100,25 @@ impl Framer {
             rest = tail;
         }
         while let Some(end) = find_end(self.framing, rest) {
-            emit(self.framing, &rest[..end], &mut self.join, &mut on_event);
+            if end > MAX_EVENT {
+                self.oversize();
+            } else {
+                emit(self.framing, &rest[..end], &mut self.join, &mut on_event);
+            }
             rest = &rest[end..];
         }
         self.keep(rest, MAX_EVENT);
     }
 
+    fn oversize(&mut self) {
+        self.oversized = self.oversized.saturating_add(1);
+        // Give a large buffer back rather than hold it for the stream.
+        self.carry = Vec::new();
+    }
+
     /// Ends the body: an event with no terminator is still read. Returns the
     /// whole body for `Whole` framing (`None` when it was too long).
-    pub(super) fn finish(&mut self, mut on_event: impl FnMut(Event<'_>)) -> Option<&[u8]> {
+    pub fn finish(&mut self, mut on_event: impl FnMut(StreamEvent<'_>)) -> Option<&[u8]> {
         if self.skipping {
             self.skipping = false;
             self.carry.clear();
@@ -102,13 +126,18 @@ impl Framer {
         }
         match self.framing {
             Framing::Whole => return Some(&self.carry),
-            Framing::Sse | Framing::Lines => {
+            Framing::Sse | Framing::Lines if !self.carry.is_empty() => {
                 emit(self.framing, &self.carry, &mut self.join, &mut on_event);
             }
-            Framing::Off => {}
+            Framing::Sse | Framing::Lines | Framing::Off => {}
         }
         self.carry.clear();
         None
+    }
+
+    /// Events dropped so far for being longer than their limit.
+    pub fn oversized(&self) -> u32 {
+        self.oversized
     }
 
     /// Stores the incomplete tail of a chunk, unless the event it belongs to
@@ -116,9 +145,7 @@ impl Framer {
     fn keep(&mut self, bytes: &[u8], limit: usize) {
         if !self.skipping && self.carry.len() + bytes.len() > limit {
             self.skipping = true;
-            self.oversized = self.oversized.saturating_add(1);
-            // Give the large buffer back rather than hold it for the stream.
-            self.carry = Vec::new();
+            self.oversize();
         }
         if !self.skipping {
             self.carry.extend_from_slice(bytes);
@@ -166,22 +193,27 @@ fn find_end(framing: Framing, bytes: &[u8]) -> Option<usize> {
     })
 }
 
-/// Reads one complete raw event and hands it on, if it carries data.
-fn emit(framing: Framing, raw: &[u8], join: &mut Vec<u8>, on_event: &mut impl FnMut(Event<'_>)) {
+/// Reads one complete raw event and hands it on.
+fn emit(
+    framing: Framing,
+    raw: &[u8],
+    join: &mut Vec<u8>,
+    on_event: &mut impl FnMut(StreamEvent<'_>),
+) {
     let event = match framing {
         Framing::Sse => sse_event(raw, join),
-        _ => Some(raw.trim_ascii())
-            .filter(|line| !line.is_empty())
-            .map(|data| Event { name: b"", data }),
+        Framing::Lines | Framing::Whole | Framing::Off => StreamEvent {
+            raw,
+            name: b"",
+            data: Some(raw.trim_ascii()).filter(|line| !line.is_empty()),
+        },
     };
-    if let Some(event) = event {
-        on_event(event);
-    }
+    on_event(event);
 }
 
-/// The fields of one SSE event. `None` when it has no `data:` line (a
-/// comment, a keep-alive, a blank line): such events are not dispatched.
-fn sse_event<'a>(raw: &'a [u8], join: &'a mut Vec<u8>) -> Option<Event<'a>> {
+/// The fields of one SSE event. `data` is `None` when it has no `data:`
+/// line (a comment, a keep-alive, a blank line).
+fn sse_event<'a>(raw: &'a [u8], join: &'a mut Vec<u8>) -> StreamEvent<'a> {
     let mut name: &[u8] = b"";
     let mut data: Option<&[u8]> = None;
     let mut data_lines = 0u32;
@@ -195,21 +227,35 @@ fn sse_event<'a>(raw: &'a [u8], join: &'a mut Vec<u8>) -> Option<Event<'a>> {
             _ => {}
         }
     }
-    let data = data?;
+    let Some(data) = data else {
+        return StreamEvent {
+            raw,
+            name,
+            data: None,
+        };
+    };
     if data_lines == 1 {
-        return Some(Event { name, data });
+        return StreamEvent {
+            raw,
+            name,
+            data: Some(data),
+        };
     }
     join.clear();
-    for (_, value) in fields(raw).filter(|(field, _)| *field == b"data") {
-        if !join.is_empty() {
+    for (k, (_, value)) in fields(raw)
+        .filter(|(field, _)| *field == b"data")
+        .enumerate()
+    {
+        if k > 0 {
             join.push(b'\n');
         }
         join.extend_from_slice(value);
     }
-    Some(Event {
+    StreamEvent {
+        raw,
         name,
-        data: join.as_slice(),
-    })
+        data: Some(join.as_slice()),
+    }
 }
 
 /// `(field, value)` for each line of an event: `\r\n` or `\n` line ends,
@@ -230,3 +276,7 @@ fn fields(raw: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
         })
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;

@@ -4,16 +4,18 @@
 use serde::Deserialize;
 
 use super::scan::{self, CONTENT, DONE, RESPONSE, THINKING, TOOL_CALLS};
-use super::Reading;
+use super::{EventKind, Reading};
 
-/// Reads one line; returns whether it carried output.
-pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
+/// Reads one line: Content when it carries output, else Done for the last
+/// line (`done: true`, with the counts).
+pub(super) fn read(r: &mut Reading, data: &[u8]) -> EventKind {
     if !scan::is_object(data) {
         r.malformed();
-        return false;
+        return EventKind::Other;
     }
     r.note_model(data);
-    if DONE.is_true(data) {
+    let done = DONE.is_true(data);
+    if done {
         r.clean_end = true;
         if let Some(done) = r.parse::<Done>(data) {
             r.output_tokens = done.eval_count;
@@ -23,10 +25,17 @@ pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
             }
         }
     }
-    CONTENT.has_text(data)
+    let content = CONTENT.has_text(data)
         || RESPONSE.has_text(data)
         || THINKING.has_text(data)
-        || TOOL_CALLS.has_items(data)
+        || TOOL_CALLS.has_items(data);
+    if content {
+        EventKind::Content
+    } else if done {
+        EventKind::Done
+    } else {
+        EventKind::Other
+    }
 }
 
 #[derive(Deserialize)]

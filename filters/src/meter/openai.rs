@@ -3,26 +3,29 @@
 
 use serde::Deserialize;
 
-use super::scan::{self, CONTENT, FINISH_REASON, REASONING, REASONING_CONTENT, REFUSAL};
+use super::scan::{self, CHOICES, CONTENT, FINISH_REASON, REASONING, REASONING_CONTENT, REFUSAL};
 use super::scan::{TEXT, TIMINGS, TOOL_CALLS, USAGE};
-use super::{Reading, Tokens, Usage};
+use super::{EventKind, Reading, Tokens, Usage};
 
-/// Reads one event's data; returns whether it carried output: non-empty
-/// text of any kind (answer, completion, reasoning, refusal) or tool calls.
-pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
+/// Reads one event's data. Content: non-empty text of any kind (answer,
+/// completion, reasoning, refusal) or tool calls; Usage: a `usage` object
+/// with no choice (the last chunk, `choices: []`). vLLM's per-chunk usage
+/// rides on chunks with choices, which stay what their choices make them.
+pub(super) fn read(r: &mut Reading, data: &[u8]) -> EventKind {
     if data == b"[DONE]" {
         r.clean_end = true;
-        return false;
+        return EventKind::Done;
     }
     if !scan::is_object(data) {
         r.malformed();
-        return false;
+        return EventKind::Other;
     }
     r.note_model(data);
     for raw in FINISH_REASON.strs(data) {
         scan::set_decoded(&mut r.finish_reason, raw);
     }
-    if let Some(usage) = USAGE.first_object(data) {
+    let usage = USAGE.first_object(data);
+    if let Some(usage) = usage {
         r.openai_usage.clear();
         r.openai_usage.extend_from_slice(usage);
     }
@@ -34,12 +37,19 @@ pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
             });
         }
     }
-    CONTENT.has_text(data)
+    let content = CONTENT.has_text(data)
         || TEXT.has_text(data)
         || REASONING_CONTENT.has_text(data)
         || REASONING.has_text(data)
         || REFUSAL.has_text(data)
-        || TOOL_CALLS.has_items(data)
+        || TOOL_CALLS.has_items(data);
+    if content {
+        EventKind::Content
+    } else if usage.is_some() && !CHOICES.has_items(data) {
+        EventKind::Usage
+    } else {
+        EventKind::Other
+    }
 }
 
 /// At the end: the last usage object wins, else llama.cpp's timings.

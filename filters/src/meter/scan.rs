@@ -168,6 +168,7 @@ macro_rules! keys {
 
 // The keys the dialect scanners read, compiled once per process.
 keys! {
+    CHOICES = "choices",
     CONTENT = "content",
     DETAILS = "details",
     DONE = "done",

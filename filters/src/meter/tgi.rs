@@ -4,18 +4,21 @@
 use serde::Deserialize;
 
 use super::scan::{self, DETAILS, GENERATED_TEXT, SPECIAL, TOKEN};
-use super::Reading;
+use super::{EventKind, Reading};
 
-/// Reads one event's data; returns whether it carried output: a token that
-/// is not special (end-of-sequence), even when its text is empty (a token
-/// ending in the middle of a UTF-8 character).
-pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
+/// Reads one event's data. Content: a token that is not special
+/// (end-of-sequence), even when its text is empty (a token ending in the
+/// middle of a UTF-8 character); else Done for the last event (`details` or
+/// `generated_text`).
+pub(super) fn read(r: &mut Reading, data: &[u8]) -> EventKind {
     if !scan::is_object(data) {
         r.malformed();
-        return false;
+        return EventKind::Other;
     }
-    if let Some(details) = DETAILS.first_object(data) {
-        r.clean_end = true;
+    let details = DETAILS.first_object(data);
+    let ends = details.is_some() || GENERATED_TEXT.first_str(data).is_some();
+    r.clean_end |= ends;
+    if let Some(details) = details {
         if let Some(d) = r.parse::<Details>(details) {
             r.output_tokens = d.generated_tokens.or(r.output_tokens);
             r.input_tokens = d.input_length.or(r.input_tokens);
@@ -23,12 +26,17 @@ pub(super) fn read(r: &mut Reading, data: &[u8]) -> bool {
                 r.finish_reason = d.finish_reason;
             }
         }
-    } else if GENERATED_TEXT.first_str(data).is_some() {
-        r.clean_end = true;
     }
-    TOKEN
+    if TOKEN
         .first_object(data)
         .is_some_and(|token| !SPECIAL.is_true(token))
+    {
+        EventKind::Content
+    } else if ends {
+        EventKind::Done
+    } else {
+        EventKind::Other
+    }
 }
 
 /// `input_length` is sent by recent TGI versions only.

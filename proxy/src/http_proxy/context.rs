@@ -11,6 +11,7 @@ use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome, 
 use super::mirror::MirrorCapture;
 use crate::lifecycle::InflightGuard;
 use crate::telemetry::{Attempt, RequestTrace};
+use crate::upstream::Tried;
 
 pub struct RequestCtx {
     /// Loaded once; the request finishes on it even if a swap happens.
@@ -23,8 +24,8 @@ pub struct RequestCtx {
     pub target: Option<usize>,
     /// Index into the cluster's endpoints of the current attempt.
     pub endpoint: Option<usize>,
-    /// Bit set of endpoints this request could not connect to.
-    pub tried: u64,
+    /// The endpoints this request could not connect to.
+    pub tried: Tried,
     /// Set when the proxy answered (or aborted) the request itself.
     pub failure: Option<Failure>,
     pub span: tracing::Span,
@@ -70,7 +71,7 @@ impl RequestCtx {
             route: None,
             target: None,
             endpoint: None,
-            tried: 0,
+            tried: Tried::default(),
             failure: None,
             span: tracing::Span::none(),
             metered: false,

@@ -161,15 +161,15 @@ pub fn dropped() -> Box<Error> {
 
 /// The streaming fault for this request, if one applies: the route's
 /// `x-sluice-fault-token-delay` header (where allowed), else the first
-/// experiment of kind `Stream` that fires. Only metered (LLM) answers from
-/// plain-HTTP clusters are paced.
+/// experiment of kind `Stream` that fires. Only metered (LLM) answers are
+/// paced.
 pub fn stream_fault(
     listener: &str,
     metrics: &Metrics,
     session: &Session,
     ctx: &RequestCtx,
 ) -> Option<StreamFault> {
-    if !ctx.metered || ctx.cluster().is_none_or(|c| c.config.tls.is_some()) {
+    if !ctx.metered {
         return None;
     }
     let allowed = ctx

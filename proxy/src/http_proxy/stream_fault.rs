@@ -1,30 +1,32 @@
 //! Streaming faults on LLM answers, driven on their own timer. pingora's
 //! body filter can only pause a batch of queued chunks, so per-token delays
 //! done there arrive in bursts. A faulted request is therefore sent to the
-//! upstream here, its answer read event by event as it comes, and each
-//! event written to the client when the [`Pacer`] says: the client sees
-//! even gaps. Plain-HTTP clusters only; the request body is read whole
-//! first (the pacing is about the answer).
+//! upstream here, through the data plane's pooled [`UpstreamClient`] (the
+//! proxy's peer, TLS, ejection, retry rule and trace attempts), its answer
+//! cut into events by the one `Framer` as it comes, each event classified
+//! by the token meter, and written to the client when the [`Pacer`] says:
+//! the client sees even gaps. The request body is read whole first (the
+//! pacing is about the answer). An answer event longer than the framer's
+//! limit (1 MiB) is dropped, as the meter drops it.
 
 use std::collections::VecDeque;
+use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use futures_util::StreamExt;
 use pingora::http::ResponseHeader;
-use pingora::prelude::*;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
 use sluice_filters::{
-    Dialect, EventKind, FaultAction, Pacer, Step, TokenMeter, TruncateMode, CORRUPT_EVENT,
-    HOP_BY_HOP,
+    Dialect, EventKind, FaultAction, Framer, Framing, Pacer, Step, TokenMeter, TruncateMode,
+    CORRUPT_EVENT, HOP_BY_HOP,
 };
 use tokio::time::{sleep_until, Instant};
 
 use super::{metering, RequestCtx};
+use crate::upstream::{self, Answer, Policy, Target, Traced, UpstreamClient};
 
 /// A faulted request's body is read whole; larger ones are refused.
 const MAX_BODY: usize = 8 * 1024 * 1024;
@@ -52,73 +54,41 @@ pub async fn serve(
     session: &mut Session,
     ctx: &mut RequestCtx,
     fault: StreamFault,
-    now_ms: u64,
+    client: &Arc<UpstreamClient>,
+    now_ms: &(dyn Fn() -> u64 + Sync),
 ) -> Ended {
-    let Some(cluster) = ctx.cluster().cloned() else {
-        return Ended::Failed(sluice_filters::Failure::NoCluster);
+    let answer = match send(session, ctx, client, now_ms).await {
+        Ok(answer) => answer,
+        Err(failure) => return Ended::Failed(failure),
     };
-    let body = match read_body(session, ctx).await {
-        Ok(body) => body,
-        Err(()) => return Ended::Failed(sluice_filters::Failure::BadRequest),
-    };
-    let config = &cluster.config;
-    let Some(i) = cluster.endpoints.pick(now_ms, 0) else {
-        return Ended::Failed(sluice_filters::Failure::ConnectError);
-    };
-    ctx.endpoint = Some(i);
-    let endpoint = &config.endpoints[i];
-    let req_header = session.req_header();
-    let path = req_header
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_string();
-    let mut builder = http::Request::builder()
-        .method(req_header.method.clone())
-        .uri(format!("http://{}{path}", endpoint.addr));
-    for (name, value) in req_header.headers.iter() {
-        if name != "host" && !HOP_BY_HOP.contains(&name.as_str()) {
-            builder = builder.header(name, value);
-        }
-    }
-    builder = builder.header("host", endpoint.host.as_str());
-    let Ok(request) = builder.body(Full::new(body)) else {
-        return Ended::Failed(sluice_filters::Failure::BadRequest);
-    };
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(config.timeouts.connect));
-    connector.set_nodelay(true);
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
-    let read_timeout = config.timeouts.first_byte;
-    let response = match tokio::time::timeout(read_timeout, client.request(request)).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) if e.is_connect() => {
-            return Ended::Failed(sluice_filters::Failure::ConnectError)
-        }
-        Ok(Err(_)) => return Ended::Failed(sluice_filters::Failure::UpstreamError),
-        Err(_) => return Ended::Failed(sluice_filters::Failure::UpstreamTimeout),
-    };
-    cluster.endpoints.restore(i);
-    let (parts, mut upstream) = response.into_parts();
-    let Ok(mut head) = ResponseHeader::build(parts.status, Some(parts.headers.len() + 4)) else {
+    let upstream_head = answer.head();
+    let Ok(mut head) =
+        ResponseHeader::build(upstream_head.status, Some(upstream_head.headers.len() + 4))
+    else {
         return Ended::Failed(sluice_filters::Failure::UpstreamError);
     };
-    for (name, value) in parts.headers.iter() {
+    for (name, value) in upstream_head.headers.iter() {
         if !HOP_BY_HOP.contains(&name.as_str()) {
             let _ = head.append_header(name.clone(), value.clone());
         }
     }
+    let req_header = session.req_header();
     if req_header.version != http::Version::HTTP_2 {
         let _ = head.insert_header("transfer-encoding", "chunked");
     }
     let _ = head.insert_header("x-request-id", ctx.request_id.as_str());
     let _ = head.insert_header("x-sluice-fault", fault.id.as_str());
-    let content_type = parts
+    let content_type = upstream_head
         .headers
         .get("content-type")
         .map(|v| v.as_bytes().to_vec());
+    // Compressed bytes are not events: they are forwarded as they come.
+    let encoded = upstream_head
+        .headers
+        .get("content-encoding")
+        .is_some_and(|e| e.as_bytes() != b"identity");
     let request_path = req_header.uri.path().to_string();
-    metering::on_response_head(ctx, &request_path, content_type.as_deref(), false);
+    metering::on_response_head(ctx, &request_path, content_type.as_deref(), encoded);
     if session
         .write_response_header(Box::new(head), false)
         .await
@@ -126,15 +96,78 @@ pub async fn serve(
     {
         return Ended::Cut;
     }
+    let dialect = Dialect::detect(&request_path, content_type.as_deref());
+    let ended = pace(session, ctx, answer, fault.action, dialect, encoded).await;
+    drop(fault.guard);
+    ended
+}
 
+/// Sends the request through the pooled client; records the endpoint, the
+/// upstream timing and the attempts as the proxy does.
+async fn send(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    client: &Arc<UpstreamClient>,
+    now_ms: &(dyn Fn() -> u64 + Sync),
+) -> Result<Answer, sluice_filters::Failure> {
+    let Some(cluster) = ctx.cluster().cloned() else {
+        return Err(sluice_filters::Failure::NoCluster);
+    };
+    let body = read_body(session, ctx)
+        .await
+        .map_err(|()| sluice_filters::Failure::BadRequest)?;
+    let req = session.req_header();
+    let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = req.uri.authority().map(|a| a.as_str());
+    let head = upstream::request_head(&req.method, path, &req.headers, authority, body.len())
+        .ok_or(sluice_filters::Failure::BadRequest)?;
+    let target = Target {
+        cluster: &cluster.config,
+        endpoints: &cluster.endpoints,
+        now_ms,
+        policy: Policy::PROXY,
+    };
+    ctx.upstream_timing.peer = ctx.stamp();
+    let traced = ctx.trace.as_mut().map(|trace| Traced {
+        trace,
+        attempts: &mut ctx.attempts,
+    });
+    match client.send(&target, &head, &body, traced).await {
+        Ok(answer) => {
+            ctx.endpoint = Some(answer.endpoint());
+            ctx.upstream_timing.header = ctx.stamp();
+            ctx.upstream_timing.reused = ctx.timed.then_some(answer.reused());
+            Ok(answer)
+        }
+        Err(failed) => {
+            ctx.endpoint = failed.endpoint;
+            Err(failed.failure)
+        }
+    }
+}
+
+/// Reads the answer as it comes and writes each event when the pacer says.
+async fn pace(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    answer: Answer,
+    action: FaultAction,
+    dialect: Dialect,
+    encoded: bool,
+) -> Ended {
     // The pacer's clock starts now; events are timed by when they arrive.
     let start = Instant::now();
-    let dialect = Dialect::detect(&request_path, content_type.as_deref());
-    let ndjson = dialect == Dialect::Ollama;
+    let framing = match dialect.framing() {
+        Framing::Lines => Framing::Lines,
+        // A non-streamed answer is cut where an SSE event would end (most
+        // have no blank line, so it goes whole at the end).
+        Framing::Sse | Framing::Whole | Framing::Off => Framing::Sse,
+    };
+    let mut framer = Framer::new(framing);
     let mut classifier = TokenMeter::new(dialect);
-    let mut pacer = Pacer::new(fault.action);
-    let mut carry = BytesMut::new();
+    let mut pacer = Pacer::new(action);
     let mut queue: VecDeque<(Duration, Out)> = VecDeque::new();
+    let mut upstream = pin!(answer.into_body());
     let mut upstream_done = false;
     loop {
         let next_at = queue.front().map(|(at, _)| start + *at);
@@ -153,28 +186,28 @@ pub async fn serve(
                     Out::End(TruncateMode::Abrupt) => return Ended::Cut,
                 }
             }
-            frame = tokio::time::timeout(read_timeout, upstream.frame()), if !upstream_done => {
+            // Each read waits at most the cluster's `first_byte` (the peer's
+            // read timeout); the stream keeps a read cut short by the timer.
+            chunk = upstream.next(), if !upstream_done => {
                 let arrival = start.elapsed();
-                match frame {
-                    Ok(Some(Ok(frame))) => {
-                        if let Ok(data) = frame.into_data() {
-                            carry.extend_from_slice(&data);
-                            while let Some(event) = next_event(&mut carry, ndjson) {
-                                let content = classifier.feed(&event, arrival) > 0;
-                                let kind = EventKind::of(&event, content);
-                                plan(&mut pacer, &mut queue, event, kind, arrival);
-                            }
-                        }
-                    }
-                    Ok(None) => {
+                let mut queue_event = |raw: &[u8], kind: EventKind| {
+                    plan(&mut pacer, &mut queue, Bytes::copy_from_slice(raw), kind, arrival);
+                };
+                match chunk {
+                    Some(Ok(data)) if encoded => queue_event(&data, EventKind::Other),
+                    Some(Ok(data)) => framer.feed(&data, |event| {
+                        let kind = classifier.read_event(event, arrival);
+                        queue_event(event.raw, kind);
+                    }),
+                    None => {
                         upstream_done = true;
-                        if !carry.is_empty() {
-                            let rest = carry.split().freeze();
-                            plan(&mut pacer, &mut queue, rest, EventKind::Other, arrival);
-                        }
+                        framer.finish(|event| {
+                            let kind = classifier.read_event(event, arrival);
+                            queue_event(event.raw, kind);
+                        });
                     }
                     // The upstream failed mid-answer: the client sees a cut, as it would unfaulted.
-                    Ok(Some(Err(_))) | Err(_) => return Ended::Cut,
+                    Some(Err(_)) => return Ended::Cut,
                 }
             }
             else => break,
@@ -184,7 +217,6 @@ pub async fn serve(
     if session.write_response_body(None, true).await.is_err() {
         return Ended::Cut;
     }
-    drop(fault.guard);
     Ended::Done
 }
 
@@ -209,27 +241,6 @@ fn plan(
             Step::End(at, mode) => queue.push_back((at, Out::End(mode))),
         }
     }
-}
-
-/// Takes one whole event (up to and including its blank line) off the
-/// front of `carry`: SSE events end with `\n\n` or `\r\n\r\n`; Ollama's
-/// newline-delimited JSON with `\n`.
-fn next_event(carry: &mut BytesMut, ndjson: bool) -> Option<Bytes> {
-    if ndjson {
-        let end = carry.iter().position(|b| *b == b'\n')? + 1;
-        return Some(carry.split_to(end).freeze());
-    }
-    let end = carry
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|i| i + 2)
-        .or_else(|| {
-            carry
-                .windows(4)
-                .position(|w| w == b"\r\n\r\n")
-                .map(|i| i + 4)
-        })?;
-    Some(carry.split_to(end).freeze())
 }
 
 /// Reads the request body whole (at most [`MAX_BODY`]), metering it as the

@@ -1,24 +1,20 @@
 //! Sending the copies of one job and reading their answers to the end,
-//! metered like the primary's.
+//! metered like the primary's. Copies go through an [`UpstreamClient`] of
+//! the sender's own: the proxy's connector code (peer, TLS, retry rule) with
+//! a pool apart from the proxy's, and the sender's own endpoint health.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
-use http::Request;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use sluice_control::{ClusterKind, ClusterRuntime};
-use sluice_filters::{Dialect, MirrorResult, TokenMeter, TraceContext, HOP_BY_HOP};
+use sluice_control::{ClusterKind, ClusterRuntime, Config};
+use sluice_filters::{Dialect, Failure, MirrorResult, TokenMeter, TraceContext};
 
+use super::health::{Health, DOWN_FOR};
 use super::job::Job;
 use super::limits::{Admitted, CopyKind};
+use crate::upstream::{self, CaError, Policy, Target, UpstreamClient};
 
 /// Answer bytes kept for the comparison; a longer answer is read to its
 /// end but compared by status, timing and tokens only.
@@ -31,12 +27,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// picks the connection for the next copy, which then fails. Staying well
 /// under common server idle timeouts avoids reusing a connection mid-close.
 const POOL_IDLE: Duration = Duration::from_secs(2);
-/// A down endpoint is not tried for this long: its copies count as
-/// `connect_error` at once, so a dead shadow costs no syscalls.
-const DOWN_FOR: Duration = Duration::from_secs(1);
-/// An endpoint is down after a failed connect, or after this many exchanges
-/// in a row that broke (reset, garbage), like an outlier ejection.
-const ERRORS_TO_DOWN: u32 = 5;
+
+/// The sender's rules: its own timeouts, and a down endpoint is not tried.
+const POLICY: Policy = Policy {
+    ejection: DOWN_FOR,
+    try_ejected: false,
+    connect_timeout: Some(CONNECT_TIMEOUT),
+    idle_timeout: Some(POOL_IDLE),
+};
 
 /// One copy's answer, read whole.
 #[derive(Default)]
@@ -56,33 +54,16 @@ pub type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
 /// The sender's pooled client, shared by every copy.
 #[derive(Clone)]
 pub struct Shadow {
-    client: Client<HttpConnector, Full<Bytes>>,
-    next_endpoint: Arc<AtomicUsize>,
-    /// Endpoints' recent failures. Touched by the sender's tasks only,
-    /// never across an await.
-    health: Arc<Mutex<HashMap<SocketAddr, Health>>>,
-}
-
-#[derive(Default)]
-struct Health {
-    errors_in_a_row: u32,
-    down_until: Option<Instant>,
+    client: Arc<UpstreamClient>,
+    health: Health,
 }
 
 impl Shadow {
-    pub fn new() -> Shadow {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .build(connector);
-        Shadow {
-            client,
-            next_endpoint: Arc::new(AtomicUsize::new(0)),
-            health: Arc::new(Mutex::new(HashMap::new())),
-        }
+    pub fn new(config: &Config) -> Result<Shadow, CaError> {
+        Ok(Shadow {
+            client: UpstreamClient::new(config)?,
+            health: Health::new(),
+        })
     }
 
     /// Sends every admitted copy of `job` at once and waits for them all.
@@ -135,145 +116,116 @@ impl Shadow {
             .headers
             .get("traceparent")
             .and_then(|v| TraceContext::parse(v.as_bytes()));
-        let endpoints = &cluster.config.endpoints;
-        if endpoints.is_empty() {
-            return Err(MirrorResult::ConnectError);
-        }
-        let endpoint =
-            &endpoints[self.next_endpoint.fetch_add(1, Ordering::Relaxed) % endpoints.len()];
-        if self.is_down(endpoint.addr) {
-            return Err(MirrorResult::ConnectError);
-        }
-        let uri = format!("http://{}{}", endpoint.addr, job.path);
-        let mut req = Request::builder()
-            .method(job.method.clone())
-            .uri(uri)
-            .body(Full::new(body))
-            .map_err(|_| MirrorResult::Error)?;
-        let headers = req.headers_mut();
-        for (name, value) in &job.headers {
-            if !HOP_BY_HOP.contains(&name.as_str()) {
-                headers.append(name, value.clone());
-            }
-        }
+        let mut head =
+            upstream::request_head(&job.method, &job.path, &job.headers, None, body.len())
+                .ok_or(MirrorResult::Error)?;
         for (name, value) in &job.policy.config.rewrite_headers {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::try_from(name.as_str()),
                 HeaderValue::try_from(value.as_str()),
             ) {
-                headers.insert(n, v);
+                let _ = head.insert_header(n, v);
             }
         }
-        if let Ok(v) = HeaderValue::try_from(marker) {
-            headers.insert("x-sluice-shadow", v);
-        }
-        if let Ok(v) = HeaderValue::try_from(child_traceparent(parent.as_ref())) {
-            headers.insert("traceparent", v);
-        }
+        let _ = head.insert_header("x-sluice-shadow", marker);
+        let _ = head.insert_header("traceparent", child_traceparent(parent.as_ref()));
+        let endpoints = self.health.of(&cluster.config);
+        let now_ms = || self.health.now_ms();
+        let target = Target {
+            cluster: &cluster.config,
+            endpoints: &endpoints.set,
+            now_ms: &now_ms,
+            policy: POLICY,
+        };
         let started = Instant::now();
         let metered = cluster.config.kind == ClusterKind::Llm;
+        // The endpoint that answered (or failed), for the health record.
+        let mut used = None;
         let exchange = async {
-            let resp = self.client.request(req).await.map_err(|e| {
-                if e.is_connect() {
-                    MirrorResult::ConnectError
-                } else {
-                    MirrorResult::Error
-                }
-            })?;
-            let status = resp.status().as_u16();
+            let mut answer = self
+                .client
+                .send(&target, &head, &body, None)
+                .await
+                .map_err(|failed| {
+                    used = failed.endpoint;
+                    result_of(failed.failure)
+                })?;
+            used = Some(answer.endpoint());
+            let status = answer.head().status.as_u16();
             let dialect = if metered {
-                let ct = resp.headers().get("content-type").map(|v| v.as_bytes());
+                let ct = answer
+                    .head()
+                    .headers
+                    .get("content-type")
+                    .map(|v| v.as_bytes());
                 Dialect::detect(&job.path, ct)
             } else {
                 Dialect::Unknown
             };
             let mut meter = TokenMeter::new(dialect);
-            let mut answer = CopyAnswer {
+            let mut copy = CopyAnswer {
                 cluster: cluster.config.name.clone(),
                 status,
                 ..CopyAnswer::default()
             };
-            let mut body = resp.into_body();
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|_| MirrorResult::Error)?;
-                if let Ok(chunk) = frame.into_data() {
-                    meter.feed(&chunk, started.elapsed());
-                    answer.bytes += chunk.len();
-                    if answer.bytes <= COMPARE_LIMIT {
-                        answer.body.push(chunk);
-                    } else {
-                        answer.truncated = true;
-                    }
+            while let Some(chunk) = answer.read().await.map_err(result_of)? {
+                meter.feed(&chunk, started.elapsed());
+                copy.bytes += chunk.len();
+                if copy.bytes <= COMPARE_LIMIT {
+                    copy.body.push(chunk);
+                } else {
+                    copy.truncated = true;
                 }
             }
-            answer.latency = started.elapsed();
-            let summary = meter.finish(answer.latency);
-            answer.ttft = summary.first_content_at;
-            answer.output_tokens = summary.output_tokens;
-            Ok(answer)
+            answer.finish().await;
+            copy.latency = started.elapsed();
+            let summary = meter.finish(copy.latency);
+            copy.ttft = summary.first_content_at;
+            copy.output_tokens = summary.output_tokens;
+            Ok(copy)
         };
         let result = match tokio::time::timeout(job.policy.config.timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(MirrorResult::Timeout),
         };
-        self.record(endpoint.addr, result.as_ref().err().copied());
-        result
-    }
-}
-
-impl Shadow {
-    pub(super) fn is_down(&self, addr: SocketAddr) -> bool {
-        let health = self.health.lock().unwrap_or_else(|p| p.into_inner());
-        health
-            .get(&addr)
-            .and_then(|h| h.down_until)
-            .is_some_and(|until| Instant::now() < until)
-    }
-
-    /// Keeps an exchange's outcome (`None` = answered). A timeout says the
-    /// shadow is slow, not broken: `max_in_flight` bounds what that costs.
-    pub(super) fn record(&self, addr: SocketAddr, failure: Option<MirrorResult>) {
-        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
-        let h = health.entry(addr).or_default();
-        match failure {
-            None => *h = Health::default(),
-            Some(MirrorResult::ConnectError) => h.down_until = Some(Instant::now() + DOWN_FOR),
-            Some(MirrorResult::Error) => {
-                h.errors_in_a_row += 1;
-                if h.errors_in_a_row >= ERRORS_TO_DOWN {
-                    h.errors_in_a_row = 0;
-                    h.down_until = Some(Instant::now() + DOWN_FOR);
-                }
-            }
-            Some(_) => {}
+        if let Some(i) = used {
+            self.health
+                .record(&endpoints, i, result.as_ref().err().copied());
         }
+        result
     }
 
     /// When a copy failed and every endpoint of the shadow cluster is now
     /// down, closes the route's gate until the first of them is due back.
     fn close_gate_if_all_down(&self, job: &Arc<Job>) {
-        let now = Instant::now();
-        let back_at = {
-            let health = self.health.lock().unwrap_or_else(|p| p.into_inner());
-            let mut back_at: Option<Instant> = None;
-            for e in &job.policy.shadow.config.endpoints {
-                match health.get(&e.addr).and_then(|h| h.down_until) {
-                    Some(until) if until > now => {
-                        back_at = Some(back_at.map_or(until, |b| b.min(until)));
-                    }
-                    _ => return,
-                }
-            }
-            back_at
+        let Some(back_in) = self.health.all_down_for(&job.policy.shadow.config) else {
+            return;
         };
-        let Some(back_at) = back_at else { return };
         if job.policy.gate.close(MirrorResult::ShadowDown) {
             let policy = job.policy.clone();
             tokio::spawn(async move {
-                tokio::time::sleep_until(back_at.into()).await;
+                tokio::time::sleep(back_in).await;
                 policy.gate.open(MirrorResult::ShadowDown);
             });
         }
+    }
+
+    #[cfg(test)]
+    pub(super) fn health(&self) -> &Health {
+        &self.health
+    }
+}
+
+/// What a failed exchange counts as.
+fn result_of(failure: Failure) -> MirrorResult {
+    match failure {
+        Failure::ConnectError | Failure::ConnectTimeout => MirrorResult::ConnectError,
+        Failure::UpstreamTimeout => MirrorResult::Timeout,
+        Failure::UpstreamError
+        | Failure::NoRoute
+        | Failure::NoCluster
+        | Failure::BadRequest
+        | Failure::Internal => MirrorResult::Error,
     }
 }
 

@@ -127,7 +127,8 @@ async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
     let job = Arc::new(job(&store, 2, b"{}..."));
     assert_eq!(job.policy.gate.closed(), None);
     let admitted = Limits::default().admit(&job);
-    let results = Shadow::new().send_all(job.clone(), admitted).await;
+    let shadow = Shadow::new(&store.load().config).unwrap();
+    let results = shadow.send_all(job.clone(), admitted).await;
     assert_eq!(results.len(), 2);
     assert!(results
         .iter()
@@ -144,27 +145,39 @@ async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
 
 #[test]
 fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
-    let shadow = Shadow::new();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
+    let store = store("{ cluster: s }");
+    let shadow = Shadow::new(&store.load().config).unwrap();
+    let health = shadow.health();
+    let snapshot = store.load();
+    let cluster = &snapshot
+        .clusters
+        .iter()
+        .find(|c| c.config.name == "s")
+        .unwrap()
+        .config;
+    let endpoints = health.of(cluster);
+    let down = || endpoints.set.is_ejected(0, health.now_ms());
     for _ in 0..20 {
-        shadow.record(addr, Some(MirrorResult::Timeout));
+        health.record(&endpoints, 0, Some(MirrorResult::Timeout));
     }
-    assert!(!shadow.is_down(addr), "a slow shadow is not a broken one");
+    assert!(!down(), "a slow shadow is not a broken one");
     for _ in 0..4 {
-        shadow.record(addr, Some(MirrorResult::Error));
+        health.record(&endpoints, 0, Some(MirrorResult::Error));
     }
-    shadow.record(addr, None);
+    health.record(&endpoints, 0, None);
     for _ in 0..4 {
-        shadow.record(addr, Some(MirrorResult::Error));
+        health.record(&endpoints, 0, Some(MirrorResult::Error));
     }
+    assert!(!down(), "an answer in between starts the count over");
+    health.record(&endpoints, 0, Some(MirrorResult::Error));
+    assert!(down());
+    assert!(health.all_down_for(cluster).is_some());
+    health.record(&endpoints, 0, None);
+    assert!(!down(), "an answer brings it back at once");
     assert!(
-        !shadow.is_down(addr),
-        "an answer in between starts the count over"
+        Arc::ptr_eq(&endpoints, &health.of(cluster)),
+        "kept per cluster"
     );
-    shadow.record(addr, Some(MirrorResult::Error));
-    assert!(shadow.is_down(addr));
-    shadow.record(addr, None);
-    assert!(!shadow.is_down(addr), "an answer brings it back at once");
 }
 
 /// The scheduling policy of each of this process's threads named `name`

@@ -1,17 +1,26 @@
 //! Streaming faults on real SSE answers from the mock LLM, seen by real
 //! clients (reqwest reading events as they arrive, and the OpenAI SDK):
 //! even token pacing, first-token delay, stall, truncation, drops and
-//! corruption, bandwidth, and the header-triggered token delay.
+//! corruption, bandwidth, and the header-triggered token delay; and the
+//! same faults on a cluster reached over TLS, through the pooled client.
 
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
+use sluice_filters::{Framer, Framing};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
 
 use super::{add, show};
 use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::free_port;
+use crate::support::{free_port, install_crypto_provider, TlsFixture};
 
 /// One SSE answer as the client saw it: each event with when it arrived.
 pub struct Seen {
@@ -64,7 +73,7 @@ pub async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
     let resp = req.send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let mut body = resp.bytes_stream();
-    let mut carry = String::new();
+    let mut framer = Framer::new(Framing::Sse);
     let mut seen = Seen {
         events: Vec::new(),
         ttft: None,
@@ -76,11 +85,10 @@ pub async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
             break;
         };
         let at = sent.elapsed();
-        carry.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = carry.find("\n\n") {
-            let event: String = carry.drain(..end + 2).collect();
-            seen.events.push((at, event));
-        }
+        framer.feed(&chunk, |e| {
+            seen.events
+                .push((at, String::from_utf8_lossy(e.raw).into_owned()));
+        });
     }
     seen.ttft = seen.content_times().first().copied();
     seen
@@ -138,6 +146,26 @@ async fn token_delay_paces_every_gap_evenly_and_removal_restores_it() {
     assert!(p50 < 40.0, "median {p50} after removal: {gaps:?}");
 }
 
+/// Adds a 300 ms `first_token_delay`, checks that it moves the median TTFT
+/// of three whole streams (`tokens` content events each) from the `base`
+/// TTFTs (seconds), and removes it.
+async fn first_token_delay_moves_ttft(admin: &Admin, url: &str, base: &[f64], tokens: usize) {
+    let id = add(
+        admin,
+        json!({"id": "late", "ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
+    )
+    .await;
+    let mut late = Vec::new();
+    for _ in 0..3 {
+        let seen = stream_chat(url, &[]).await;
+        assert_eq!(seen.content_times().len(), tokens);
+        late.push(seen.ttft.unwrap().as_secs_f64());
+    }
+    let moved = (percentile(&late, 0.5) - percentile(base, 0.5)) * 1000.0;
+    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
+    admin.delete(&format!("/v1/faults/{id}")).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_token_delay_moves_ttft_and_stall_holds_then_resumes() {
     let mock = mock(50, 10, 8).await;
@@ -148,20 +176,7 @@ async fn first_token_delay_moves_ttft_and_stall_holds_then_resumes() {
     for _ in 0..3 {
         base.push(stream_chat(&url, &[]).await.ttft.unwrap().as_secs_f64());
     }
-    let id = add(
-        &admin,
-        json!({"id": "late", "ttl": "5m", "action": {"first_token_delay": {"delay": "300ms"}}}),
-    )
-    .await;
-    let mut late = Vec::new();
-    for _ in 0..3 {
-        let seen = stream_chat(&url, &[]).await;
-        assert_eq!(seen.content_times().len(), 8);
-        late.push(seen.ttft.unwrap().as_secs_f64());
-    }
-    let moved = (percentile(&late, 0.5) - percentile(&base, 0.5)) * 1000.0;
-    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
-    admin.delete(&format!("/v1/faults/{id}")).await;
+    first_token_delay_moves_ttft(&admin, &url, &base, 8).await;
 
     add(
         &admin,
@@ -235,4 +250,139 @@ async fn the_token_delay_header_paces_only_where_allowed() {
     assert_eq!(seen.content_times().len(), 10);
     let text = crate::harness::metrics_when(&sluice, |_| true).await;
     assert!(!text.contains("experiment=\"header\""), "{text}");
+}
+
+/// Terminates TLS (the fixture's certificate) in front of a plain upstream
+/// and counts the connections made to it. Stops on drop.
+struct TlsFront {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl TlsFront {
+    async fn start(tls: &TlsFixture, upstream: SocketAddr) -> TlsFront {
+        let acceptor = TlsAcceptor::from(Arc::new(tls.server_config().unwrap()));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        let task = tokio::spawn(async move {
+            // Dropped with the task: every connection ends with the front.
+            let mut conns = JoinSet::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let acceptor = acceptor.clone();
+                conns.spawn(async move {
+                    let (Ok(mut tls), Ok(mut plain)) = (
+                        acceptor.accept(conn).await,
+                        TcpStream::connect(upstream).await,
+                    ) else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+        TlsFront {
+            addr,
+            accepted,
+            task,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn tls_llm_yaml(front: SocketAddr, tls: &str) -> String {
+    format!(
+        "{}clusters:\n  - {{ name: llm, kind: llm, endpoints: [{front}], tls: {tls} }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 1 }} }}\n",
+        http_listener_yaml(free_port()),
+    )
+}
+
+fn trusting(ca: &Path) -> String {
+    format!("{{ ca: \"{}\", sni: localhost }}", ca.display())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_faults_pace_and_cut_an_answer_from_a_tls_upstream() {
+    install_crypto_provider();
+    let tls = TlsFixture::new().unwrap();
+    let mock = mock(50, 10, 12).await;
+    let front = TlsFront::start(&tls, mock.addr()).await;
+    let sluice = start(&tls_llm_yaml(front.addr, &trusting(&tls.cert_path())));
+    let admin = Admin::new(&sluice);
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let mut base = Vec::new();
+    for _ in 0..3 {
+        let seen = stream_chat(&url, &[]).await;
+        assert!(seen.complete && seen.has("[DONE]"));
+        base.push(seen.ttft.unwrap().as_secs_f64());
+    }
+
+    let id = add(
+        &admin,
+        json!({"id": "tls-tokens", "ttl": "5m", "action": {"token_delay": {"delay": "50ms"}}}),
+    )
+    .await;
+    let seen = stream_chat(&url, &[]).await;
+    assert!(seen.complete && seen.has("[DONE]"));
+    let gaps = seen.gaps_ms();
+    assert_eq!(gaps.len(), 11);
+    let p50 = percentile(&gaps, 0.5);
+    assert!((51.0..=69.0).contains(&p50), "median {p50} of {gaps:?}");
+    // Faulted streams read to their end leave their connection pooled.
+    let before = front.accepted();
+    for _ in 0..2 {
+        assert!(stream_chat(&url, &[]).await.complete);
+    }
+    assert_eq!(front.accepted(), before, "the pooled connection was reused");
+    assert_eq!(show(&admin, &id).await["injected"], 3);
+    admin.delete(&format!("/v1/faults/{id}")).await;
+
+    first_token_delay_moves_ttft(&admin, &url, &base, 12).await;
+
+    let id = add(
+        &admin,
+        json!({"ttl": "5m", "action": {"truncate": {"after_chunks": 3, "mode": "abrupt"}}}),
+    )
+    .await;
+    let seen = stream_chat(&url, &[]).await;
+    assert!(!seen.complete, "cut mid-stream");
+    assert_eq!(seen.content_times().len(), 3);
+    admin.delete(&format!("/v1/faults/{id}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_faulted_stream_to_an_untrusted_tls_upstream_is_a_connect_error() {
+    install_crypto_provider();
+    let tls = TlsFixture::new().unwrap();
+    let mock = mock(10, 5, 4).await;
+    let front = TlsFront::start(&tls, mock.addr()).await;
+    // Verification on, and the fixture's certificate not trusted.
+    let sluice = start(&tls_llm_yaml(front.addr, "{ sni: localhost }"));
+    let admin = Admin::new(&sluice);
+    add(
+        &admin,
+        json!({"ttl": "5m", "action": {"token_delay": {"delay": "10ms"}}}),
+    )
+    .await;
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let resp = reqwest::Client::new()
+        .post(&url)
+        .json(&json!({"model": "mock-llm", "stream": true, "messages": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    assert_eq!(resp.headers()["x-sluice-error"], "connect_error");
 }

@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::meter::EventKind;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -28,23 +29,6 @@ fn forwards(steps: &[Step]) -> Vec<u64> {
             _ => None,
         })
         .collect()
-}
-
-#[test]
-fn events_are_classified() {
-    assert_eq!(
-        EventKind::of(b"data: {\"x\":1}\n\n", true),
-        EventKind::Content
-    );
-    assert_eq!(EventKind::of(b"data: [DONE]\n\n", false), EventKind::Done);
-    assert_eq!(
-        EventKind::of(
-            b"data: {\"choices\":[],\"usage\":{\"total_tokens\":3}}\n\n",
-            false
-        ),
-        EventKind::Usage
-    );
-    assert_eq!(EventKind::of(b": ping\n\n", false), EventKind::Other);
 }
 
 #[test]

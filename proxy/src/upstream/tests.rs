@@ -1,0 +1,205 @@
+//! The client against raw loopback servers that misbehave on purpose: a
+//! pooled connection the server drops after reading the next request, a
+//! refused endpoint, a fresh connection that breaks.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+use crate::telemetry::Tracer;
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+/// What the server does with each request, by the order requests arrive.
+#[derive(Clone, Copy)]
+enum Then {
+    Answer,
+    /// Reads the request and closes the connection unanswered.
+    Drop,
+}
+
+/// A server whose `n`th request overall gets `script[n]` (then `Answer`).
+/// Returns its address and the count of connections it accepted.
+async fn server(script: &'static [Then]) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(serve(conn, script, requests.clone()));
+        }
+    });
+    (addr, accepted)
+}
+
+async fn serve(mut conn: TcpStream, script: &'static [Then], requests: Arc<AtomicUsize>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buf.clear();
+        let n = requests.fetch_add(1, Ordering::SeqCst);
+        match script.get(n).copied().unwrap_or(Then::Answer) {
+            Then::Answer => conn.write_all(OK).await.unwrap(),
+            Then::Drop => return,
+        }
+    }
+}
+
+fn dead_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+fn config(endpoints: &[SocketAddr]) -> Config {
+    let list: Vec<String> = endpoints.iter().map(ToString::to_string).collect();
+    let yaml = format!(
+        "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
+clusters:\n  - {{ name: up, kind: llm, endpoints: [{}] }}\n\
+routes:\n  - {{ name: r, listener: public, split: {{ up: 100 }} }}\n",
+        list.join(", ")
+    );
+    Config::from_yaml(&yaml).unwrap()
+}
+
+struct Fixture {
+    config: Config,
+    endpoints: EndpointSet,
+    client: Arc<UpstreamClient>,
+    started: Instant,
+}
+
+impl Fixture {
+    fn new(endpoints: &[SocketAddr]) -> Fixture {
+        let config = config(endpoints);
+        Fixture {
+            endpoints: EndpointSet::new(endpoints.len()),
+            client: UpstreamClient::new(&config).unwrap(),
+            config,
+            started: Instant::now(),
+        }
+    }
+
+    async fn get(&self, traced: Option<Traced<'_>>) -> Result<Answer, Failed> {
+        let now = || self.started.elapsed().as_millis() as u64;
+        let target = Target {
+            cluster: &self.config.clusters[0],
+            endpoints: &self.endpoints,
+            now_ms: &now,
+            policy: Policy::PROXY,
+        };
+        let head = request_head(
+            &http::Method::POST,
+            "/v1/chat/completions",
+            &http::HeaderMap::new(),
+            Some("up"),
+            2,
+        )
+        .unwrap();
+        self.client
+            .send(&target, &head, &Bytes::from_static(b"{}"), traced)
+            .await
+    }
+}
+
+async fn body_of(mut answer: Answer) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.read().await.unwrap() {
+        body.extend_from_slice(&chunk);
+    }
+    answer.finish().await;
+    body
+}
+
+#[tokio::test]
+async fn a_pooled_connection_dropped_before_the_answer_is_retried_on_a_fresh_one() {
+    let (addr, accepted) = server(&[Then::Answer, Then::Drop]).await;
+    let f = Fixture::new(&[addr]);
+    let first = f.get(None).await.unwrap();
+    assert!(!first.reused());
+    assert_eq!(body_of(first).await, b"ok");
+    let second = f.get(None).await.unwrap();
+    assert_eq!(second.head().status, 200);
+    assert!(!second.reused(), "answered on the fresh connection");
+    assert_eq!(body_of(second).await, b"ok");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_fresh_connection_that_breaks_is_not_sent_again() {
+    let (addr, accepted) = server(&[Then::Drop]).await;
+    let f = Fixture::new(&[addr]);
+    let failed = f.get(None).await.err().unwrap();
+    assert_eq!(failed.failure, Failure::UpstreamError);
+    assert_eq!(failed.endpoint, Some(0));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_refusing_endpoint_is_ejected_and_the_next_one_answers_with_two_spans() {
+    let (addr, _) = server(&[]).await;
+    let f = Fixture::new(&[dead_addr(), addr]);
+    let mut trace = Tracer::disabled().begin(None, None);
+    let mut attempts = Vec::new();
+    let traced = Traced {
+        trace: &mut trace,
+        attempts: &mut attempts,
+    };
+    let answer = f.get(Some(traced)).await.unwrap();
+    assert_eq!(answer.endpoint(), 1);
+    assert_eq!(body_of(answer).await, b"ok");
+    assert!(f
+        .endpoints
+        .is_ejected(0, f.started.elapsed().as_millis() as u64));
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].error.as_deref(), Some("ConnectRefused"));
+    assert_eq!(attempts[1].error, None);
+    assert_ne!(attempts[0].span_id, attempts[1].span_id);
+
+    // Every endpoint refusing: a connect error naming the last one tried.
+    let f = Fixture::new(&[dead_addr(), dead_addr()]);
+    let failed = f.get(None).await.err().unwrap();
+    assert_eq!(failed.failure, Failure::ConnectError);
+    assert!(failed.endpoint.is_some());
+}
+
+#[test]
+fn the_head_drops_hop_by_hop_headers_and_sets_the_length() {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("connection", "keep-alive".parse().unwrap());
+    headers.insert("transfer-encoding", "chunked".parse().unwrap());
+    headers.insert("x-kept", "1".parse().unwrap());
+    let head = request_head(&http::Method::POST, "/p?q=1", &headers, Some("h:1"), 5).unwrap();
+    assert_eq!(head.uri, "/p?q=1");
+    assert!(head.headers.get("connection").is_none());
+    assert!(head.headers.get("transfer-encoding").is_none());
+    assert_eq!(head.headers["x-kept"], "1");
+    assert_eq!(head.headers["host"], "h:1");
+    assert_eq!(head.headers["content-length"], "5");
+    let get = request_head(&http::Method::GET, "/", &headers, None, 0).unwrap();
+    assert!(get.headers.get("content-length").is_none());
+}
+
+#[test]
+fn tried_marks_the_first_64_endpoints() {
+    let mut tried = Tried::default();
+    tried.mark(1);
+    tried.mark(70);
+    assert_eq!(tried.bits(), 0b10);
+    assert!(tried.any_left(2));
+    tried.mark(0);
+    assert!(!tried.any_left(2));
+    assert!(tried.any_left(65), "beyond 64 nothing is remembered");
+}
