@@ -50,8 +50,8 @@ pub use resp::{
     RequestParser as RespRequestParser, RespError, RespSession,
 };
 pub use trace::{
-    format_rfc3339, hash_ids, parse_line, parse_lines, parse_wall_clock, Bodies, Body, LineError,
-    PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,
+    format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
+    LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,
 };
 pub use trace_context::{sample, TraceContext};
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};

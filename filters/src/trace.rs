@@ -278,17 +278,20 @@ impl std::error::Error for LineError {}
 /// Reads one line of a sluice trace. The message says what is wrong, with
 /// the column for a JSON error (`column 12: unknown field ...`).
 pub fn parse_line(text: &str) -> Result<TraceLine, String> {
-    let line: TraceLine = serde_json::from_str(text).map_err(|e| {
-        let message = e.to_string();
-        // serde_json appends " at line 1 column C"; the line is the caller's.
-        let message = match message.rfind(" at line ") {
-            Some(at) => &message[..at],
-            None => &message,
-        };
-        format!("column {}: {message}", e.column())
-    })?;
+    let line: TraceLine = serde_json::from_str(text).map_err(|e| json_error(&e))?;
     line.check()?;
     Ok(line)
+}
+
+/// A JSON error of one line, as `column C: what`: serde_json appends
+/// " at line 1 column C", and the line is the caller's to say.
+pub fn json_error(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) => &message[..at],
+        None => &message,
+    };
+    format!("column {}: {message}", e.column())
 }
 
 /// Every line of a trace's text, blank lines skipped, each read or its error.
