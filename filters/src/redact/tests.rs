@@ -186,7 +186,9 @@ fn placed(rng: &mut StdRng, kind: &str, value: &str, shape: usize) -> String {
         "number" => format!(
             r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}],"metadata":{{"account":{value}}}}}"#
         ),
-        "dropped" if shape % 2 == 0 => format!(r#"{{"model":"m","user":"{value}","prompt":"x"}}"#),
+        "dropped" if shape.is_multiple_of(2) => {
+            format!(r#"{{"model":"m","user":"{value}","prompt":"x"}}"#)
+        }
         "dropped" => format!(r#"{{"input":{{"meta":{{"CUSTOMER_REF":["{value}",7]}}}}}}"#),
         _ => corpus::body(rng, value, shape),
     }

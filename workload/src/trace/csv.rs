@@ -107,6 +107,7 @@ pub(super) fn join(fields: &[&str]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
