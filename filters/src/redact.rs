@@ -139,6 +139,9 @@ pub struct RedactionConfig {
 pub enum RedactError {
     #[error("patterns[{index}]: {message}")]
     Pattern { index: usize, message: String },
+    /// Each pattern compiles, but not all of them in one set.
+    #[error("patterns: together too large: {0}")]
+    TooLarge(String),
     #[error("the body is not JSON: {0}")]
     NotJson(String),
 }
@@ -174,12 +177,8 @@ impl Redactor {
             }
             patterns.push(Pattern::custom(regex));
         }
-        let set = RegexSet::new(patterns.iter().map(|p| p.regex.as_str())).map_err(|e| {
-            RedactError::Pattern {
-                index: 0,
-                message: e.to_string(),
-            }
-        })?;
+        let set = RegexSet::new(patterns.iter().map(|p| p.regex.as_str()))
+            .map_err(|e| RedactError::TooLarge(e.to_string()))?;
         Ok(Redactor {
             secret,
             patterns,
