@@ -13,6 +13,8 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod trace;
+
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A sidecar proxy for AI services")]
 struct Cli {
@@ -41,6 +43,8 @@ enum Command {
     MockLlm(MockLlmArgs),
     /// Client for the control API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
     Ctl(ctl::CtlArgs),
+    /// Trace files: convert between formats, and their statistics.
+    Trace(trace::TraceArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
         Command::Validate { file } => return validate(&file),
         Command::MockLlm(args) => mock_llm(args.into()),
         Command::Ctl(args) => ctl::run(args),
+        Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(code) => code,

@@ -13,8 +13,10 @@ mod meter;
 mod metrics;
 mod mirror;
 mod record;
+mod redact;
 mod request_scan;
 mod resp;
+mod trace;
 mod trace_context;
 mod units;
 mod weighted;
@@ -42,11 +44,16 @@ pub use metrics::{
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
+pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
 pub use request_scan::{scan_request, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,
     RequestParser as RespRequestParser, RespError, RespSession,
+};
+pub use trace::{
+    format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
+    LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,
 };
 pub use trace_context::{sample, TraceContext};
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};

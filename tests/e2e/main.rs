@@ -23,3 +23,4 @@ mod resp;
 mod rollout;
 mod tcp;
 mod token_meter;
+mod trace_cli;

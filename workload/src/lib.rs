@@ -4,8 +4,16 @@
 //! `sluice-filters` (the token meter, units, the trace schema) and never
 //! depends on `sluice-proxy` or pingora: `tests/e2e/layout.rs` fails if it does.
 //!
-//! Empty for now: the workload issues fill it, pure models first (they take
-//! data and an RNG), then the thin drivers (timer thread, clients, writers).
+//! Pure models first (they take data and an RNG), then the thin drivers
+//! (timer thread, clients, writers). So far: trace files and their
+//! statistics.
+
+mod trace;
+
+pub use trace::{
+    convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
+    TraceReader, TraceStats, TraceWriter, WriteError,
+};
 
 /// The units the load-testing half parses, the same as the proxy config's:
 /// `250ms`, `5%`, `64KiB`.

@@ -1,0 +1,132 @@
+//! Trace files: read and write sluice JSONL (the recorder's schema, from
+//! `sluice_filters::TraceLine`) and the public formats, Mooncake JSONL, the
+//! Azure LLM inference CSV and the BurstGPT CSV; tell them apart by content;
+//! and say which line of which file is wrong. Every format is read into and
+//! written from a `TraceLine`, so a conversion keeps the fields both sides
+//! have. A trace never loads half silently: a bad row stops the read, or,
+//! with `skip_bad`, is counted and reported.
+
+mod azure;
+mod burstgpt;
+mod csv;
+mod mooncake;
+mod read;
+mod stats;
+mod write;
+
+use std::fmt;
+
+pub use read::{for_each_row, Refused, Skipped, TraceReader};
+pub use stats::{Lengths, StatsBuilder, TraceStats};
+pub use write::{convert, Converted, TraceWriter, WriteError};
+
+/// A trace format, by its `--from` / `--to` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// sluice JSONL, `"v": 1`: what the recorder writes.
+    Sluice,
+    /// Mooncake JSONL: `timestamp` (ms), `input_length`, `output_length`,
+    /// `hash_ids`.
+    Mooncake,
+    /// Azure LLM inference CSV: `TIMESTAMP,ContextTokens,GeneratedTokens`.
+    Azure,
+    /// BurstGPT CSV: `Timestamp, Session ID, Model, Request tokens,
+    /// Response tokens, Total tokens, Log Type` (the first release has no
+    /// Session ID; a later one adds `Elapsed time`).
+    BurstGpt,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [
+        Format::Sluice,
+        Format::Mooncake,
+        Format::Azure,
+        Format::BurstGpt,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Sluice => "sluice",
+            Format::Mooncake => "mooncake",
+            Format::Azure => "azure",
+            Format::BurstGpt => "burstgpt",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown trace format `{name}` (one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What is wrong, and where: `file:line: what` (`file: what` for the file
+/// as a whole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub file: String,
+    /// 1-based; 0 for the file as a whole.
+    pub line: usize,
+    pub message: String,
+}
+
+impl TraceError {
+    pub fn new(file: &str, line: usize, message: impl Into<String>) -> TraceError {
+        TraceError {
+            file: file.to_owned(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}", self.file, self.message),
+            n => write!(f, "{}:{n}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// A whole number of a CSV or JSON field, with the column in the error.
+fn whole(column: &str, text: &str) -> Result<u64, String> {
+    text.parse::<u64>()
+        .map_err(|_| format!("{column}: `{text}` is not a whole number"))
+}
+
+/// Seconds (or milliseconds) as a finite, non-negative number.
+fn time(column: &str, text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("{column}: `{text}` is not a time (a number >= 0)")),
+    }
+}
+
+/// `µs` as decimal seconds, trailing zeros trimmed: `12`, `12.5`, `0.000001`.
+fn seconds_text(us: u64) -> String {
+    let (whole, frac) = (us / 1_000_000, us % 1_000_000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let frac = format!("{frac:06}");
+    format!("{whole}.{}", frac.trim_end_matches('0'))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! Mooncake JSONL, as in the FAST '25 traces: `{"timestamp": ms,
+//! "input_length": tokens, "output_length": tokens, "hash_ids": [...]}`,
+//! each hash id a block of 512 tokens of prompt, shared prefixes sharing ids.
+
+use serde::{Deserialize, Serialize};
+use sluice_filters::{json_error, TraceLine, TRACE_VERSION};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Row {
+    timestamp: f64,
+    input_length: u64,
+    output_length: u64,
+    #[serde(default)]
+    hash_ids: Vec<u64>,
+}
+
+/// Written with a whole number of milliseconds, as the published traces are.
+#[derive(Serialize)]
+struct Out<'a> {
+    timestamp: u64,
+    input_length: u64,
+    output_length: u64,
+    hash_ids: &'a [u64],
+}
+
+pub(super) fn decode(text: &str, line: usize) -> Result<TraceLine, String> {
+    let row: Row = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    if !row.timestamp.is_finite() || row.timestamp < 0.0 {
+        return Err(format!(
+            "timestamp: {} is not a time (ms >= 0)",
+            row.timestamp
+        ));
+    }
+    Ok(TraceLine {
+        v: TRACE_VERSION,
+        request_id: format!("mooncake:{line}"),
+        arrival_us: (row.timestamp * 1000.0).round() as u64,
+        input_tokens: Some(row.input_length),
+        output_tokens: Some(row.output_length),
+        hash_ids: row.hash_ids,
+        ..TraceLine::default()
+    })
+}
+
+/// Mooncake has no place for what the recorder adds (timing, sessions,
+/// bodies); the arrival is rounded to the millisecond.
+pub(super) fn encode(line: &TraceLine) -> Result<String, String> {
+    let out = Out {
+        timestamp: (line.arrival_us + 500) / 1000,
+        input_length: line
+            .input_tokens
+            .ok_or("no input_tokens, which Mooncake's input_length needs")?,
+        output_length: line
+            .output_tokens
+            .ok_or("no output_tokens, which Mooncake's output_length needs")?,
+        hash_ids: &line.hash_ids,
+    };
+    serde_json::to_string(&out).map_err(|e| e.to_string())
+}
