@@ -12,7 +12,7 @@ export SLUICE_PYTHON="$PWD/.venv/bin/python"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
-cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
+cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
 # cargo's last line is a doc-test binary with 0 tests: add every binary up.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
