@@ -7,13 +7,13 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawBound, RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
 };
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
-    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
+    Config, Endpoint, Gate, Gates, QueryKey, Unit, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
     MirrorConfig, MirrorPriority, OnBreach, RolloutConfig, RolloutSource, RouteConfig,
     RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
 };

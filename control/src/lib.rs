@@ -17,7 +17,7 @@ mod stats;
 mod store;
 mod upstream_metrics;
 
-pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
+pub use api::{resolve_token, serve_admin, AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
@@ -25,7 +25,7 @@ pub use config::{
     MirrorPriority, OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
     RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, UpstreamTls,
+    TokenSource, UpstreamTls, QueryKey, Unit, RawBound,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};

@@ -12,6 +12,7 @@ mod matcher;
 mod meter;
 mod metrics;
 mod mirror;
+mod names;
 mod record;
 mod request_scan;
 mod resp;
@@ -26,18 +27,24 @@ pub use compare::{
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
-    header_faults, sampled, Direction, Distribution, EventKind, Experiment, FaultAction,
+    header_faults, sampled, ActionName, Direction, Distribution, EventKind, Experiment, FaultAction,
     FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
     Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
-pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
+pub use genai::{
+    GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
+};
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
 pub use matcher::{HeaderMatch, Matcher, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
+    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
+pub use names::{join as join_names, UnknownName};
+#[doc(hidden)]
+pub use serde as __serde;
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use request_scan::{scan_request, RequestInfo};

@@ -85,14 +85,14 @@ pub fn not_found(method: &Method, path: &str) -> ApiResponse {
 }
 
 /// 405 with the methods the path does answer.
-pub fn wrong_method(method: &Method, path: &str, allow: &'static str) -> ApiResponse {
+pub fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiResponse {
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
         &format!("{method} is not allowed on {path}; use {allow}"),
     );
-    response
-        .headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
+    if let Ok(value) = HeaderValue::from_str(allow) {
+        response.headers_mut().insert(ALLOW, value);
+    }
     response
 }
 

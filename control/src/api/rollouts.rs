@@ -51,13 +51,11 @@ pub fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
     }
 }
 
-/// `action` is one of pause, resume, promote, abort (the router checks).
+/// `action` is one of [`Command`]'s names (the router checks).
 pub fn command(rollouts: &Rollouts, name: &str, action: &str) -> ApiResponse {
-    let Some(command) = Command::parse(action) else {
-        return respond::error(
-            StatusCode::NOT_FOUND,
-            &format!("unknown rollout command `{action}` (pause, resume, promote, abort)"),
-        );
+    let command = match Command::parse(action) {
+        Ok(command) => command,
+        Err(e) => return respond::error(StatusCode::NOT_FOUND, &e.to_string()),
     };
     match rollouts.command(name, command) {
         Ok(status) => respond::json(StatusCode::OK, &status),

@@ -282,20 +282,3 @@ pub fn get_upstreams(upstreams: Option<&UpstreamScraper>) -> ApiResponse {
     };
     respond::json(StatusCode::OK, &view)
 }
-
-/// The methods each `/v1/` path answers, for 405's `allow` header; `None`
-/// when the path does not exist.
-pub fn allowed(segments: &[&str]) -> Option<&'static str> {
-    match segments {
-        ["config"] => Some("GET, PUT"),
-        ["routes"] | ["stats"] | ["events"] | ["gpu"] | ["upstreams"] => Some("GET"),
-        ["routes", _, "split"] => Some("PUT"),
-        ["rollouts"] | ["faults"] => Some("GET, POST"),
-        ["faults", _] => Some("GET, DELETE"),
-        ["routes", _, "mirror"] => Some("PUT, DELETE"),
-        ["mirror", "diffs"] => Some("GET"),
-        ["rollouts", _] => Some("GET, DELETE"),
-        ["rollouts", _, "pause" | "resume" | "promote" | "abort"] => Some("POST"),
-        _ => None,
-    }
-}

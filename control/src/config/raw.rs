@@ -3,18 +3,19 @@
 //! that `validate` can report every problem at once, each with its path.
 
 mod fault;
+mod keyed;
 mod mirror;
 mod rollout;
 
 use super::typed::MirrorPriority;
 
 pub use fault::{
-    RawDelay, RawDirection, RawDistribution, RawFault, RawFaultAction, RawFaultMatch,
-    RawTruncateMode,
+    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
+    RawFaultMatch, RawTruncateMode,
 };
 pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
 pub use rollout::{
-    RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+    RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
 
 use std::collections::BTreeMap;

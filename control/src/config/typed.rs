@@ -7,7 +7,7 @@ pub use mirror::{
     CompareConfig, MirrorConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT,
 };
 pub use rollout::{
-    Gate, Gates, OnBreach, RolloutConfig, RolloutSource, DEFAULT_CONSECUTIVE, DEFAULT_HOLD,
+    Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource, Unit, DEFAULT_CONSECUTIVE, DEFAULT_HOLD,
     DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
     DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
 };

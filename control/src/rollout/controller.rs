@@ -390,7 +390,7 @@ fn publish(m: &RolloutMetrics, name: &str, policy: &Policy) {
     m.weight
         .with_label_values(&[name])
         .set(i64::from(policy.weight()));
-    for s in State::ALL {
+    for &s in State::ALL {
         m.state
             .with_label_values(&[name, s.as_str()])
             .set(i64::from(s == policy.state()));
@@ -402,7 +402,7 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let m = env.metrics();
     let _ = m.weight.remove_label_values(&[name]);
     let _ = m.rollbacks.remove_label_values(&[name]);
-    for s in State::ALL {
+    for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
     }
 }

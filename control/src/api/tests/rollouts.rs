@@ -144,7 +144,7 @@ async fn bad_rollouts_and_commands_are_refused() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(
         body,
-        json!({"error": "unknown rollout command `explode` (pause, resume, promote, abort)"})
+        json!({"error": "unknown rollout command `explode` (expected one of pause, resume, promote, abort)"})
     );
     let (status, body) = s.json(Method::POST, "/v1/rollouts/nope/resume", "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
