@@ -103,11 +103,7 @@ pub(crate) fn read_file(file: &std::path::Path) -> anyhow::Result<String> {
 /// The request a rollout command makes.
 fn rollout_request(command: &RolloutCommand) -> anyhow::Result<Call> {
     let operator = |name: &str, command: Command| {
-        call_to(
-            ApiEndpoint::RolloutCommand,
-            &[name, command.as_str()],
-            None,
-        )
+        call_to(ApiEndpoint::RolloutCommand, &[name, command.as_str()], None)
     };
     Ok(match command {
         RolloutCommand::List => call_to(ApiEndpoint::ListRollouts, &[], None),
@@ -205,7 +201,10 @@ mod tests {
         let name = || "chat-v2".to_string();
         let calls = [
             (RolloutCommand::List, ("GET", "/v1/rollouts")),
-            (RolloutCommand::Show { name: name() }, ("GET", "/v1/rollouts/chat-v2")),
+            (
+                RolloutCommand::Show { name: name() },
+                ("GET", "/v1/rollouts/chat-v2"),
+            ),
             (
                 RolloutCommand::Pause { name: name() },
                 ("POST", "/v1/rollouts/chat-v2/pause"),

@@ -127,10 +127,12 @@ impl AdminApi {
             respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
         } else {
             match endpoints::resolve(parts.method.as_str(), path) {
-                Resolved::Found(endpoint, args) => match respond::read_body(&parts.headers, body).await {
-                    Ok(bytes) => self.call(endpoint, &args, &bytes),
-                    Err(answer) => answer,
-                },
+                Resolved::Found(endpoint, args) => {
+                    match respond::read_body(&parts.headers, body).await {
+                        Ok(bytes) => self.call(endpoint, &args, &bytes),
+                        Err(answer) => answer,
+                    }
+                }
                 Resolved::WrongMethod(allow) => respond::wrong_method(&parts.method, path, &allow),
                 Resolved::NotFound => respond::not_found(&parts.method, path),
             }

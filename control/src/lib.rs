@@ -22,10 +22,10 @@ pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
-    MirrorPriority, OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, UpstreamTls, QueryKey, Unit, RawBound,
+    MirrorPriority, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawMirror,
+    RawOnBreach, RawPercent, RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource,
+    RawSize, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};

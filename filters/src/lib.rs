@@ -27,9 +27,10 @@ pub use compare::{
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
-    header_faults, sampled, ActionName, Direction, Distribution, EventKind, Experiment, FaultAction,
-    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
-    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+    header_faults, sampled, ActionName, Direction, Distribution, EventKind, Experiment,
+    FaultAction, FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault,
+    Pacer, Skip, Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY,
+    HEADER_TOKEN_DELAY,
 };
 pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
@@ -42,10 +43,8 @@ pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
     REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
-pub use names::{join as join_names, UnknownName};
-#[doc(hidden)]
-pub use serde as __serde;
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
+pub use names::{join as join_names, UnknownName};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use request_scan::{scan_request, RequestInfo};
 pub use resp::{
@@ -53,6 +52,8 @@ pub use resp::{
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,
     RequestParser as RespRequestParser, RespError, RespSession,
 };
+#[doc(hidden)]
+pub use serde as __serde;
 pub use trace_context::{sample, TraceContext};
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 pub use weighted::{StickyTable, WeightedTable};

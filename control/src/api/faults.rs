@@ -131,7 +131,7 @@ pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
                 .map_or(String::new(), |e| e.message.clone()),
             "id",
         ),
-        Err(errors) => respond::config_errors(&relative(errors, index)),
+        Err(errors) => respond::config_errors(&errors.relative_to(&format!("faults[{index}]"))),
     }
 }
 
@@ -167,21 +167,5 @@ fn unknown(id: &str) -> ApiResponse {
         StatusCode::NOT_FOUND,
         &format!("unknown fault `{id}`"),
         "id",
-    )
-}
-
-/// Errors of the new experiment read relative to it (`ttl`, not
-/// `faults[3].ttl`), as the body was written.
-fn relative(errors: ConfigErrors, index: usize) -> ConfigErrors {
-    let prefix = format!("faults[{index}]");
-    ConfigErrors(
-        errors
-            .0
-            .into_iter()
-            .map(|e| match e.path.strip_prefix(&prefix) {
-                Some(rest) => ConfigError::new(rest.trim_start_matches('.'), e.message),
-                None => e,
-            })
-            .collect(),
     )
 }

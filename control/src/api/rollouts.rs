@@ -68,7 +68,9 @@ fn error(e: RolloutError) -> ApiResponse {
         RolloutError::Unknown(_) => {
             respond::error_at(StatusCode::NOT_FOUND, &e.to_string(), "name")
         }
-        RolloutError::Exists(_) => respond::error_at(StatusCode::CONFLICT, &e.to_string(), "name"),
+        RolloutError::Exists(_) | RolloutError::Finished(..) => {
+            respond::error_at(StatusCode::CONFLICT, &e.to_string(), "name")
+        }
         RolloutError::Invalid(errors) => respond::config_errors(errors),
         RolloutError::NotAllowed(message) => respond::error(StatusCode::CONFLICT, message),
     }

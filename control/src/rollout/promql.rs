@@ -106,9 +106,7 @@ pub(crate) fn template(gate: Gate) -> String {
 }
 
 fn template_requests() -> String {
-    format!(
-        "sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))"
-    )
+    format!("sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
 }
 
 /// `q`'s quantile of a histogram over every instance: rates per bucket

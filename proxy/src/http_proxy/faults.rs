@@ -11,9 +11,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
-use sluice_filters::{
-    header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics,
-};
+use sluice_filters::{header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics};
 
 use super::request_view::PingoraRequest;
 use super::stream_fault::StreamFault;

@@ -26,7 +26,10 @@ fn paths_fill_in_order_and_wrong_methods_list_the_right_ones() {
         ApiEndpoint::RolloutCommand.path(&["chat-v2", Command::Abort.as_str()]),
         "/v1/rollouts/chat-v2/abort"
     );
-    assert_eq!(ApiEndpoint::PutSplit.path(&["chat"]), "/v1/routes/chat/split");
+    assert_eq!(
+        ApiEndpoint::PutSplit.path(&["chat"]),
+        "/v1/routes/chat/split"
+    );
     assert_eq!(
         resolve("DELETE", "/v1/config"),
         Resolved::WrongMethod("GET, PUT".into())
@@ -72,5 +75,8 @@ fn the_docs_name_every_endpoint_gate_and_action() {
         .chain(ActionName::ALL.iter().map(|a| format!("`{a}`")))
         .filter(|name| !docs.contains(name.as_str()))
         .collect();
-    assert!(missing.is_empty(), "not in README.md or docs/*.md: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "not in README.md or docs/*.md: {missing:?}"
+    );
 }

@@ -190,11 +190,7 @@ impl QueryKey {
         }
         Gate::parse(text).map(QueryKey::Gate).map_err(|_| {
             let names = Gate::ALL.iter().map(|g| g.as_str());
-            sluice_filters::UnknownName::new(
-                "query",
-                text,
-                names.chain([QueryKey::REQUESTS]),
-            )
+            sluice_filters::UnknownName::new("query", text, names.chain([QueryKey::REQUESTS]))
         })
     }
 }

@@ -312,7 +312,12 @@ fn a_gate_without_a_reading_does_not_block_a_judged_one() {
 
 #[test]
 fn every_measure_has_its_gate() {
-    let gates = Gates::from([(Gate::TtftP99, 99.0), (Gate::GapP99, 25.0), (Gate::TpotP95, 15.0), (Gate::LatencyP99, 500.0)]);
+    let gates = Gates::from([
+        (Gate::TtftP99, 99.0),
+        (Gate::GapP99, 25.0),
+        (Gate::TpotP95, 15.0),
+        (Gate::LatencyP99, 500.0),
+    ]);
     let (mut p, t0) = started(config(gates));
     let canary = view(100, 100, 200);
     let (readings, _) = p.evaluate(t0, &obs(&canary, &canary));
@@ -409,7 +414,11 @@ fn new_steps_go_on_from_the_current_weight() {
 /// figure not judged.
 #[test]
 fn figures_from_prometheus_are_judged_like_windows() {
-    let gates = Gates::from([(Gate::TtftP95, 150.0), (Gate::P99VsStable, 1.25), (Gate::ErrorRate, 1.0)]);
+    let gates = Gates::from([
+        (Gate::TtftP95, 150.0),
+        (Gate::P99VsStable, 1.25),
+        (Gate::ErrorRate, 1.0),
+    ]);
     let (mut p, t0) = started(config(gates));
     let figure = |value, samples, stable_samples| crate::rollout::Figure {
         value: Some(value),

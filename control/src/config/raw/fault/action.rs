@@ -97,7 +97,9 @@ impl Keyed for RawActionBody {
 impl<'de> Deserialize<'de> for RawFaultAction {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let entries = keyed::read::<D, RawActionBody>(d)?;
-        Ok(RawFaultAction(entries.into_iter().map(|(_, b)| b).collect()))
+        Ok(RawFaultAction(
+            entries.into_iter().map(|(_, b)| b).collect(),
+        ))
     }
 }
 
@@ -242,4 +244,3 @@ pub struct RawLimitData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<RawDirection>,
 }
-
