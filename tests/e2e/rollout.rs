@@ -211,5 +211,8 @@ async fn a_slow_canary_is_rolled_back_on_live_traffic() {
     let (status, _) = admin.delete("/v1/rollouts/chat-v2").await;
     assert_eq!(status, 200);
     assert_eq!(admin.get("/v1/rollouts/chat-v2").await.0, 404);
-    assert_eq!(admin.get("/v1/rollouts").await.1.as_array().unwrap().len(), 1);
+    assert_eq!(
+        admin.get("/v1/rollouts").await.1.as_array().unwrap().len(),
+        1
+    );
 }

@@ -178,10 +178,13 @@ fn every_action_name_round_trips_and_unknown_ones_list_the_table() {
         assert_eq!(ActionName::parse(name.as_str()), Ok(name));
     }
     assert_eq!(
-        ActionName::parse("explode").unwrap_err().to_string(),
-        "unknown action `explode` (expected one of delay, abort, reset, close, \
-         first_token_delay, token_delay, stall, truncate, drop_usage, drop_done, corrupt, \
-         bandwidth, latency, slicer, slow_close, timeout, reset_peer, limit_data)"
+        ActionName::parse("explode").map_err(|e| e.to_string()),
+        Err(
+            "unknown action `explode` (expected one of delay, abort, reset, close, \
+             first_token_delay, token_delay, stall, truncate, drop_usage, drop_done, corrupt, \
+             bandwidth, latency, slicer, slow_close, timeout, reset_peer, limit_data)"
+                .to_string()
+        )
     );
 }
 

@@ -217,7 +217,7 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
                 RawBound::Duration(text) => {
                     let before = errs.0.len();
                     let d = errs.duration(path, Some(text), Duration::ZERO);
-                    (errs.0.len() == before).then(|| d.as_secs_f64() * 1000.0)
+                    (errs.0.len() == before).then_some(d.as_secs_f64() * 1000.0)
                 }
                 RawBound::Percent(p) => errs.percent(path, Some(p)),
                 RawBound::Ratio(r) => ratio(errs, path, Some(*r)),
