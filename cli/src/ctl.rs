@@ -198,39 +198,21 @@ mod tests {
 
     #[test]
     fn rollout_commands_call_the_endpoints_of_the_table() {
+        let call = |command| rollout_request(&command).unwrap();
         let name = || "chat-v2".to_string();
-        let calls = [
-            (RolloutCommand::List, ("GET", "/v1/rollouts")),
-            (
-                RolloutCommand::Show { name: name() },
-                ("GET", "/v1/rollouts/chat-v2"),
-            ),
-            (
-                RolloutCommand::Pause { name: name() },
-                ("POST", "/v1/rollouts/chat-v2/pause"),
-            ),
-            (
-                RolloutCommand::Resume { name: name() },
-                ("POST", "/v1/rollouts/chat-v2/resume"),
-            ),
-            (
-                RolloutCommand::Promote { name: name() },
-                ("POST", "/v1/rollouts/chat-v2/promote"),
-            ),
-            (
-                RolloutCommand::Abort { name: name() },
-                ("POST", "/v1/rollouts/chat-v2/abort"),
-            ),
-            (
-                RolloutCommand::Delete { name: name() },
-                ("DELETE", "/v1/rollouts/chat-v2"),
-            ),
-        ];
-        for (command, (method, path)) in calls {
-            assert_eq!(
-                rollout_request(&command).unwrap(),
-                (method, path.to_string(), None)
-            );
+        for &c in Command::ALL {
+            let command = match c {
+                Command::Pause => RolloutCommand::Pause { name: name() },
+                Command::Resume => RolloutCommand::Resume { name: name() },
+                Command::Promote => RolloutCommand::Promote { name: name() },
+                Command::Abort => RolloutCommand::Abort { name: name() },
+            };
+            let path = format!("/v1/rollouts/chat-v2/{c}");
+            assert_eq!(call(command), ("POST", path, None));
         }
+        let get = ("GET", "/v1/rollouts".to_string(), None);
+        assert_eq!(call(RolloutCommand::List), get);
+        let delete = ("DELETE", "/v1/rollouts/chat-v2".to_string(), None);
+        assert_eq!(call(RolloutCommand::Delete { name: name() }), delete);
     }
 }

@@ -200,14 +200,11 @@ async fn a_slow_canary_is_rolled_back_on_live_traffic() {
     let (status, body) = admin.post("/v1/rollouts", next.to_string()).await;
     assert_eq!(status, 201, "{body}");
     let (_, list) = admin.get("/v1/rollouts").await;
-    let states: Vec<(&str, &str)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["name"].as_str().unwrap(), r["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states[0], ("chat-v2", "rolled_back"), "{list}");
-    assert_eq!(states[1].0, "chat-v3", "{list}");
+    assert_eq!(
+        (&list[0]["name"], &list[0]["state"], &list[1]["name"]),
+        (&json!("chat-v2"), &json!("rolled_back"), &json!("chat-v3")),
+        "{list}"
+    );
     let (status, _) = admin.delete("/v1/rollouts/chat-v2").await;
     assert_eq!(status, 200);
     assert_eq!(admin.get("/v1/rollouts/chat-v2").await.0, 404);

@@ -85,14 +85,7 @@ pub fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
 /// 201 with the new experiment; 400 with every error (paths relative to the
 /// experiment); 409 when the id is taken.
 pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawFault::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
-    let mut fault = match parsed {
+    let mut fault = match respond::parse_body(body, RawFault::from_yaml) {
         Ok(f) => f,
         Err(errors) => return respond::config_errors(&errors),
     };

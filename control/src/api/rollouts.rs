@@ -5,7 +5,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use crate::config::{ConfigError, ConfigErrors, RawRollout};
+use crate::config::RawRollout;
 use crate::rollout::{Command, RolloutError, Rollouts};
 
 #[derive(Serialize)]
@@ -20,14 +20,7 @@ pub fn list(rollouts: &Rollouts) -> ApiResponse {
 /// 201 with the new rollout's status; 400 with every error (paths relative
 /// to the rollout); 409 when the name is taken.
 pub fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawRollout::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
-    let raw = match parsed {
+    let raw = match respond::parse_body(body, RawRollout::from_yaml) {
         Ok(raw) => raw,
         Err(errors) => return respond::config_errors(&errors),
     };

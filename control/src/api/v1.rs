@@ -88,13 +88,7 @@ pub fn get_config(store: &SnapshotStore) -> ApiResponse {
 /// Replaces the whole config with `body` (YAML or JSON). A parse error is
 /// rejected through the store too, so that it reaches the audit log.
 pub fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawConfig::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
+    let parsed = respond::parse_body(body, RawConfig::from_yaml);
     let result = store.apply("api", "replace config", move |raw| {
         *raw = parsed?;
         Ok(())
@@ -154,17 +148,27 @@ pub(super) fn edit_route(
     })
 }
 
+/// 404 unless the live config has the route: checked before the body is
+/// read, and again by [`edit_route`] under the store's lock.
+pub(super) fn known_route(store: &SnapshotStore, route: &str) -> Result<(), ApiResponse> {
+    match store.load().config.route(route) {
+        Some(_) => Ok(()),
+        None => Err(unknown_route(route)),
+    }
+}
+
+pub(super) fn unknown_route(route: &str) -> ApiResponse {
+    respond::error_at(
+        StatusCode::NOT_FOUND,
+        &format!("unknown route `{route}`"),
+        "route",
+    )
+}
+
 /// Replaces a route's split entirely with the weights in `body`.
 pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
-    let unknown = || {
-        respond::error_at(
-            StatusCode::NOT_FOUND,
-            &format!("unknown route `{route}`"),
-            "route",
-        )
-    };
-    if !store.load().config.routes.iter().any(|r| r.name == route) {
-        return unknown();
+    if let Err(answer) = known_route(store, route) {
+        return answer;
     }
     let split = match parse_split(body) {
         Ok(split) => split,
@@ -190,7 +194,7 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
                 },
             )
         }
-        Err(RouteEdit::Vanished) => unknown(),
+        Err(RouteEdit::Vanished) => unknown_route(route),
         Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
     }
 }

@@ -254,6 +254,22 @@ impl RawConfig {
     }
 }
 
+/// One item as an API call adds it (`what`, in the shape of `shape`), YAML
+/// or JSON; paths in errors are relative to it.
+pub(crate) fn parse_item<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: &str,
+    shape: &str,
+) -> Result<T, ConfigErrors> {
+    if text.trim().is_empty() {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            format!("{what} is required (YAML or JSON, the shape of {shape})"),
+        )]));
+    }
+    parse_yaml(text)
+}
+
 /// Reads any part of the config (the whole of it, or one rollout) from YAML
 /// or JSON, with the path of the first problem.
 pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigErrors> {

@@ -7,7 +7,7 @@ mod rollout;
 mod routes;
 mod telemetry;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use super::raw::{
 };
 use super::typed::*;
 use super::{ConfigError, ConfigErrors, RawConfig};
-use sluice_filters::{parse_duration, parse_percent};
+use sluice_filters::{parse_duration, parse_percent, HeaderMatch};
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
@@ -105,6 +105,44 @@ impl Errors {
             self.push(path, format!("`{name}` is not a valid header name"));
         }
         name.to_ascii_lowercase()
+    }
+
+    /// The name of list item `at` (`routes[2]`): valid, and not an earlier
+    /// item's (`seen`) of the same list.
+    pub(super) fn item_name<'a>(
+        &mut self,
+        seen: &mut HashMap<&'a str, String>,
+        at: &str,
+        what: &str,
+        name: &'a str,
+    ) {
+        self.name(format!("{at}.name"), name);
+        self.unique(seen, format!("{at}.name"), what, name);
+    }
+
+    /// A `match.headers` block: names checked and lowercased.
+    pub(super) fn header_matches(
+        &mut self,
+        at: &str,
+        headers: &BTreeMap<String, String>,
+    ) -> Vec<HeaderMatch> {
+        headers
+            .iter()
+            .map(|(name, value)| HeaderMatch {
+                name: self.header_name(format!("{at}.match.headers.{name}"), name),
+                value: value.clone(),
+            })
+            .collect()
+    }
+
+    /// A number that must be finite and above 0.
+    pub(super) fn positive(&mut self, path: String, raw: Option<f64>) -> Option<f64> {
+        let value = raw?;
+        if !(value.is_finite() && value > 0.0) {
+            self.push(path, format!("must be greater than 0, found {value}"));
+            return None;
+        }
+        Some(value)
     }
 
     /// Reports `name` as a duplicate if an earlier item (at `first`) had it.
@@ -226,8 +264,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
         .enumerate()
         .map(|(i, c)| {
             let at = format!("clusters[{i}]");
-            errs.name(format!("{at}.name"), &c.name);
-            errs.unique(&mut seen, format!("{at}.name"), "cluster", &c.name);
+            errs.item_name(&mut seen, &at, "cluster", &c.name);
             if c.endpoints.is_empty() {
                 errs.push(
                     format!("{at}.endpoints"),
@@ -342,8 +379,7 @@ fn listeners(
     let mut out = Vec::new();
     for (i, l) in raw.iter().enumerate() {
         let at = format!("listeners[{i}]");
-        errs.name(format!("{at}.name"), &l.name);
-        errs.unique(&mut seen, format!("{at}.name"), "listener", &l.name);
+        errs.item_name(&mut seen, &at, "listener", &l.name);
         let listen = errs.socket_addr(format!("{at}.listen"), &l.listen);
         if let Some(addr) = listen {
             if let Some(first) = addrs.get(&addr) {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::{ConfigError, ConfigErrors};
+use super::super::ConfigErrors;
 use super::RawPercent;
 
 mod action;
@@ -65,12 +65,6 @@ impl RawFault {
     /// One experiment as `POST /v1/faults` takes it, YAML or JSON; paths in
     /// errors are relative to it.
     pub fn from_yaml(text: &str) -> Result<RawFault, ConfigErrors> {
-        if text.trim().is_empty() {
-            return Err(ConfigErrors(vec![ConfigError::new(
-                "",
-                "an experiment is required (YAML or JSON, the shape of one `faults:` item)",
-            )]));
-        }
-        super::parse_yaml(text)
+        super::parse_item(text, "an experiment", "one `faults:` item")
     }
 }

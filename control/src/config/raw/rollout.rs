@@ -10,7 +10,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::super::typed::{Gate, Unit};
-use super::super::{ConfigError, ConfigErrors};
+use super::super::ConfigErrors;
 use super::keyed;
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -58,13 +58,7 @@ impl RawRollout {
     /// One rollout as `POST /v1/rollouts` takes it, YAML or JSON; paths in
     /// errors are relative to it.
     pub fn from_yaml(text: &str) -> Result<RawRollout, ConfigErrors> {
-        if text.trim().is_empty() {
-            return Err(ConfigErrors(vec![ConfigError::new(
-                "",
-                "a rollout is required (YAML or JSON, the shape of one `rollouts:` item)",
-            )]));
-        }
-        super::parse_yaml(text)
+        super::parse_item(text, "a rollout", "one `rollouts:` item")
     }
 }
 

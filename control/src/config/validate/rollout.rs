@@ -28,8 +28,7 @@ pub(super) fn rollouts(
     let mut out = Vec::new();
     for (i, r) in raw.iter().enumerate() {
         let at = format!("rollouts[{i}]");
-        errs.name(format!("{at}.name"), &r.name);
-        errs.unique(&mut seen, format!("{at}.name"), "rollout", &r.name);
+        errs.item_name(&mut seen, &at, "rollout", &r.name);
         match driven.get(r.route.as_str()) {
             Some((other, path)) => errs.push(
                 format!("{at}.route"),
@@ -220,19 +219,10 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
                     (errs.0.len() == before).then_some(d.as_secs_f64() * 1000.0)
                 }
                 RawBound::Percent(p) => errs.percent(path, Some(p)),
-                RawBound::Ratio(r) => ratio(errs, path, Some(*r)),
+                RawBound::Ratio(r) => errs.positive(path, Some(*r)),
                 RawBound::Requests(n) => Some(*n as f64),
             }?;
             Some((gate, value))
         })
         .collect()
-}
-
-fn ratio(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
-    let value = raw?;
-    if !(value.is_finite() && value > 0.0) {
-        errs.push(path, format!("must be greater than 0, found {value}"));
-        return None;
-    }
-    Some(value)
 }

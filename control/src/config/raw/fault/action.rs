@@ -11,9 +11,51 @@ use super::super::keyed::{self, Keyed};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawFaultAction(pub Vec<RawActionBody>);
 
-/// One action with its body, by [`ActionName`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum RawActionBody {
+/// Declares [`RawActionBody`] from one list, a variant per [`ActionName`]
+/// (same identifier) with the body it takes: its name, how it is read by
+/// its key and how it is written all follow from the list.
+macro_rules! action_bodies {
+    ($($(#[$meta:meta])* $variant:ident($body:ty)),+ $(,)?) => {
+        /// One action with its body, by [`ActionName`].
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum RawActionBody {
+            $($(#[$meta])* $variant($body)),+
+        }
+
+        impl RawActionBody {
+            pub fn name(&self) -> ActionName {
+                match self {
+                    $(RawActionBody::$variant(_) => ActionName::$variant),+
+                }
+            }
+        }
+
+        impl Keyed for RawActionBody {
+            type Key = ActionName;
+            const EXPECTING: &'static str = "a map of one action to its fields";
+
+            fn key(text: &str) -> Result<ActionName, UnknownName> {
+                ActionName::parse(text)
+            }
+
+            fn read<'de, D: Deserializer<'de>>(name: ActionName, d: D) -> Result<Self, D::Error> {
+                Ok(match name {
+                    $(ActionName::$variant => RawActionBody::$variant(Deserialize::deserialize(d)?)),+
+                })
+            }
+        }
+
+        impl Serialize for RawActionBody {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(RawActionBody::$variant(body) => body.serialize(s)),+
+                }
+            }
+        }
+    };
+}
+
+action_bodies! {
     Delay(RawDelay),
     Abort(RawAbort),
     Reset(RawEmpty),
@@ -35,65 +77,6 @@ pub enum RawActionBody {
     LimitData(RawLimitData),
 }
 
-impl RawActionBody {
-    pub fn name(&self) -> ActionName {
-        match self {
-            RawActionBody::Delay(_) => ActionName::Delay,
-            RawActionBody::Abort(_) => ActionName::Abort,
-            RawActionBody::Reset(_) => ActionName::Reset,
-            RawActionBody::Close(_) => ActionName::Close,
-            RawActionBody::FirstTokenDelay(_) => ActionName::FirstTokenDelay,
-            RawActionBody::TokenDelay(_) => ActionName::TokenDelay,
-            RawActionBody::Stall(_) => ActionName::Stall,
-            RawActionBody::Truncate(_) => ActionName::Truncate,
-            RawActionBody::DropUsage(_) => ActionName::DropUsage,
-            RawActionBody::DropDone(_) => ActionName::DropDone,
-            RawActionBody::Corrupt(_) => ActionName::Corrupt,
-            RawActionBody::Bandwidth(_) => ActionName::Bandwidth,
-            RawActionBody::Latency(_) => ActionName::Latency,
-            RawActionBody::Slicer(_) => ActionName::Slicer,
-            RawActionBody::SlowClose(_) => ActionName::SlowClose,
-            RawActionBody::Timeout(_) => ActionName::Timeout,
-            RawActionBody::ResetPeer(_) => ActionName::ResetPeer,
-            RawActionBody::LimitData(_) => ActionName::LimitData,
-        }
-    }
-}
-
-impl Keyed for RawActionBody {
-    type Key = ActionName;
-    const EXPECTING: &'static str = "a map of one action to its fields";
-
-    fn key(text: &str) -> Result<ActionName, UnknownName> {
-        ActionName::parse(text)
-    }
-
-    fn read<'de, D: Deserializer<'de>>(name: ActionName, d: D) -> Result<Self, D::Error> {
-        Ok(match name {
-            ActionName::Delay => RawActionBody::Delay(Deserialize::deserialize(d)?),
-            ActionName::Abort => RawActionBody::Abort(Deserialize::deserialize(d)?),
-            ActionName::Reset => RawActionBody::Reset(Deserialize::deserialize(d)?),
-            ActionName::Close => RawActionBody::Close(Deserialize::deserialize(d)?),
-            ActionName::FirstTokenDelay => {
-                RawActionBody::FirstTokenDelay(Deserialize::deserialize(d)?)
-            }
-            ActionName::TokenDelay => RawActionBody::TokenDelay(Deserialize::deserialize(d)?),
-            ActionName::Stall => RawActionBody::Stall(Deserialize::deserialize(d)?),
-            ActionName::Truncate => RawActionBody::Truncate(Deserialize::deserialize(d)?),
-            ActionName::DropUsage => RawActionBody::DropUsage(Deserialize::deserialize(d)?),
-            ActionName::DropDone => RawActionBody::DropDone(Deserialize::deserialize(d)?),
-            ActionName::Corrupt => RawActionBody::Corrupt(Deserialize::deserialize(d)?),
-            ActionName::Bandwidth => RawActionBody::Bandwidth(Deserialize::deserialize(d)?),
-            ActionName::Latency => RawActionBody::Latency(Deserialize::deserialize(d)?),
-            ActionName::Slicer => RawActionBody::Slicer(Deserialize::deserialize(d)?),
-            ActionName::SlowClose => RawActionBody::SlowClose(Deserialize::deserialize(d)?),
-            ActionName::Timeout => RawActionBody::Timeout(Deserialize::deserialize(d)?),
-            ActionName::ResetPeer => RawActionBody::ResetPeer(Deserialize::deserialize(d)?),
-            ActionName::LimitData => RawActionBody::LimitData(Deserialize::deserialize(d)?),
-        })
-    }
-}
-
 impl<'de> Deserialize<'de> for RawFaultAction {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let entries = keyed::read::<D, RawActionBody>(d)?;
@@ -106,30 +89,6 @@ impl<'de> Deserialize<'de> for RawFaultAction {
 impl Serialize for RawFaultAction {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(self.0.iter().map(|b| (b.name(), b)))
-    }
-}
-
-impl Serialize for RawActionBody {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            RawActionBody::Delay(b)
-            | RawActionBody::FirstTokenDelay(b)
-            | RawActionBody::TokenDelay(b)
-            | RawActionBody::SlowClose(b) => b.serialize(s),
-            RawActionBody::Abort(b) => b.serialize(s),
-            RawActionBody::Reset(b)
-            | RawActionBody::Close(b)
-            | RawActionBody::DropUsage(b)
-            | RawActionBody::DropDone(b) => b.serialize(s),
-            RawActionBody::Stall(b) => b.serialize(s),
-            RawActionBody::Truncate(b) => b.serialize(s),
-            RawActionBody::Corrupt(b) => b.serialize(s),
-            RawActionBody::Bandwidth(b) => b.serialize(s),
-            RawActionBody::Latency(b) => b.serialize(s),
-            RawActionBody::Slicer(b) => b.serialize(s),
-            RawActionBody::Timeout(b) | RawActionBody::ResetPeer(b) => b.serialize(s),
-            RawActionBody::LimitData(b) => b.serialize(s),
-        }
     }
 }
 
