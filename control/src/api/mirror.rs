@@ -63,9 +63,7 @@ pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiRespon
             let mirror = snapshot
                 .config
                 .raw
-                .routes
-                .iter()
-                .find(|r| r.name == route)
+                .route(route)
                 .and_then(|r| r.mirror.as_ref());
             respond::json(
                 StatusCode::OK,

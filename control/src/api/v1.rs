@@ -181,9 +181,7 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
             let split = snapshot
                 .config
                 .raw
-                .routes
-                .iter()
-                .find(|r| r.name == route)
+                .route(route)
                 .map_or(&empty, |r| &r.split);
             respond::json(
                 StatusCode::OK,

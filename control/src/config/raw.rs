@@ -249,6 +249,11 @@ impl RawConfig {
         parse_yaml(text)
     }
 
+    /// The route named `name`, as written.
+    pub fn route(&self, name: &str) -> Option<&RawRoute> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+
     pub fn to_yaml(&self) -> String {
         serde_norway::to_string(self).unwrap_or_default()
     }

@@ -20,11 +20,11 @@ use tracing::{info, warn};
 
 use super::fleet::{Job, Pusher, Targets};
 use super::gates::GateReading;
+use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
-use super::registry::leave_config;
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
-use crate::config::{Config, ConfigError, ConfigErrors, RawConfig, RolloutConfig, RolloutSource};
+use crate::config::{RolloutConfig, RolloutSource};
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -376,58 +376,6 @@ fn action(name: &str, t: &Transition) -> String {
         (to, None) => to.as_str().to_string(),
     };
     format!("rollout {name}: {what} ({})", t.reason)
-}
-
-/// The live weights of the rollout's clusters, if they are not what it set.
-fn drift(live: &Config, c: &RolloutConfig, weight: u32) -> Option<String> {
-    let route = live.route(&c.route)?;
-    let of = |name: &str| route.split.iter().find(|(n, _)| n == name).map(|(_, w)| *w);
-    let (stable, canary) = (of(&c.stable)?, of(&c.canary)?);
-    (stable != 100 - weight || canary != weight).then(|| {
-        format!(
-            "the split of route {} was changed outside the rollout ({}: {stable}, {}: {canary}; \
-             the rollout set {} and {weight})",
-            c.route,
-            c.stable,
-            c.canary,
-            100 - weight
-        )
-    })
-}
-
-/// Sets the canary to `weight` and stable to `100 - weight` in one swap;
-/// other clusters of the split keep theirs. A split already there is not
-/// swapped again, but still logged. `false` when the store refused.
-fn apply_weight(env: &Env, source: &str, c: &RolloutConfig, weight: u32, action: &str) -> bool {
-    let live = env.store.load();
-    if drift(&live.config, c, weight).is_none() && live.config.route(&c.route).is_some() {
-        env.store
-            .events
-            .push(source, action, live.version, Vec::new());
-        return true;
-    }
-    let result = env.store.apply(source, action, |raw: &mut RawConfig| {
-        let route = raw
-            .routes
-            .iter_mut()
-            .find(|r| r.name == c.route)
-            .ok_or_else(|| {
-                ConfigErrors(vec![ConfigError::new(
-                    "route",
-                    format!("unknown route `{}`", c.route),
-                )])
-            })?;
-        route.split.insert(c.stable.clone(), 100 - weight);
-        route.split.insert(c.canary.clone(), weight);
-        Ok(())
-    });
-    match result {
-        Ok(_) => true,
-        Err(errors) => {
-            warn!(rollout = %c.name, weight, errors = %errors, "rollout weight not applied; retrying");
-            false
-        }
-    }
 }
 
 fn publish(m: &RolloutMetrics, name: &str, policy: &Policy) {

@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 use tracing::warn;
 
 use super::controller::{self, Cell, Env};
+use super::live::leave_config;
 use super::policy::{Command, State};
 use super::source::Signals;
 use super::status::RolloutStatus;
@@ -286,34 +287,5 @@ impl Rollouts {
         cell.command(&self.env, command, Instant::now())
             .map_err(RolloutError::NotAllowed)?;
         Ok(cell.status(true))
-    }
-}
-
-/// Takes the rollout `name` out of the live config's `rollouts:` (one
-/// audited change, `source` and `action` as the audit log shows them).
-/// `Ok(false)` when the config has no such rollout.
-pub(super) fn leave_config(
-    store: &SnapshotStore,
-    source: &str,
-    action: &str,
-    name: &str,
-) -> Result<bool, ConfigErrors> {
-    let mut missing = false;
-    let result = store.apply(source, action, |raw| {
-        let before = raw.rollouts.len();
-        raw.rollouts.retain(|r| r.name != name);
-        missing = raw.rollouts.len() == before;
-        match missing {
-            true => Err(ConfigErrors(vec![ConfigError::new(
-                "name",
-                format!("unknown rollout `{name}`"),
-            )])),
-            false => Ok(()),
-        }
-    });
-    match result {
-        Ok(_) => Ok(true),
-        Err(_) if missing => Ok(false),
-        Err(errors) => Err(errors),
     }
 }

@@ -1,3 +1,6 @@
+//! The endpoint table: every row resolves to itself, wrong methods list the
+//! right ones, and the docs name every endpoint, gate and fault action.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
