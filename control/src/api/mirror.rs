@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use super::v1::{edit_route, known_route, unknown_route, RouteEdit};
+use super::v1::{edit_route, has_route, unknown_route, RouteEdit};
 use crate::config::RawMirror;
 use crate::mirror::{DiffRecord, DIFF_CAPACITY};
 use crate::store::SnapshotStore;
@@ -44,8 +44,8 @@ pub fn get_diffs(store: &SnapshotStore) -> ApiResponse {
 /// does not parse is refused with paths relative to it; a policy that does
 /// not validate, with its full path in the config.
 pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiResponse {
-    if let Err(answer) = known_route(store, route) {
-        return answer;
+    if !has_route(store, route) {
+        return unknown_route(route);
     }
     let mirror = match body {
         None => None,

@@ -148,13 +148,10 @@ pub(super) fn edit_route(
     })
 }
 
-/// 404 unless the live config has the route: checked before the body is
-/// read, and again by [`edit_route`] under the store's lock.
-pub(super) fn known_route(store: &SnapshotStore, route: &str) -> Result<(), ApiResponse> {
-    match store.load().config.route(route) {
-        Some(_) => Ok(()),
-        None => Err(unknown_route(route)),
-    }
+/// Whether the live config has the route: checked before the body is
+/// parsed, and again by [`edit_route`] under the store's lock.
+pub(super) fn has_route(store: &SnapshotStore, route: &str) -> bool {
+    store.load().config.route(route).is_some()
 }
 
 pub(super) fn unknown_route(route: &str) -> ApiResponse {
@@ -167,8 +164,8 @@ pub(super) fn unknown_route(route: &str) -> ApiResponse {
 
 /// Replaces a route's split entirely with the weights in `body`.
 pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
-    if let Err(answer) = known_route(store, route) {
-        return answer;
+    if !has_route(store, route) {
+        return unknown_route(route);
     }
     let split = match parse_split(body) {
         Ok(split) => split,
