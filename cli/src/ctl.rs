@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use sluice_control::{ApiEndpoint, Command};
 
 mod mirror;
 use mirror::MirrorCommand;
@@ -86,40 +87,48 @@ enum RolloutCommand {
     Delete { name: String },
 }
 
+/// One call of the control API: method, path, body.
+pub(crate) type Call = (&'static str, String, Option<String>);
+
+/// `endpoint` with `args` in its path's placeholders, and `body`.
+pub(crate) fn call_to(endpoint: ApiEndpoint, args: &[&str], body: Option<String>) -> Call {
+    (endpoint.method(), endpoint.path(args), body)
+}
+
+/// A file's text, for a body; the error names the file.
+pub(crate) fn read_file(file: &std::path::Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(file).with_context(|| file.display().to_string())
+}
+
 /// The request a rollout command makes.
-fn rollout_request(
-    command: &RolloutCommand,
-) -> anyhow::Result<(&'static str, String, Option<String>)> {
+fn rollout_request(command: &RolloutCommand) -> anyhow::Result<Call> {
+    let operator = |name: &str, command: Command| {
+        call_to(ApiEndpoint::RolloutCommand, &[name, command.as_str()], None)
+    };
     Ok(match command {
-        RolloutCommand::List => ("GET", "/v1/rollouts".into(), None),
-        RolloutCommand::Show { name } => ("GET", format!("/v1/rollouts/{name}"), None),
+        RolloutCommand::List => call_to(ApiEndpoint::ListRollouts, &[], None),
+        RolloutCommand::Show { name } => call_to(ApiEndpoint::ShowRollout, &[name], None),
         RolloutCommand::Start { file } => {
-            let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
-            ("POST", "/v1/rollouts".into(), Some(text))
+            call_to(ApiEndpoint::AddRollout, &[], Some(read_file(file)?))
         }
-        RolloutCommand::Pause { name } => ("POST", format!("/v1/rollouts/{name}/pause"), None),
-        RolloutCommand::Resume { name } => ("POST", format!("/v1/rollouts/{name}/resume"), None),
-        RolloutCommand::Promote { name } => ("POST", format!("/v1/rollouts/{name}/promote"), None),
-        RolloutCommand::Abort { name } => ("POST", format!("/v1/rollouts/{name}/abort"), None),
-        RolloutCommand::Delete { name } => ("DELETE", format!("/v1/rollouts/{name}"), None),
+        RolloutCommand::Pause { name } => operator(name, Command::Pause),
+        RolloutCommand::Resume { name } => operator(name, Command::Resume),
+        RolloutCommand::Promote { name } => operator(name, Command::Promote),
+        RolloutCommand::Abort { name } => operator(name, Command::Abort),
+        RolloutCommand::Delete { name } => call_to(ApiEndpoint::RemoveRollout, &[name], None),
     })
 }
 
 pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
     let (method, path, body) = match &args.command {
-        CtlCommand::Routes => ("GET", "/v1/routes".to_string(), None),
-        CtlCommand::Split { route, weights } => (
-            "PUT",
-            format!("/v1/routes/{route}/split"),
-            Some(split_body(weights)?),
-        ),
-        CtlCommand::Stats => ("GET", "/v1/stats".into(), None),
-        CtlCommand::Events => ("GET", "/v1/events".into(), None),
-        CtlCommand::Config => ("GET", "/v1/config".into(), None),
-        CtlCommand::Apply { file } => {
-            let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
-            ("PUT", "/v1/config".into(), Some(text))
+        CtlCommand::Routes => call_to(ApiEndpoint::ListRoutes, &[], None),
+        CtlCommand::Split { route, weights } => {
+            call_to(ApiEndpoint::PutSplit, &[route], Some(split_body(weights)?))
         }
+        CtlCommand::Stats => call_to(ApiEndpoint::Stats, &[], None),
+        CtlCommand::Events => call_to(ApiEndpoint::Events, &[], None),
+        CtlCommand::Config => call_to(ApiEndpoint::GetConfig, &[], None),
+        CtlCommand::Apply { file } => call_to(ApiEndpoint::PutConfig, &[], Some(read_file(file)?)),
         CtlCommand::Rollout { command } => rollout_request(command)?,
         CtlCommand::Fault { command } => fault::request(command)?,
         CtlCommand::Mirror { command } => mirror::request(command)?,
@@ -179,4 +188,31 @@ async fn call(
     let status = response.status();
     let bytes = response.into_body().collect().await?.to_bytes();
     Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn rollout_commands_call_the_endpoints_of_the_table() {
+        let call = |command| rollout_request(&command).unwrap();
+        let name = || "chat-v2".to_string();
+        for &c in Command::ALL {
+            let command = match c {
+                Command::Pause => RolloutCommand::Pause { name: name() },
+                Command::Resume => RolloutCommand::Resume { name: name() },
+                Command::Promote => RolloutCommand::Promote { name: name() },
+                Command::Abort => RolloutCommand::Abort { name: name() },
+            };
+            let path = format!("/v1/rollouts/chat-v2/{c}");
+            assert_eq!(call(command), ("POST", path, None));
+        }
+        let get = ("GET", "/v1/rollouts".to_string(), None);
+        assert_eq!(call(RolloutCommand::List), get);
+        let delete = ("DELETE", "/v1/rollouts/chat-v2".to_string(), None);
+        assert_eq!(call(RolloutCommand::Delete { name: name() }), delete);
+    }
 }

@@ -3,6 +3,7 @@
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
+mod endpoints;
 mod faults;
 mod mirror;
 mod respond;
@@ -10,6 +11,7 @@ mod rollouts;
 mod token;
 mod v1;
 
+pub use endpoints::ApiEndpoint;
 pub use respond::MAX_BODY_BYTES;
 pub use token::resolve_token;
 
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Method, Request, StatusCode};
+use http::{Request, StatusCode};
 use hyper::body::Body;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -32,6 +34,7 @@ use tracing::{debug, info, warn};
 use crate::observers::Observers;
 use crate::rollout::Rollouts;
 use crate::store::SnapshotStore;
+use endpoints::Resolved;
 use respond::ApiResponse;
 
 /// How long a client may take to send a request's headers.
@@ -118,26 +121,21 @@ impl AdminApi {
     {
         let (parts, body) = req.into_parts();
         let path = parts.uri.path();
-        let response = match path {
-            "/healthz" | "/readyz" | "/metrics" if parts.method != Method::GET => {
-                respond::wrong_method(&parts.method, path, "GET")
+        // The token is checked before routing: without it, nothing under
+        // /v1/ is told apart, not even which paths exist.
+        let response = if is_v1(path) && !token::bearer_matches(&parts.headers, &self.token) {
+            respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+        } else {
+            match endpoints::resolve(parts.method.as_str(), path) {
+                Resolved::Found(endpoint, args) => {
+                    match respond::read_body(&parts.headers, body).await {
+                        Ok(bytes) => self.call(endpoint, &args, &bytes),
+                        Err(answer) => answer,
+                    }
+                }
+                Resolved::WrongMethod(allow) => respond::wrong_method(&parts.method, path, &allow),
+                Resolved::NotFound => respond::not_found(&parts.method, path),
             }
-            "/healthz" => respond::json(StatusCode::OK, &Status { status: "ok" }),
-            "/readyz" => self.readyz(),
-            "/metrics" => respond::with_type(
-                StatusCode::OK,
-                "text/plain; version=0.0.4",
-                Bytes::from(self.store.metrics.encode()),
-            ),
-            // The token is checked before routing: without it, nothing under
-            // /v1/ is told apart, not even which paths exist.
-            _ if is_v1(path) && !token::bearer_matches(&parts.headers, &self.token) => {
-                respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
-            }
-            _ => match path.strip_prefix("/v1/") {
-                Some(rest) => self.v1(&parts, rest, body).await,
-                None => respond::not_found(&parts.method, path),
-            },
         };
         debug!(
             method = %parts.method,
@@ -161,59 +159,39 @@ impl AdminApi {
         }
     }
 
-    async fn v1<B>(&self, parts: &http::request::Parts, rest: &str, body: B) -> ApiResponse
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let segments: Vec<&str> = rest.split('/').collect();
+    /// One endpoint, with its placeholders' values (`args`, in the
+    /// template's order) and the request body (empty when none was sent).
+    fn call(&self, endpoint: ApiEndpoint, args: &[&str], body: &[u8]) -> ApiResponse {
         let store = &self.store;
-        match (segments.as_slice(), &parts.method) {
-            (["config"], &Method::GET) => v1::get_config(store),
-            (["config"], &Method::PUT) => match respond::read_body(&parts.headers, body).await {
-                Ok(bytes) => v1::put_config(store, &bytes),
-                Err(answer) => answer,
-            },
-            (["routes"], &Method::GET) => v1::get_routes(store),
-            (["routes", route, "split"], &Method::PUT) => {
-                match respond::read_body(&parts.headers, body).await {
-                    Ok(bytes) => v1::put_split(store, route, &bytes),
-                    Err(answer) => answer,
-                }
-            }
-            (["routes", route, "mirror"], &Method::PUT) => {
-                match respond::read_body(&parts.headers, body).await {
-                    Ok(bytes) => mirror::put(store, route, Some(&bytes)),
-                    Err(answer) => answer,
-                }
-            }
-            (["routes", route, "mirror"], &Method::DELETE) => mirror::put(store, route, None),
-            (["mirror", "diffs"], &Method::GET) => mirror::get_diffs(store),
-            (["stats"], &Method::GET) => v1::get_stats(store),
-            (["events"], &Method::GET) => v1::get_events(store),
-            (["gpu"], &Method::GET) => v1::get_gpu(self.observers.gpu.as_deref()),
-            (["upstreams"], &Method::GET) => v1::get_upstreams(self.observers.upstreams.as_deref()),
-            (["faults"], &Method::GET) => faults::list(store),
-            (["faults"], &Method::POST) => match respond::read_body(&parts.headers, body).await {
-                Ok(bytes) => faults::add(store, &bytes),
-                Err(answer) => answer,
-            },
-            (["faults", id], &Method::GET) => faults::show(store, id),
-            (["faults", id], &Method::DELETE) => faults::remove(store, id),
-            (["rollouts"], &Method::GET) => rollouts::list(&self.rollouts),
-            (["rollouts"], &Method::POST) => match respond::read_body(&parts.headers, body).await {
-                Ok(bytes) => rollouts::add(&self.rollouts, &bytes),
-                Err(answer) => answer,
-            },
-            (["rollouts", name], &Method::GET) => rollouts::show(&self.rollouts, name),
-            (["rollouts", name], &Method::DELETE) => rollouts::remove(&self.rollouts, name),
-            (["rollouts", name, action], &Method::POST) => {
-                rollouts::command(&self.rollouts, name, action)
-            }
-            (segments, method) => match v1::allowed(segments) {
-                Some(allow) => respond::wrong_method(method, parts.uri.path(), allow),
-                None => respond::not_found(method, parts.uri.path()),
-            },
+        let arg = |i: usize| args.get(i).copied().unwrap_or_default();
+        match endpoint {
+            ApiEndpoint::Healthz => respond::json(StatusCode::OK, &Status { status: "ok" }),
+            ApiEndpoint::Readyz => self.readyz(),
+            ApiEndpoint::Metrics => respond::with_type(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                Bytes::from(self.store.metrics.encode()),
+            ),
+            ApiEndpoint::GetConfig => v1::get_config(store),
+            ApiEndpoint::PutConfig => v1::put_config(store, body),
+            ApiEndpoint::ListRoutes => v1::get_routes(store),
+            ApiEndpoint::PutSplit => v1::put_split(store, arg(0), body),
+            ApiEndpoint::PutMirror => mirror::put(store, arg(0), Some(body)),
+            ApiEndpoint::DeleteMirror => mirror::put(store, arg(0), None),
+            ApiEndpoint::MirrorDiffs => mirror::get_diffs(store),
+            ApiEndpoint::Stats => v1::get_stats(store),
+            ApiEndpoint::Events => v1::get_events(store),
+            ApiEndpoint::Gpu => v1::get_gpu(self.observers.gpu.as_deref()),
+            ApiEndpoint::Upstreams => v1::get_upstreams(self.observers.upstreams.as_deref()),
+            ApiEndpoint::ListFaults => faults::list(store),
+            ApiEndpoint::AddFault => faults::add(store, body),
+            ApiEndpoint::ShowFault => faults::show(store, arg(0)),
+            ApiEndpoint::RemoveFault => faults::remove(store, arg(0)),
+            ApiEndpoint::ListRollouts => rollouts::list(&self.rollouts),
+            ApiEndpoint::AddRollout => rollouts::add(&self.rollouts, body),
+            ApiEndpoint::ShowRollout => rollouts::show(&self.rollouts, arg(0)),
+            ApiEndpoint::RemoveRollout => rollouts::remove(&self.rollouts, arg(0)),
+            ApiEndpoint::RolloutCommand => rollouts::command(&self.rollouts, arg(0), arg(1)),
         }
     }
 }

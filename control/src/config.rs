@@ -7,15 +7,15 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawBound, RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
 };
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    MirrorConfig, MirrorPriority, OnBreach, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, UpstreamTls,
+    MirrorConfig, MirrorPriority, OnBreach, QueryKey, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 
 use std::fmt;
@@ -45,6 +45,28 @@ impl fmt::Display for ConfigError {
 /// Every problem found in a config, in the order they were found.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// The errors of one item (`prefix`, e.g. `rollouts[3]`) as paths
+    /// relative to it (`rollouts[3].gates.ttft_p95` → `gates.ttft_p95`), as
+    /// the body that added the item was written.
+    pub fn relative_to(self, prefix: &str) -> ConfigErrors {
+        let inside = format!("{prefix}.");
+        ConfigErrors(
+            self.0
+                .into_iter()
+                .map(|mut e| {
+                    if e.path == prefix {
+                        e.path = String::new();
+                    } else if let Some(rest) = e.path.strip_prefix(&inside) {
+                        e.path = rest.to_string();
+                    }
+                    e
+                })
+                .collect(),
+        )
+    }
+}
 
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

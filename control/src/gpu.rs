@@ -32,6 +32,10 @@ use reading::{gauge_values, Family, GaugeValues, GpuView, Reading};
 /// How long to wait before trying to open NVML again.
 const RETRY_OPEN: Duration = Duration::from_secs(60);
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// GPU memory allocated and installed, bytes, per device: what the
+/// `gpu_memory_max` gate's PromQL reads.
+pub(crate) const MEMORY_USED_METRIC: &str = "sluice_gpu_memory_used_bytes";
+pub(crate) const MEMORY_TOTAL_METRIC: &str = "sluice_gpu_memory_total_bytes";
 
 pub struct GpuWatcher {
     config: GpuConfig,
@@ -76,8 +80,8 @@ impl Gauges {
         registry.register(Box::new(throttled.clone()))?;
         Ok(Gauges {
             available,
-            memory_used: device("sluice_gpu_memory_used_bytes", "GPU memory allocated.")?,
-            memory_total: device("sluice_gpu_memory_total_bytes", "GPU memory installed.")?,
+            memory_used: device(MEMORY_USED_METRIC, "GPU memory allocated.")?,
+            memory_total: device(MEMORY_TOTAL_METRIC, "GPU memory installed.")?,
             utilization: device(
                 "sluice_gpu_utilization_ratio",
                 "Share of the last sample period in which a kernel ran (0..1).",

@@ -17,15 +17,15 @@ mod stats;
 mod store;
 mod upstream_metrics;
 
-pub use api::{resolve_token, serve_admin, AdminApi, Readiness, MAX_BODY_BYTES};
+pub use api::{resolve_token, serve_admin, AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
-    MirrorPriority, OnBreach, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawSize, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, UpstreamTls,
+    MirrorPriority, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawMirror,
+    RawOnBreach, RawPercent, RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource,
+    RawSize, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};

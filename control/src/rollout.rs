@@ -2,13 +2,15 @@
 //! route step by step and takes it back to 0 the moment an SLA gate is
 //! breached. `policy` is the pure state machine, `gates` judges what the
 //! stats windows and observers saw (or Prometheus: `source`, `promql`),
-//! `controller` runs one rollout as an owned task, `fleet` applies its
-//! weights through other instances' control APIs, `registry` keeps every
-//! rollout of the live config running.
+//! `controller` runs one rollout as an owned task, `live` writes its
+//! weights to this instance's config, `fleet` applies them through other
+//! instances' control APIs, `registry` keeps every rollout of the live
+//! config running and the finished ones in its history.
 
 mod controller;
 mod fleet;
 mod gates;
+mod live;
 mod policy;
 mod promql;
 mod registry;

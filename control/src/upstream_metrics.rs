@@ -32,6 +32,7 @@ use crate::config::{ClusterKind, Config, Endpoint};
 use crate::http_client::HttpClient;
 use crate::store::SnapshotStore;
 use families::Families;
+pub(crate) use families::WAITING_METRIC;
 use parse::EndpointLoad;
 
 /// Bounds one scrape: connect, answer and body together.

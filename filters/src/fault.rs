@@ -9,7 +9,9 @@ mod header;
 mod metrics;
 mod pace;
 
-pub use action::{Direction, Distribution, FaultAction, FaultKind, Toxic, TruncateMode};
+pub use action::{
+    ActionName, Direction, Distribution, FaultAction, FaultKind, Toxic, TruncateMode,
+};
 pub use header::{header_faults, HeaderFault, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY};
 pub use metrics::FaultMetrics;
 pub use pace::{Pacer, Step, CORRUPT_EVENT};

@@ -9,6 +9,14 @@ use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
 
 /// Models seen per (route, cluster) before new ones are folded into `other`:
 /// the model name comes from clients, so its cardinality must be bounded.
+/// Time to first token (TTFT), seconds: the family name the proxy exports
+/// and the fleet rollouts' PromQL reads.
+pub const TTFT_METRIC: &str = "gen_ai_client_operation_time_to_first_chunk_seconds";
+/// Gap between content chunks (vLLM's "ITL"), seconds.
+pub const GAP_METRIC: &str = "gen_ai_client_operation_time_per_output_chunk_seconds";
+/// Time per output token (vLLM's "TPOT"), seconds.
+pub const TPOT_METRIC: &str = "sluice_time_per_output_token_seconds";
+
 const MAX_MODELS: usize = 64;
 
 // Bucket boundaries recommended by the OpenTelemetry GenAI semantic conventions.
@@ -110,19 +118,19 @@ impl GenAiMetrics {
                 LABELS,
             )?,
             ttft: histogram(
-                "gen_ai_client_operation_time_to_first_chunk_seconds",
+                TTFT_METRIC,
                 "Time from request start to the first chunk that carries content.",
                 TTFT_BUCKETS,
                 LABELS,
             )?,
             per_chunk: histogram(
-                "gen_ai_client_operation_time_per_output_chunk_seconds",
+                GAP_METRIC,
                 "Gap between consecutive content chunks of a streamed answer.",
                 PER_CHUNK_BUCKETS,
                 LABELS,
             )?,
             tpot: histogram(
-                "sluice_time_per_output_token_seconds",
+                TPOT_METRIC,
                 "(E2E - TTFT) / (output tokens - 1) per streamed answer.",
                 PER_CHUNK_BUCKETS,
                 LABELS,

@@ -12,6 +12,7 @@ mod matcher;
 mod meter;
 mod metrics;
 mod mirror;
+mod names;
 mod record;
 mod redact;
 mod request_scan;
@@ -28,11 +29,13 @@ pub use compare::{
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
-    header_faults, sampled, Direction, Distribution, Experiment, FaultAction, FaultClock,
-    FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip, Step,
-    Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+    header_faults, sampled, ActionName, Direction, Distribution, Experiment, FaultAction,
+    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
+    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
-pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
+pub use genai::{
+    GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
+};
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
 pub use matcher::{HeaderMatch, Matcher, RequestView};
@@ -41,8 +44,10 @@ pub use meter::{
 };
 pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
+    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
+pub use names::{join as join_names, UnknownName};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
 pub use request_scan::{scan_request, RequestInfo};
@@ -55,6 +60,8 @@ pub use trace::{
     format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
     LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,
 };
+#[doc(hidden)]
+pub use serde as __serde;
 pub use trace_context::{sample, TraceContext};
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 pub use weighted::{StickyTable, WeightedTable};

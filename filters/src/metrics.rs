@@ -15,6 +15,14 @@ use crate::mirror::MirrorMetrics;
 mod resp;
 pub use resp::{RespHandles, RespMetrics};
 
+/// Requests answered: the family name the proxy exports and the fleet
+/// rollouts' PromQL reads.
+pub const REQUESTS_METRIC: &str = "sluice_requests_total";
+/// Request duration, arrival to last byte, seconds.
+pub const REQUEST_DURATION_METRIC: &str = "sluice_request_duration_seconds";
+/// The label of [`REQUESTS_METRIC`] that holds a [`StatusClass`].
+pub const STATUS_CLASS_LABEL: &str = "status_class";
+
 /// Request duration buckets (seconds): OpenTelemetry's HTTP boundaries,
 /// extended to two minutes because LLM answers stream for that long.
 const DURATION_BUCKETS: &[f64] = &[
@@ -51,7 +59,7 @@ impl StatusClass {
         }
     }
 
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             StatusClass::Informational => "1xx",
             StatusClass::Success => "2xx",
@@ -158,14 +166,14 @@ impl Metrics {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
             Opts::new(
-                "sluice_requests_total",
+                REQUESTS_METRIC,
                 "Requests answered, by route, cluster and status class.",
             ),
-            &["route", "cluster", "version", "status_class"],
+            &["route", "cluster", "version", STATUS_CLASS_LABEL],
         )?;
         let duration = HistogramVec::new(
             HistogramOpts::new(
-                "sluice_request_duration_seconds",
+                REQUEST_DURATION_METRIC,
                 "Time from the request's arrival to the last byte of the answer.",
             )
             .buckets(DURATION_BUCKETS.to_vec()),

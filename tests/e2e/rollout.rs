@@ -136,9 +136,11 @@ async fn sessions_keep_their_version_while_steps_rise_and_land_on_stable_after_r
             "session {s}"
         );
     }
-    // Testers can still reach the canary on purpose.
+    // Testers can still reach the canary on purpose, by its version: the
+    // rolled-back rollout has left the config, and `stable` / `canary`
+    // name the clusters of a rollout that runs.
     assert_eq!(
-        ask(&client, &url, &[("x-sluice-version", "canary")]).await,
+        ask(&client, &url, &[("x-sluice-version", "v2")]).await,
         "v2"
     );
     assert_eq!(
@@ -189,4 +191,25 @@ async fn a_slow_canary_is_rolled_back_on_live_traffic() {
     assert!(decided < Duration::from_secs(10), "{decided:?}");
     let (_, routes) = admin.get("/v1/routes").await;
     assert_eq!(routes[0]["split"], json!({"stable": 100, "canary": 0}));
+
+    // The rolled-back rollout no longer holds the route: the next one is
+    // taken at once, and the old one is listed as it finished until deleted.
+    let next = json!({"name": "chat-v3", "route": "chat", "stable": "stable",
+                      "canary": "canary", "steps": [50, 100], "hold": "1s",
+                      "gates": {"ttft_p95": "150ms"}});
+    let (status, body) = admin.post("/v1/rollouts", next.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    let (_, list) = admin.get("/v1/rollouts").await;
+    assert_eq!(
+        (&list[0]["name"], &list[0]["state"], &list[1]["name"]),
+        (&json!("chat-v2"), &json!("rolled_back"), &json!("chat-v3")),
+        "{list}"
+    );
+    let (status, _) = admin.delete("/v1/rollouts/chat-v2").await;
+    assert_eq!(status, 200);
+    assert_eq!(admin.get("/v1/rollouts/chat-v2").await.0, 404);
+    assert_eq!(
+        admin.get("/v1/rollouts").await.1.as_array().unwrap().len(),
+        1
+    );
 }

@@ -1,9 +1,13 @@
 //! `sluice ctl fault add|list|show|rm`: flags that mirror the JSON of one
 //! `faults:` item, turned into the body of `POST /v1/faults`.
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
+use sluice_control::ApiEndpoint;
+use sluice_filters::ActionName;
+
+use super::{call_to, read_file, Call};
 
 #[derive(Subcommand)]
 pub enum FaultCommand {
@@ -53,30 +57,32 @@ pub struct AddArgs {
     /// halt_if.window, e.g. `10s`.
     #[arg(long, requires = "halt_error_rate")]
     halt_window: Option<String>,
-    /// The action's name: delay, abort, reset, close, first_token_delay,
-    /// token_delay, stall, truncate, drop_usage, drop_done, corrupt,
-    /// bandwidth, latency, slicer, slow_close, timeout, reset_peer, limit_data.
-    #[arg(long)]
-    action: Option<String>,
+    #[arg(long, value_parser = ActionName::parse, help = action_help())]
+    action: Option<ActionName>,
     /// The action's fields as key=value (repeatable): `--param delay=50ms`.
     /// Whole numbers are sent as numbers.
     #[arg(long = "param")]
     params: Vec<String>,
 }
 
-/// The request a fault command makes: (method, path, body).
-pub fn request(command: &FaultCommand) -> anyhow::Result<(&'static str, String, Option<String>)> {
+/// `--action`'s help, with the names from the table.
+fn action_help() -> String {
+    format!("The action's name: {}.", ActionName::names())
+}
+
+/// The request a fault command makes.
+pub fn request(command: &FaultCommand) -> anyhow::Result<Call> {
     Ok(match command {
-        FaultCommand::List => ("GET", "/v1/faults".into(), None),
-        FaultCommand::Show { id } => ("GET", format!("/v1/faults/{id}"), None),
-        FaultCommand::Rm { id } => ("DELETE", format!("/v1/faults/{id}"), None),
-        FaultCommand::Add(args) => ("POST", "/v1/faults".into(), Some(add_body(args)?)),
+        FaultCommand::List => call_to(ApiEndpoint::ListFaults, &[], None),
+        FaultCommand::Show { id } => call_to(ApiEndpoint::ShowFault, &[id], None),
+        FaultCommand::Rm { id } => call_to(ApiEndpoint::RemoveFault, &[id], None),
+        FaultCommand::Add(args) => call_to(ApiEndpoint::AddFault, &[], Some(add_body(args)?)),
     })
 }
 
 fn add_body(a: &AddArgs) -> anyhow::Result<String> {
     if let Some(file) = &a.file {
-        return std::fs::read_to_string(file).with_context(|| file.display().to_string());
+        return read_file(file);
     }
     let Some(action) = &a.action else {
         bail!("--action is required (or --file)");
@@ -142,6 +148,32 @@ mod tests {
 
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        add: AddArgs,
+    }
+
+    #[test]
+    fn the_action_flag_takes_the_names_of_the_table() {
+        use clap::Parser;
+        let flags = Flags::try_parse_from(["add", "--action", "slow_close"]).unwrap();
+        assert_eq!(flags.add.action, Some(ActionName::SlowClose));
+        let e = Flags::try_parse_from(["add", "--action", "explode"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(
+                "unknown action `explode` (expected one of delay, abort, reset, close, \
+                 first_token_delay, token_delay, stall, truncate, drop_usage, drop_done, \
+                 corrupt, bandwidth, latency, slicer, slow_close, timeout, reset_peer, \
+                 limit_data)"
+            ),
+            "{e}"
+        );
+    }
+
     #[test]
     fn flags_become_the_json_of_one_experiment() {
         let args = AddArgs {
@@ -152,7 +184,7 @@ mod tests {
             headers: vec!["x-tenant=a".into()],
             halt_error_rate: Some("5%".into()),
             halt_window: Some("10s".into()),
-            action: Some("token_delay".into()),
+            action: Some(ActionName::TokenDelay),
             params: vec!["delay=50ms".into()],
             ..AddArgs::default()
         };
@@ -168,7 +200,7 @@ mod tests {
         );
         let args = AddArgs {
             ttl: Some("1m".into()),
-            action: Some("abort".into()),
+            action: Some(ActionName::Abort),
             params: vec!["status=503".into()],
             ..AddArgs::default()
         };
@@ -180,7 +212,7 @@ mod tests {
             "--action is required (or --file)"
         );
         let bad = AddArgs {
-            action: Some("reset".into()),
+            action: Some(ActionName::Reset),
             params: vec!["oops".into()],
             ..AddArgs::default()
         };

@@ -1,8 +1,11 @@
 //! `sluice ctl mirror set|off|diffs`.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
+use sluice_control::ApiEndpoint;
+
+use super::{call_to, read_file, Call};
 
 #[derive(Subcommand)]
 pub enum MirrorCommand {
@@ -42,22 +45,20 @@ pub struct MirrorSet {
     timeout: Option<String>,
 }
 
-/// The request a mirror command makes: method, path, body.
-pub fn request(command: &MirrorCommand) -> anyhow::Result<(&'static str, String, Option<String>)> {
+/// The request a mirror command makes.
+pub fn request(command: &MirrorCommand) -> anyhow::Result<Call> {
     Ok(match command {
-        MirrorCommand::Set(set) => (
-            "PUT",
-            format!("/v1/routes/{}/mirror", set.route),
-            Some(set_body(set)?),
-        ),
-        MirrorCommand::Off { route } => ("DELETE", format!("/v1/routes/{route}/mirror"), None),
-        MirrorCommand::Diffs => ("GET", "/v1/mirror/diffs".into(), None),
+        MirrorCommand::Set(set) => {
+            call_to(ApiEndpoint::PutMirror, &[&set.route], Some(set_body(set)?))
+        }
+        MirrorCommand::Off { route } => call_to(ApiEndpoint::DeleteMirror, &[route], None),
+        MirrorCommand::Diffs => call_to(ApiEndpoint::MirrorDiffs, &[], None),
     })
 }
 
 fn set_body(set: &MirrorSet) -> anyhow::Result<String> {
     if let Some(file) = &set.file {
-        return std::fs::read_to_string(file).with_context(|| file.display().to_string());
+        return read_file(file);
     }
     let Some(cluster) = &set.cluster else {
         bail!("give --cluster (or the whole policy with --file)");

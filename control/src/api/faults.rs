@@ -85,14 +85,7 @@ pub fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
 /// 201 with the new experiment; 400 with every error (paths relative to the
 /// experiment); 409 when the id is taken.
 pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawFault::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
-    let mut fault = match parsed {
+    let mut fault = match respond::parse_body(body, RawFault::from_yaml) {
         Ok(f) => f,
         Err(errors) => return respond::config_errors(&errors),
     };
@@ -131,7 +124,7 @@ pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
                 .map_or(String::new(), |e| e.message.clone()),
             "id",
         ),
-        Err(errors) => respond::config_errors(&relative(errors, index)),
+        Err(errors) => respond::config_errors(&errors.relative_to(&format!("faults[{index}]"))),
     }
 }
 
@@ -167,21 +160,5 @@ fn unknown(id: &str) -> ApiResponse {
         StatusCode::NOT_FOUND,
         &format!("unknown fault `{id}`"),
         "id",
-    )
-}
-
-/// Errors of the new experiment read relative to it (`ttl`, not
-/// `faults[3].ttl`), as the body was written.
-fn relative(errors: ConfigErrors, index: usize) -> ConfigErrors {
-    let prefix = format!("faults[{index}]");
-    ConfigErrors(
-        errors
-            .0
-            .into_iter()
-            .map(|e| match e.path.strip_prefix(&prefix) {
-                Some(rest) => ConfigError::new(rest.trim_start_matches('.'), e.message),
-                None => e,
-            })
-            .collect(),
     )
 }

@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use super::v1::{edit_route, RouteEdit};
+use super::v1::{edit_route, has_route, unknown_route, RouteEdit};
 use crate::config::RawMirror;
 use crate::mirror::{DiffRecord, DIFF_CAPACITY};
 use crate::store::SnapshotStore;
@@ -44,30 +44,14 @@ pub fn get_diffs(store: &SnapshotStore) -> ApiResponse {
 /// does not parse is refused with paths relative to it; a policy that does
 /// not validate, with its full path in the config.
 pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiResponse {
-    let unknown = || {
-        respond::error_at(
-            StatusCode::NOT_FOUND,
-            &format!("unknown route `{route}`"),
-            "route",
-        )
-    };
-    if !store.load().config.routes.iter().any(|r| r.name == route) {
-        return unknown();
+    if !has_route(store, route) {
+        return unknown_route(route);
     }
     let mirror = match body {
         None => None,
-        Some(bytes) => match std::str::from_utf8(bytes) {
-            Ok(text) => match RawMirror::from_yaml(text) {
-                Ok(m) => Some(m),
-                Err(errors) => return respond::config_errors(&errors),
-            },
-            Err(e) => {
-                return respond::error_at(
-                    StatusCode::BAD_REQUEST,
-                    &format!("body is not UTF-8: {e}"),
-                    "",
-                )
-            }
+        Some(bytes) => match respond::parse_body(bytes, RawMirror::from_yaml) {
+            Ok(m) => Some(m),
+            Err(errors) => return respond::config_errors(&errors),
         },
     };
     let action = match mirror {
@@ -79,9 +63,7 @@ pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiRespon
             let mirror = snapshot
                 .config
                 .raw
-                .routes
-                .iter()
-                .find(|r| r.name == route)
+                .route(route)
                 .and_then(|r| r.mirror.as_ref());
             respond::json(
                 StatusCode::OK,
@@ -92,7 +74,7 @@ pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiRespon
                 },
             )
         }
-        Err(RouteEdit::Vanished) => unknown(),
+        Err(RouteEdit::Vanished) => unknown_route(route),
         Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
     }
 }

@@ -73,6 +73,21 @@ pub fn error_at(status: StatusCode, message: &str, path: &str) -> ApiResponse {
     )
 }
 
+/// The body, read as text by `parse` (YAML or JSON); a body that is not
+/// UTF-8 is refused like one that does not parse.
+pub fn parse_body<T>(
+    body: &[u8],
+    parse: impl FnOnce(&str) -> Result<T, ConfigErrors>,
+) -> Result<T, ConfigErrors> {
+    match std::str::from_utf8(body) {
+        Ok(text) => parse(text),
+        Err(e) => Err(ConfigErrors(vec![crate::config::ConfigError::new(
+            "",
+            format!("body is not UTF-8: {e}"),
+        )])),
+    }
+}
+
 pub fn config_errors(errors: &ConfigErrors) -> ApiResponse {
     json(StatusCode::BAD_REQUEST, &ErrorsBody { errors: &errors.0 })
 }
@@ -85,14 +100,14 @@ pub fn not_found(method: &Method, path: &str) -> ApiResponse {
 }
 
 /// 405 with the methods the path does answer.
-pub fn wrong_method(method: &Method, path: &str, allow: &'static str) -> ApiResponse {
+pub fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiResponse {
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
         &format!("{method} is not allowed on {path}; use {allow}"),
     );
-    response
-        .headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
+    if let Ok(value) = HeaderValue::from_str(allow) {
+        response.headers_mut().insert(ALLOW, value);
+    }
     response
 }
 

@@ -5,7 +5,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use crate::config::{ConfigError, ConfigErrors, RawRollout};
+use crate::config::RawRollout;
 use crate::rollout::{Command, RolloutError, Rollouts};
 
 #[derive(Serialize)]
@@ -20,14 +20,7 @@ pub fn list(rollouts: &Rollouts) -> ApiResponse {
 /// 201 with the new rollout's status; 400 with every error (paths relative
 /// to the rollout); 409 when the name is taken.
 pub fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawRollout::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
-    let raw = match parsed {
+    let raw = match respond::parse_body(body, RawRollout::from_yaml) {
         Ok(raw) => raw,
         Err(errors) => return respond::config_errors(&errors),
     };
@@ -51,13 +44,11 @@ pub fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
     }
 }
 
-/// `action` is one of pause, resume, promote, abort (the router checks).
+/// `action` is one of [`Command`]'s names (the router checks).
 pub fn command(rollouts: &Rollouts, name: &str, action: &str) -> ApiResponse {
-    let Some(command) = Command::parse(action) else {
-        return respond::error(
-            StatusCode::NOT_FOUND,
-            &format!("unknown rollout command `{action}` (pause, resume, promote, abort)"),
-        );
+    let command = match Command::parse(action) {
+        Ok(command) => command,
+        Err(e) => return respond::error(StatusCode::NOT_FOUND, &e.to_string()),
     };
     match rollouts.command(name, command) {
         Ok(status) => respond::json(StatusCode::OK, &status),
@@ -70,7 +61,9 @@ fn error(e: RolloutError) -> ApiResponse {
         RolloutError::Unknown(_) => {
             respond::error_at(StatusCode::NOT_FOUND, &e.to_string(), "name")
         }
-        RolloutError::Exists(_) => respond::error_at(StatusCode::CONFLICT, &e.to_string(), "name"),
+        RolloutError::Exists(_) | RolloutError::Finished(..) => {
+            respond::error_at(StatusCode::CONFLICT, &e.to_string(), "name")
+        }
         RolloutError::Invalid(errors) => respond::config_errors(errors),
         RolloutError::NotAllowed(message) => respond::error(StatusCode::CONFLICT, message),
     }

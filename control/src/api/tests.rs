@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use http::Method;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 use sluice_filters::Metrics;

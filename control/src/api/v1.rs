@@ -88,13 +88,7 @@ pub fn get_config(store: &SnapshotStore) -> ApiResponse {
 /// Replaces the whole config with `body` (YAML or JSON). A parse error is
 /// rejected through the store too, so that it reaches the audit log.
 pub fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
-    let parsed = match std::str::from_utf8(body) {
-        Ok(text) => RawConfig::from_yaml(text),
-        Err(e) => Err(ConfigErrors(vec![ConfigError::new(
-            "",
-            format!("body is not UTF-8: {e}"),
-        )])),
-    };
+    let parsed = respond::parse_body(body, RawConfig::from_yaml);
     let result = store.apply("api", "replace config", move |raw| {
         *raw = parsed?;
         Ok(())
@@ -154,17 +148,24 @@ pub(super) fn edit_route(
     })
 }
 
+/// Whether the live config has the route: checked before the body is
+/// parsed, and again by [`edit_route`] under the store's lock.
+pub(super) fn has_route(store: &SnapshotStore, route: &str) -> bool {
+    store.load().config.route(route).is_some()
+}
+
+pub(super) fn unknown_route(route: &str) -> ApiResponse {
+    respond::error_at(
+        StatusCode::NOT_FOUND,
+        &format!("unknown route `{route}`"),
+        "route",
+    )
+}
+
 /// Replaces a route's split entirely with the weights in `body`.
 pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
-    let unknown = || {
-        respond::error_at(
-            StatusCode::NOT_FOUND,
-            &format!("unknown route `{route}`"),
-            "route",
-        )
-    };
-    if !store.load().config.routes.iter().any(|r| r.name == route) {
-        return unknown();
+    if !has_route(store, route) {
+        return unknown_route(route);
     }
     let split = match parse_split(body) {
         Ok(split) => split,
@@ -177,9 +178,7 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
             let split = snapshot
                 .config
                 .raw
-                .routes
-                .iter()
-                .find(|r| r.name == route)
+                .route(route)
                 .map_or(&empty, |r| &r.split);
             respond::json(
                 StatusCode::OK,
@@ -190,7 +189,7 @@ pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse
                 },
             )
         }
-        Err(RouteEdit::Vanished) => unknown(),
+        Err(RouteEdit::Vanished) => unknown_route(route),
         Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
     }
 }
@@ -281,21 +280,4 @@ pub fn get_upstreams(upstreams: Option<&UpstreamScraper>) -> ApiResponse {
         None => serde_json::json!({ "clusters": [] }),
     };
     respond::json(StatusCode::OK, &view)
-}
-
-/// The methods each `/v1/` path answers, for 405's `allow` header; `None`
-/// when the path does not exist.
-pub fn allowed(segments: &[&str]) -> Option<&'static str> {
-    match segments {
-        ["config"] => Some("GET, PUT"),
-        ["routes"] | ["stats"] | ["events"] | ["gpu"] | ["upstreams"] => Some("GET"),
-        ["routes", _, "split"] => Some("PUT"),
-        ["rollouts"] | ["faults"] => Some("GET, POST"),
-        ["faults", _] => Some("GET, DELETE"),
-        ["routes", _, "mirror"] => Some("PUT, DELETE"),
-        ["mirror", "diffs"] => Some("GET"),
-        ["rollouts", _] => Some("GET, DELETE"),
-        ["rollouts", _, "pause" | "resume" | "promote" | "abort"] => Some("POST"),
-        _ => None,
-    }
 }

@@ -3,18 +3,19 @@
 //! that `validate` can report every problem at once, each with its path.
 
 mod fault;
+mod keyed;
 mod mirror;
 mod rollout;
 
 use super::typed::MirrorPriority;
 
 pub use fault::{
-    RawDelay, RawDirection, RawDistribution, RawFault, RawFaultAction, RawFaultMatch,
-    RawTruncateMode,
+    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
+    RawFaultMatch, RawTruncateMode,
 };
 pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
 pub use rollout::{
-    RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+    RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
 
 use std::collections::BTreeMap;
@@ -248,9 +249,30 @@ impl RawConfig {
         parse_yaml(text)
     }
 
+    /// The route named `name`, as written.
+    pub fn route(&self, name: &str) -> Option<&RawRoute> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+
     pub fn to_yaml(&self) -> String {
         serde_norway::to_string(self).unwrap_or_default()
     }
+}
+
+/// One item as an API call adds it (`what`, in the shape of `shape`), YAML
+/// or JSON; paths in errors are relative to it.
+pub(crate) fn parse_item<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: &str,
+    shape: &str,
+) -> Result<T, ConfigErrors> {
+    if text.trim().is_empty() {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            format!("{what} is required (YAML or JSON, the shape of {shape})"),
+        )]));
+    }
+    parse_yaml(text)
 }
 
 /// Reads any part of the config (the whole of it, or one rollout) from YAML

@@ -1,6 +1,7 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod errors;
 mod fault;
 mod mirror;
 mod rollout;
@@ -13,118 +14,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawPercent, RawProtocol, RawTimeouts, RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamTls,
 };
 use super::typed::*;
-use super::{ConfigError, ConfigErrors, RawConfig};
-use sluice_filters::{parse_duration, parse_percent};
+use super::{ConfigErrors, RawConfig};
+use errors::Errors;
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-
-/// Collects errors while validation goes on.
-#[derive(Default)]
-pub(super) struct Errors(Vec<ConfigError>);
-
-impl Errors {
-    pub(super) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(ConfigError::new(path, message));
-    }
-
-    /// A percent, as a number or text such as `25%`, within 0..=100.
-    pub(super) fn percent(&mut self, path: String, raw: Option<&RawPercent>) -> Option<f64> {
-        let value = match raw? {
-            RawPercent::Number(n) => *n,
-            RawPercent::Text(t) => match parse_percent(t) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.push(path, e);
-                    return None;
-                }
-            },
-        };
-        if !(0.0..=100.0).contains(&value) {
-            self.push(path, format!("{value} is not within 0..=100"));
-            return None;
-        }
-        Some(value)
-    }
-
-    pub(super) fn duration(
-        &mut self,
-        path: String,
-        text: Option<&str>,
-        default: Duration,
-    ) -> Duration {
-        let Some(text) = text else { return default };
-        match parse_duration(text) {
-            Ok(d) if d.is_zero() => {
-                self.push(path, "must be greater than 0");
-                default
-            }
-            Ok(d) => d,
-            Err(e) => {
-                self.push(path, e);
-                default
-            }
-        }
-    }
-
-    pub(super) fn socket_addr(&mut self, path: String, text: &str) -> Option<SocketAddr> {
-        match text.parse::<SocketAddr>() {
-            Ok(a) => Some(a),
-            Err(_) => {
-                self.push(
-                    path,
-                    format!("`{text}` is not an address like 127.0.0.1:8080"),
-                );
-                None
-            }
-        }
-    }
-
-    pub(super) fn name(&mut self, path: String, name: &str) {
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !ok {
-            self.push(
-                path,
-                format!("`{name}` is not a valid name (letters, digits, `-`, `_`, `.`)"),
-            );
-        }
-    }
-
-    pub(super) fn header_name(&mut self, path: String, name: &str) -> String {
-        let ok = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !ok {
-            self.push(path, format!("`{name}` is not a valid header name"));
-        }
-        name.to_ascii_lowercase()
-    }
-
-    /// Reports `name` as a duplicate if an earlier item (at `first`) had it.
-    pub(super) fn unique<'a>(
-        &mut self,
-        seen: &mut HashMap<&'a str, String>,
-        path: String,
-        what: &str,
-        name: &'a str,
-    ) {
-        if let Some(first) = seen.get(name) {
-            self.push(
-                path,
-                format!("duplicate {what} `{name}` (first at {first})"),
-            );
-        } else {
-            seen.insert(name, path);
-        }
-    }
-}
 
 impl RawConfig {
     pub fn validate(&self) -> Result<Config, ConfigErrors> {
@@ -226,8 +123,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
         .enumerate()
         .map(|(i, c)| {
             let at = format!("clusters[{i}]");
-            errs.name(format!("{at}.name"), &c.name);
-            errs.unique(&mut seen, format!("{at}.name"), "cluster", &c.name);
+            errs.item_name(&mut seen, &at, "cluster", &c.name);
             if c.endpoints.is_empty() {
                 errs.push(
                     format!("{at}.endpoints"),
@@ -342,8 +238,7 @@ fn listeners(
     let mut out = Vec::new();
     for (i, l) in raw.iter().enumerate() {
         let at = format!("listeners[{i}]");
-        errs.name(format!("{at}.name"), &l.name);
-        errs.unique(&mut seen, format!("{at}.name"), "listener", &l.name);
+        errs.item_name(&mut seen, &at, "listener", &l.name);
         let listen = errs.socket_addr(format!("{at}.listen"), &l.listen);
         if let Some(addr) = listen {
             if let Some(first) = addrs.get(&addr) {

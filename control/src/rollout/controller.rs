@@ -8,6 +8,7 @@
 //! command and a tick never interleave.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,10 +20,11 @@ use tracing::{info, warn};
 
 use super::fleet::{Job, Pusher, Targets};
 use super::gates::GateReading;
+use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
-use crate::config::{Config, ConfigError, ConfigErrors, RawConfig, RolloutConfig, RolloutSource};
+use crate::config::{RolloutConfig, RolloutSource};
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -50,6 +52,10 @@ pub(crate) struct Cell {
     /// Fleet mode: wakes the task to apply an operator's weight to the
     /// targets at once rather than at the next evaluation.
     wake: Notify,
+    /// Set once the rollout finished and took itself out of the config:
+    /// from then on it belongs to the registry's history, whatever the
+    /// config lists.
+    done: AtomicBool,
 }
 
 struct Inner {
@@ -86,6 +92,7 @@ impl Cell {
                 source_errors: BTreeMap::new(),
             }),
             wake: Notify::new(),
+            done: AtomicBool::new(false),
         }
     }
 
@@ -122,6 +129,15 @@ impl Cell {
         }
     }
 
+    pub fn state(&self) -> State {
+        self.lock().policy.state()
+    }
+
+    /// Whether it finished and left the config (see [`Cell::finish`]).
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
     /// Carries out an operator's command; `Err` says why it is not allowed.
     pub fn command(&self, env: &Env, command: Command, now: Instant) -> Result<(), String> {
         let mut inner = self.lock();
@@ -130,12 +146,40 @@ impl Cell {
         if inner.policy.config().is_fleet() {
             self.wake.notify_one();
         }
+        // Promoted or aborted: the route is free as the answer goes out.
+        self.finish(env, "api", &inner);
         Ok(())
+    }
+
+    /// Once final with its weight applied (in fleet mode: on every
+    /// target), the rollout takes itself out of the live config, which
+    /// frees its route; the registry keeps it in its history (`source`:
+    /// who finished it, for the audit log). `false`
+    /// while it is not done, or the store refused (tried again next tick).
+    fn finish(&self, env: &Env, source: &str, inner: &Inner) -> bool {
+        let state = inner.policy.state();
+        if !state.is_final() || inner.want.is_some() {
+            return false;
+        }
+        let action = format!(
+            "rollout {}: finished ({state}), out of the config",
+            self.name
+        );
+        match leave_config(&env.store, source, &action, &self.name) {
+            Ok(_) => {
+                self.done.store(true, Ordering::Release);
+                true
+            }
+            Err(errors) => {
+                warn!(rollout = %self.name, errors = %errors, "finished rollout not taken out of the config; retrying");
+                false
+            }
+        }
     }
 
     /// One evaluation of what was `gathered`. `None` when the task should
     /// end: the rollout left the config, or reached a final state with its
-    /// weight applied (in fleet mode: on every target).
+    /// weight applied (in fleet mode: on every target) and left the config.
     pub fn tick(&self, env: &Env, now: Instant, gathered: &Gathered) -> Option<Duration> {
         // Lock first: a command applied between a load and the lock would
         // look like someone else's change of the weights.
@@ -168,7 +212,7 @@ impl Cell {
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
         }
-        if inner.policy.state().is_final() && inner.want.is_none() {
+        if self.finish(env, "rollout", &inner) {
             return None;
         }
         Some(config.interval.max(MIN_INTERVAL))
@@ -334,63 +378,11 @@ fn action(name: &str, t: &Transition) -> String {
     format!("rollout {name}: {what} ({})", t.reason)
 }
 
-/// The live weights of the rollout's clusters, if they are not what it set.
-fn drift(live: &Config, c: &RolloutConfig, weight: u32) -> Option<String> {
-    let route = live.route(&c.route)?;
-    let of = |name: &str| route.split.iter().find(|(n, _)| n == name).map(|(_, w)| *w);
-    let (stable, canary) = (of(&c.stable)?, of(&c.canary)?);
-    (stable != 100 - weight || canary != weight).then(|| {
-        format!(
-            "the split of route {} was changed outside the rollout ({}: {stable}, {}: {canary}; \
-             the rollout set {} and {weight})",
-            c.route,
-            c.stable,
-            c.canary,
-            100 - weight
-        )
-    })
-}
-
-/// Sets the canary to `weight` and stable to `100 - weight` in one swap;
-/// other clusters of the split keep theirs. A split already there is not
-/// swapped again, but still logged. `false` when the store refused.
-fn apply_weight(env: &Env, source: &str, c: &RolloutConfig, weight: u32, action: &str) -> bool {
-    let live = env.store.load();
-    if drift(&live.config, c, weight).is_none() && live.config.route(&c.route).is_some() {
-        env.store
-            .events
-            .push(source, action, live.version, Vec::new());
-        return true;
-    }
-    let result = env.store.apply(source, action, |raw: &mut RawConfig| {
-        let route = raw
-            .routes
-            .iter_mut()
-            .find(|r| r.name == c.route)
-            .ok_or_else(|| {
-                ConfigErrors(vec![ConfigError::new(
-                    "route",
-                    format!("unknown route `{}`", c.route),
-                )])
-            })?;
-        route.split.insert(c.stable.clone(), 100 - weight);
-        route.split.insert(c.canary.clone(), weight);
-        Ok(())
-    });
-    match result {
-        Ok(_) => true,
-        Err(errors) => {
-            warn!(rollout = %c.name, weight, errors = %errors, "rollout weight not applied; retrying");
-            false
-        }
-    }
-}
-
 fn publish(m: &RolloutMetrics, name: &str, policy: &Policy) {
     m.weight
         .with_label_values(&[name])
         .set(i64::from(policy.weight()));
-    for s in State::ALL {
+    for &s in State::ALL {
         m.state
             .with_label_values(&[name, s.as_str()])
             .set(i64::from(s == policy.state()));
@@ -402,7 +394,7 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let m = env.metrics();
     let _ = m.weight.remove_label_values(&[name]);
     let _ = m.rollbacks.remove_label_values(&[name]);
-    for s in State::ALL {
+    for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
     }
 }

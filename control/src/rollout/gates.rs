@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::config::{Gate, Gates};
+use crate::config::{Gate, Gates, Unit};
 use crate::stats::{Measure, WindowView};
 
 /// Everything the gates are judged on, gathered at one instant.
@@ -49,7 +49,7 @@ pub struct GateReading {
     /// The canary's value in the gate's unit; `None` when nothing to read.
     pub value: Option<f64>,
     pub bound: f64,
-    pub unit: &'static str,
+    pub unit: Unit,
     /// Canary samples the value is computed from.
     pub samples: u64,
     /// Relative gates: stable samples in the same window.
@@ -67,8 +67,8 @@ impl GateReading {
     /// `ttft_p95 400ms > 150ms (120 samples)`, for events and logs.
     pub fn describe(&self) -> String {
         let unit = match self.unit {
-            "ms" | "%" => self.unit,
-            _ => "",
+            Unit::Ms | Unit::Percent => self.unit.as_str(),
+            Unit::Ratio | Unit::Requests => "",
         };
         let value = self
             .value

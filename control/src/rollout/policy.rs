@@ -13,77 +13,41 @@
 //!   step up; reaching 100 is `promoted`;
 //! - operators pause, resume, promote (canary 100) and abort (canary 0).
 
-use serde::Serialize;
 use tokio::time::Instant;
 
 use super::gates::{judge, GateReading, Observation};
 use crate::config::{format_duration, OnBreach, RolloutConfig};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    Pending,
-    Progressing,
-    Paused,
-    Promoted,
-    RolledBack,
-    Aborted,
+sluice_filters::name_table! {
+    /// Where a rollout stands; the `state` label of `sluice_rollout_state`.
+    pub enum State: "rollout state" {
+        Pending = "pending",
+        Progressing = "progressing",
+        Paused = "paused",
+        Promoted = "promoted",
+        RolledBack = "rolled_back",
+        Aborted = "aborted",
+    }
 }
 
 impl State {
-    pub const ALL: [State; 6] = [
-        State::Pending,
-        State::Progressing,
-        State::Paused,
-        State::Promoted,
-        State::RolledBack,
-        State::Aborted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Progressing => "progressing",
-            State::Paused => "paused",
-            State::Promoted => "promoted",
-            State::RolledBack => "rolled_back",
-            State::Aborted => "aborted",
-        }
-    }
-
     /// Nothing moves a rollout out of these.
     pub fn is_final(self) -> bool {
-        matches!(self, State::Promoted | State::RolledBack | State::Aborted)
-    }
-}
-
-/// What an operator can ask of a rollout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Command {
-    Pause,
-    Resume,
-    Promote,
-    Abort,
-}
-
-impl Command {
-    pub fn parse(text: &str) -> Option<Command> {
-        match text {
-            "pause" => Some(Command::Pause),
-            "resume" => Some(Command::Resume),
-            "promote" => Some(Command::Promote),
-            "abort" => Some(Command::Abort),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
         match self {
-            Command::Pause => "pause",
-            Command::Resume => "resume",
-            Command::Promote => "promote",
-            Command::Abort => "abort",
+            State::Promoted | State::RolledBack | State::Aborted => true,
+            State::Pending | State::Progressing | State::Paused => false,
         }
+    }
+}
+
+sluice_filters::name_table! {
+    /// What an operator can ask of a rollout: the last segment of
+    /// `POST /v1/rollouts/{name}/{command}`.
+    pub enum Command: "rollout command" {
+        Pause = "pause",
+        Resume = "resume",
+        Promote = "promote",
+        Abort = "abort",
     }
 }
 
@@ -182,7 +146,7 @@ impl Policy {
         let transition = match self.state {
             State::Pending => Some(self.start(now, "started".into())),
             State::Progressing => self.progress(now, &readings),
-            _ => None,
+            State::Paused | State::Promoted | State::RolledBack | State::Aborted => None,
         };
         (readings, transition)
     }

@@ -19,13 +19,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{Gate, RolloutConfig};
+use sluice_filters::{
+    StatusClass, GAP_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    TPOT_METRIC, TTFT_METRIC,
+};
 
-const TTFT: &str = "gen_ai_client_operation_time_to_first_chunk_seconds_bucket";
-const GAP: &str = "gen_ai_client_operation_time_per_output_chunk_seconds_bucket";
-const TPOT: &str = "sluice_time_per_output_token_seconds_bucket";
-const LATENCY: &str = "sluice_request_duration_seconds_bucket";
-const REQUESTS: &str = "sluice_requests_total";
+use crate::config::{Gate, QueryKey, RolloutConfig, Unit};
+use crate::gpu::{MEMORY_TOTAL_METRIC, MEMORY_USED_METRIC};
+use crate::upstream_metrics::WAITING_METRIC;
 
 /// What one evaluation asks Prometheus, with the placeholders filled in.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,17 +39,19 @@ pub(crate) struct Queries {
     pub stable_requests: Option<String>,
 }
 
-/// The queries of `c`'s gates; `overrides` by gate name (or `requests`)
-/// replace the generated ones.
-pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<String, String>) -> Queries {
+/// The queries of `c`'s gates; `overrides` replace the generated ones.
+pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>) -> Queries {
     let fill = |template: &str, cluster: &str| expand(template, c, cluster);
-    let pick = |key: &str, generated: String| overrides.get(key).cloned().unwrap_or(generated);
-    let requests = pick("requests", template_requests());
+    let pick = |key: QueryKey, generated: String| overrides.get(&key).cloned().unwrap_or(generated);
+    let requests = pick(QueryKey::Requests, template_requests());
     let gates: Vec<(Gate, String)> = c
         .gates
         .bounds()
         .into_iter()
-        .map(|(gate, _)| (gate, fill(&pick(gate.as_str(), template(gate)), &c.canary)))
+        .map(|(gate, _)| {
+            let template = pick(QueryKey::Gate(gate), template(gate));
+            (gate, fill(&template, &c.canary))
+        })
         .collect();
     let relative = gates.iter().any(|(g, _)| g.is_relative());
     Queries {
@@ -62,57 +65,56 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<String, String>) -
 /// time gates are queried in seconds and judged in milliseconds.
 pub(crate) fn scale(gate: Gate) -> f64 {
     match gate.unit() {
-        "ms" => 1000.0,
-        _ => 1.0,
+        Unit::Ms => 1000.0,
+        Unit::Percent | Unit::Ratio | Unit::Requests => 1.0,
     }
 }
 
 /// The generated query of one gate, placeholders unfilled.
 pub(crate) fn template(gate: Gate) -> String {
     match gate {
-        Gate::TtftP95 => quantile(0.95, TTFT, "$cluster"),
-        Gate::TtftP99 => quantile(0.99, TTFT, "$cluster"),
-        Gate::GapP99 => quantile(0.99, GAP, "$cluster"),
-        Gate::TpotP95 => quantile(0.95, TPOT, "$cluster"),
-        Gate::LatencyP99 => quantile(0.99, LATENCY, "$cluster"),
+        Gate::TtftP95 => quantile(0.95, TTFT_METRIC, "$cluster"),
+        Gate::TtftP99 => quantile(0.99, TTFT_METRIC, "$cluster"),
+        Gate::GapP99 => quantile(0.99, GAP_METRIC, "$cluster"),
+        Gate::TpotP95 => quantile(0.95, TPOT_METRIC, "$cluster"),
+        Gate::LatencyP99 => quantile(0.99, REQUEST_DURATION_METRIC, "$cluster"),
         // The 5xx count may have no series yet: `or vector(0)` keeps the
         // rate at 0 rather than empty.
         Gate::ErrorRate => format!(
-            "100 * (sum(increase({REQUESTS}{{route=\"$route\",cluster=\"$cluster\",status_class=\"5xx\"}}[$window])) or vector(0)) / {}",
+            "100 * (sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\",{STATUS_CLASS_LABEL}=\"{}\"}}[$window])) or vector(0)) / {}",
+            StatusClass::ServerError.label(),
             template_requests()
         ),
         Gate::P99VsStable => format!(
             "{} / {}",
-            quantile(0.99, LATENCY, "$cluster"),
-            quantile(0.99, LATENCY, "$stable")
+            quantile(0.99, REQUEST_DURATION_METRIC, "$cluster"),
+            quantile(0.99, REQUEST_DURATION_METRIC, "$stable")
         ),
         Gate::TtftVsStable => format!(
             "{} / {}",
-            quantile(0.95, TTFT, "$cluster"),
-            quantile(0.95, TTFT, "$stable")
+            quantile(0.95, TTFT_METRIC, "$cluster"),
+            quantile(0.95, TTFT_METRIC, "$stable")
         ),
         // Every instance exports its own GPUs: the fullest over the fleet.
-        Gate::GpuMemoryMax => {
-            "max(100 * sluice_gpu_memory_used_bytes / sluice_gpu_memory_total_bytes)".to_string()
-        }
+        Gate::GpuMemoryMax => format!("max(100 * {MEMORY_USED_METRIC} / {MEMORY_TOTAL_METRIC})"),
         // Every instance scrapes the same model servers: one reading per
         // endpoint (the largest), then summed over the endpoints.
         Gate::UpstreamQueueMax => {
-            "sum(max by (endpoint) (sluice_upstream_requests_waiting{cluster=\"$cluster\"}))"
-                .to_string()
+            format!("sum(max by (endpoint) ({WAITING_METRIC}{{cluster=\"$cluster\"}}))")
         }
     }
 }
 
 fn template_requests() -> String {
-    format!("sum(increase({REQUESTS}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+    format!("sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
 }
 
 /// `q`'s quantile of a histogram over every instance: rates per bucket
-/// summed across instances (and models), then interpolated.
-fn quantile(q: f64, bucket: &str, cluster: &str) -> String {
+/// summed across instances (and models), then interpolated. `family` is
+/// the histogram's name; its `_bucket` series are read.
+fn quantile(q: f64, family: &str, cluster: &str) -> String {
     format!(
-        "histogram_quantile({q}, sum by (le) (rate({bucket}{{route=\"$route\",cluster=\"{cluster}\"}}[$window])))"
+        "histogram_quantile({q}, sum by (le) (rate({family}_bucket{{route=\"$route\",cluster=\"{cluster}\"}}[$window])))"
     )
 }
 

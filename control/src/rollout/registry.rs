@@ -1,9 +1,15 @@
-//! Every rollout of the live config, each run by its own controller task.
-//! Rollouts live in the config (`rollouts:`), so the registry follows the
-//! store: a rollout that appears (at boot, by `POST /v1/rollouts`, by a
-//! reload) starts; one that leaves stops, its weights left where they are.
-//! A changed definition is taken in place by the running controller; a
-//! change of route, stable or canary is a new rollout and starts again.
+//! Every rollout of the live config, each run by its own controller task,
+//! and the finished ones (`history`). Rollouts live in the config
+//! (`rollouts:`), so the registry follows the store: a rollout that appears
+//! (at boot, by `POST /v1/rollouts`, by a reload) starts; one that leaves
+//! stops, its weights left where they are. A changed definition is taken
+//! in place by the running controller; a change of route, stable or canary
+//! is a new rollout and starts again. A rollout that finishes takes itself
+//! out of the config and moves to the history; the config listing it
+//! again (a reload of the file it came from) does not start it again
+//! until it is deleted.
+
+mod history;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,12 +20,14 @@ use tokio_util::task::TaskTracker;
 use tracing::warn;
 
 use super::controller::{self, Cell, Env};
-use super::policy::Command;
+use super::live::leave_config;
+use super::policy::{Command, State};
 use super::source::Signals;
 use super::status::RolloutStatus;
 use crate::config::{ConfigError, ConfigErrors, RawRollout, RolloutConfig};
 use crate::observers::Observers;
 use crate::store::SnapshotStore;
+use history::History;
 
 /// Why a registry call did nothing.
 #[derive(Debug, PartialEq, thiserror::Error)]
@@ -28,6 +36,9 @@ pub enum RolloutError {
     Unknown(String),
     #[error("rollout `{0}` already exists")]
     Exists(String),
+    /// The name is held by a finished rollout in the history.
+    #[error("rollout `{0}` has finished ({1}); delete it to reuse the name")]
+    Finished(String, State),
     /// The rollout (or the config with it) does not validate; paths are
     /// relative to the rollout.
     #[error("{0}")]
@@ -44,9 +55,16 @@ struct Entry {
     cancel: CancellationToken,
 }
 
+#[derive(Default)]
+struct Registry {
+    /// The rollouts of the live config, by name.
+    live: BTreeMap<String, Entry>,
+    finished: History,
+}
+
 pub struct Rollouts {
     env: Arc<Env>,
-    entries: Mutex<BTreeMap<String, Entry>>,
+    entries: Mutex<Registry>,
     tracker: TaskTracker,
     /// Ends every controller when [`Rollouts::run`] ends.
     stop: CancellationToken,
@@ -71,7 +89,7 @@ impl Rollouts {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+    fn lock(&self) -> MutexGuard<'_, Registry> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -97,61 +115,101 @@ impl Rollouts {
     }
 
     /// Starts what the live config has and the registry does not; stops
-    /// what it no longer has. Needs a tokio runtime to start controllers.
+    /// what it no longer has (keeping the finished ones in the history).
+    /// Needs a tokio runtime to start controllers.
     pub fn reconcile(&self) {
         let snapshot = self.env.store.load();
-        let mut entries = self.lock();
-        entries.retain(|name, e| {
-            let keep = snapshot
-                .config
-                .rollout(name)
-                .is_some_and(|c| target(c) == e.target);
-            if !keep {
-                e.cancel.cancel();
-                controller::forget(&self.env, name);
+        // Finished rollouts the config lists again: taken out once more.
+        let mut again = Vec::new();
+        {
+            let mut registry = self.lock();
+            let Registry { live, finished } = &mut *registry;
+            live.retain(|name, e| {
+                let keep = !e.cell.is_done()
+                    && snapshot
+                        .config
+                        .rollout(name)
+                        .is_some_and(|c| target(c) == e.target);
+                if !keep {
+                    e.cancel.cancel();
+                    // A finished one keeps its series until it is deleted:
+                    // `increase()` of its rollbacks must see the last one.
+                    let forget = match e.cell.is_done() {
+                        true => finished.insert(e.cell.clone()),
+                        false => vec![name.clone()],
+                    };
+                    for name in forget {
+                        controller::forget(&self.env, &name);
+                    }
+                }
+                keep
+            });
+            if self.stop.is_cancelled() {
+                return;
             }
-            keep
-        });
-        if self.stop.is_cancelled() {
-            return;
+            for c in &snapshot.config.rollouts {
+                if live.contains_key(&c.name) {
+                    continue;
+                }
+                if let Some(cell) = finished.get(&c.name) {
+                    again.push((c.name.clone(), cell.state()));
+                    continue;
+                }
+                if tokio::runtime::Handle::try_current().is_err() {
+                    warn!(rollout = %c.name, "rollout not started: no runtime");
+                    continue;
+                }
+                let cell = Arc::new(Cell::new(&self.env, c, Instant::now()));
+                let cancel = self.stop.child_token();
+                self.tracker.spawn(controller::run(
+                    self.env.clone(),
+                    cell.clone(),
+                    cancel.clone(),
+                ));
+                live.insert(
+                    c.name.clone(),
+                    Entry {
+                        cell,
+                        target: target(c),
+                        cancel,
+                    },
+                );
+            }
         }
-        for c in &snapshot.config.rollouts {
-            if entries.contains_key(&c.name) {
-                continue;
-            }
-            if tokio::runtime::Handle::try_current().is_err() {
-                warn!(rollout = %c.name, "rollout not started: no runtime");
-                continue;
-            }
-            let cell = Arc::new(Cell::new(&self.env, c, Instant::now()));
-            let cancel = self.stop.child_token();
-            self.tracker.spawn(controller::run(
-                self.env.clone(),
-                cell.clone(),
-                cancel.clone(),
-            ));
-            entries.insert(
-                c.name.clone(),
-                Entry {
-                    cell,
-                    target: target(c),
-                    cancel,
-                },
+        for (name, state) in again {
+            let action = format!(
+                "rollout {name}: has finished ({state}), not started again; delete it to run it again"
             );
+            if let Err(errors) = leave_config(&self.env.store, "rollout", &action, &name) {
+                warn!(rollout = %name, errors = %errors, "finished rollout not taken out of the config");
+            }
         }
     }
 
     fn cell(&self, name: &str) -> Result<Arc<Cell>, RolloutError> {
-        self.lock()
+        let registry = self.lock();
+        registry
+            .live
             .get(name)
-            .map(|e| e.cell.clone())
+            .map(|e| &e.cell)
+            .or_else(|| registry.finished.get(name))
+            .cloned()
             .ok_or_else(|| RolloutError::Unknown(name.to_string()))
     }
 
-    /// Every rollout, by name, without their histories.
+    /// Every rollout, running and finished, by name, without their
+    /// histories.
     pub fn list(&self) -> Vec<RolloutStatus> {
-        let cells: Vec<Arc<Cell>> = self.lock().values().map(|e| e.cell.clone()).collect();
-        cells.iter().map(|c| c.status(false)).collect()
+        let cells: BTreeMap<String, Arc<Cell>> = {
+            let registry = self.lock();
+            let finished = registry.finished.cells();
+            let live = registry.live.values().map(|e| &e.cell);
+            finished
+                .chain(live)
+                .map(|c| (c.name.clone(), c.clone()))
+                .collect()
+        };
+        cells.values().map(|c| c.status(false)).collect()
     }
 
     pub fn status(&self, name: &str) -> Result<RolloutStatus, RolloutError> {
@@ -162,6 +220,9 @@ impl Rollouts {
     /// a reload of a file without it removes it) and starts it.
     pub fn add(&self, rollout: RawRollout) -> Result<RolloutStatus, RolloutError> {
         let name = rollout.name.clone();
+        if let Some(cell) = self.lock().finished.get(&name) {
+            return Err(RolloutError::Finished(name, cell.state()));
+        }
         let mut exists = false;
         let mut index = 0;
         let result = self
@@ -181,7 +242,9 @@ impl Rollouts {
             });
         match result {
             Err(_) if exists => Err(RolloutError::Exists(name)),
-            Err(errors) => Err(RolloutError::Invalid(relative(errors, index))),
+            Err(errors) => Err(RolloutError::Invalid(
+                errors.relative_to(&format!("rollouts[{index}]")),
+            )),
             Ok(_) => {
                 self.reconcile();
                 self.status(&name)
@@ -189,32 +252,32 @@ impl Rollouts {
         }
     }
 
-    /// Removes a rollout from the live config, which stops it; the weights
-    /// stay where it left them.
+    /// Removes a rollout: from the live config, which stops it (the
+    /// weights stay where it left them), or from the history.
     pub fn remove(&self, name: &str) -> Result<(), RolloutError> {
-        let mut missing = false;
-        let result = self
-            .env
-            .store
-            .apply("api", &format!("remove rollout {name}"), |raw| {
-                let before = raw.rollouts.len();
-                raw.rollouts.retain(|r| r.name != name);
-                missing = raw.rollouts.len() == before;
-                match missing {
-                    true => Err(ConfigErrors(vec![ConfigError::new(
-                        "name",
-                        format!("unknown rollout `{name}`"),
-                    )])),
-                    false => Ok(()),
-                }
-            });
-        match result {
-            Err(_) if missing => Err(RolloutError::Unknown(name.to_string())),
-            Err(errors) => Err(RolloutError::Invalid(errors)),
-            Ok(_) => {
+        let finished = self.lock().finished.remove(name);
+        if let Some(cell) = finished {
+            controller::forget(&self.env, name);
+            let version = self.env.store.load().version;
+            let action = format!("remove rollout {name} ({})", cell.state());
+            self.env
+                .store
+                .events
+                .push("api", &action, version, Vec::new());
+            return Ok(());
+        }
+        match leave_config(
+            &self.env.store,
+            "api",
+            &format!("remove rollout {name}"),
+            name,
+        ) {
+            Ok(true) => {
                 self.reconcile();
                 Ok(())
             }
+            Ok(false) => Err(RolloutError::Unknown(name.to_string())),
+            Err(errors) => Err(RolloutError::Invalid(errors)),
         }
     }
 
@@ -225,24 +288,4 @@ impl Rollouts {
             .map_err(RolloutError::NotAllowed)?;
         Ok(cell.status(true))
     }
-}
-
-/// Error paths of the config with the rollout at `index` in it, made
-/// relative to that rollout (`rollouts[3].gates.ttft_p95` → `gates.ttft_p95`).
-fn relative(errors: ConfigErrors, index: usize) -> ConfigErrors {
-    let prefix = format!("rollouts[{index}]");
-    ConfigErrors(
-        errors
-            .0
-            .into_iter()
-            .map(|mut e| {
-                if e.path == prefix {
-                    e.path = String::new();
-                } else if let Some(rest) = e.path.strip_prefix(&format!("{prefix}.")) {
-                    e.path = rest.to_string();
-                }
-                e
-            })
-            .collect(),
-    )
 }

@@ -14,6 +14,9 @@ pub struct Families {
 }
 
 const LABELS: [&str; 2] = ["cluster", "endpoint"];
+/// Requests queued in a model server: what the `upstream_queue_max` gate's
+/// PromQL reads.
+pub(crate) const WAITING_METRIC: &str = "sluice_upstream_requests_waiting";
 
 impl Families {
     pub fn new(registry: &Registry) -> Result<Families, prometheus::Error> {
@@ -44,7 +47,7 @@ impl Families {
                 "Requests the model server is running (vLLM num_requests_running, llama.cpp requests_processing).",
             )?,
             waiting: gauge(
-                "sluice_upstream_requests_waiting",
+                WAITING_METRIC,
                 "Requests queued in the model server (vLLM num_requests_waiting, llama.cpp requests_deferred).",
             )?,
             kv_cache_usage: gauge(

@@ -100,6 +100,32 @@ pub enum FaultAction {
     Tcp(Toxic),
 }
 
+crate::name_table! {
+    /// The name of an action: its key under `action:` in the config, and the
+    /// `kind` label of `sluice_faults_injected_total`. `bandwidth` is a
+    /// stream's pace on an HTTP listener and a toxic on a tcp one.
+    pub enum ActionName: "action" {
+        Delay = "delay",
+        Abort = "abort",
+        Reset = "reset",
+        Close = "close",
+        FirstTokenDelay = "first_token_delay",
+        TokenDelay = "token_delay",
+        Stall = "stall",
+        Truncate = "truncate",
+        DropUsage = "drop_usage",
+        DropDone = "drop_done",
+        Corrupt = "corrupt",
+        Bandwidth = "bandwidth",
+        Latency = "latency",
+        Slicer = "slicer",
+        SlowClose = "slow_close",
+        Timeout = "timeout",
+        ResetPeer = "reset_peer",
+        LimitData = "limit_data",
+    }
+}
+
 /// Where an action acts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
@@ -118,42 +144,53 @@ impl FaultAction {
             | FaultAction::Abort { .. }
             | FaultAction::Reset
             | FaultAction::Close => FaultKind::Request,
+            FaultAction::FirstTokenDelay { .. }
+            | FaultAction::TokenDelay { .. }
+            | FaultAction::Stall { .. }
+            | FaultAction::Truncate { .. }
+            | FaultAction::DropUsage
+            | FaultAction::DropDone
+            | FaultAction::Corrupt { .. }
+            | FaultAction::StreamBandwidth { .. } => FaultKind::Stream,
             FaultAction::Tcp(_) => FaultKind::Tcp,
-            _ => FaultKind::Stream,
         }
     }
 
     /// The `kind` label of `sluice_faults_injected_total` and the action's
     /// key in the config.
     pub fn name(&self) -> &'static str {
+        self.action_name().as_str()
+    }
+
+    pub fn action_name(&self) -> ActionName {
         match self {
-            FaultAction::Delay { .. } => "delay",
-            FaultAction::Abort { .. } => "abort",
-            FaultAction::Reset => "reset",
-            FaultAction::Close => "close",
-            FaultAction::FirstTokenDelay { .. } => "first_token_delay",
-            FaultAction::TokenDelay { .. } => "token_delay",
-            FaultAction::Stall { .. } => "stall",
-            FaultAction::Truncate { .. } => "truncate",
-            FaultAction::DropUsage => "drop_usage",
-            FaultAction::DropDone => "drop_done",
-            FaultAction::Corrupt { .. } => "corrupt",
-            FaultAction::StreamBandwidth { .. } => "bandwidth",
-            FaultAction::Tcp(t) => t.name(),
+            FaultAction::Delay { .. } => ActionName::Delay,
+            FaultAction::Abort { .. } => ActionName::Abort,
+            FaultAction::Reset => ActionName::Reset,
+            FaultAction::Close => ActionName::Close,
+            FaultAction::FirstTokenDelay { .. } => ActionName::FirstTokenDelay,
+            FaultAction::TokenDelay { .. } => ActionName::TokenDelay,
+            FaultAction::Stall { .. } => ActionName::Stall,
+            FaultAction::Truncate { .. } => ActionName::Truncate,
+            FaultAction::DropUsage => ActionName::DropUsage,
+            FaultAction::DropDone => ActionName::DropDone,
+            FaultAction::Corrupt { .. } => ActionName::Corrupt,
+            FaultAction::StreamBandwidth { .. } => ActionName::Bandwidth,
+            FaultAction::Tcp(t) => t.action_name(),
         }
     }
 }
 
 impl Toxic {
-    pub fn name(&self) -> &'static str {
+    pub fn action_name(&self) -> ActionName {
         match self {
-            Toxic::Latency { .. } => "latency",
-            Toxic::Bandwidth { .. } => "bandwidth",
-            Toxic::Slicer { .. } => "slicer",
-            Toxic::SlowClose { .. } => "slow_close",
-            Toxic::Timeout { .. } => "timeout",
-            Toxic::ResetPeer { .. } => "reset_peer",
-            Toxic::LimitData { .. } => "limit_data",
+            Toxic::Latency { .. } => ActionName::Latency,
+            Toxic::Bandwidth { .. } => ActionName::Bandwidth,
+            Toxic::Slicer { .. } => ActionName::Slicer,
+            Toxic::SlowClose { .. } => ActionName::SlowClose,
+            Toxic::Timeout { .. } => ActionName::Timeout,
+            Toxic::ResetPeer { .. } => ActionName::ResetPeer,
+            Toxic::LimitData { .. } => ActionName::LimitData,
         }
     }
 }

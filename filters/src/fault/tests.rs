@@ -166,8 +166,25 @@ fn actions_say_their_kind_and_name() {
     assert_eq!(toxic.kind(), FaultKind::Tcp);
     assert_eq!(toxic.name(), "reset_peer");
     assert_eq!(
-        FaultAction::StreamBandwidth { bytes_per_sec: 1 }.name(),
-        "bandwidth"
+        FaultAction::StreamBandwidth { bytes_per_sec: 1 }.action_name(),
+        ActionName::Bandwidth
+    );
+}
+
+#[test]
+fn every_action_name_round_trips_and_unknown_ones_list_the_table() {
+    assert_eq!(ActionName::ALL.len(), 18);
+    for &name in ActionName::ALL {
+        assert_eq!(ActionName::parse(name.as_str()), Ok(name));
+    }
+    assert_eq!(
+        ActionName::parse("explode").map_err(|e| e.to_string()),
+        Err(
+            "unknown action `explode` (expected one of delay, abort, reset, close, \
+             first_token_delay, token_delay, stall, truncate, drop_usage, drop_done, corrupt, \
+             bandwidth, latency, slicer, slow_close, timeout, reset_peer, limit_data)"
+                .to_string()
+        )
     );
 }
 

@@ -11,7 +11,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
-use sluice_filters::{header_faults, FaultAction, FaultKind, FaultTarget, Metrics};
+use sluice_filters::{header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics};
 
 use super::request_view::PingoraRequest;
 use super::stream_fault::StreamFault;
@@ -51,7 +51,7 @@ pub async fn before_upstream(
             let injected = &metrics.faults.injected;
             if let Some(status) = asked.abort {
                 injected
-                    .with_label_values(&[HEADER_EXPERIMENT, "abort"])
+                    .with_label_values(&[HEADER_EXPERIMENT, ActionName::Abort.as_str()])
                     .inc();
                 abort(
                     session,
@@ -65,7 +65,7 @@ pub async fn before_upstream(
             }
             if let Some(delay) = asked.delay {
                 injected
-                    .with_label_values(&[HEADER_EXPERIMENT, "delay"])
+                    .with_label_values(&[HEADER_EXPERIMENT, ActionName::Delay.as_str()])
                     .inc();
                 tokio::time::sleep(delay).await;
             }
@@ -97,7 +97,17 @@ pub async fn before_upstream(
             session.set_keepalive(None);
             Verdict::Drop
         }
-        _ => Verdict::Proceed,
+        // `fire` picked an experiment of kind `Request`: these act later,
+        // on the streamed answer (`stream_fault`) or on tcp listeners.
+        FaultAction::FirstTokenDelay { .. }
+        | FaultAction::TokenDelay { .. }
+        | FaultAction::Stall { .. }
+        | FaultAction::Truncate { .. }
+        | FaultAction::DropUsage
+        | FaultAction::DropDone
+        | FaultAction::Corrupt { .. }
+        | FaultAction::StreamBandwidth { .. }
+        | FaultAction::Tcp(_) => Verdict::Proceed,
     }
 }
 
@@ -181,7 +191,7 @@ pub fn stream_fault(
             metrics
                 .faults
                 .injected
-                .with_label_values(&[HEADER_EXPERIMENT, "token_delay"])
+                .with_label_values(&[HEADER_EXPERIMENT, ActionName::TokenDelay.as_str()])
                 .inc();
             return Some(StreamFault {
                 action: FaultAction::TokenDelay {

@@ -88,6 +88,7 @@ async fn a_rollout_added_over_the_api_runs_and_answers_commands() {
             "rollout chat-v2: step 1 → weight 1 (started)",
             "rollout chat-v2: paused (operator: pause)",
             "rollout chat-v2: aborted → weight 0 (operator: abort)",
+            "rollout chat-v2: finished (aborted), out of the config",
         ]
     );
 
@@ -144,7 +145,7 @@ async fn bad_rollouts_and_commands_are_refused() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(
         body,
-        json!({"error": "unknown rollout command `explode` (pause, resume, promote, abort)"})
+        json!({"error": "unknown rollout command `explode` (expected one of pause, resume, promote, abort)"})
     );
     let (status, body) = s.json(Method::POST, "/v1/rollouts/nope/resume", "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -161,4 +162,109 @@ async fn bad_rollouts_and_commands_are_refused() {
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(headers["allow"], "POST");
     s.stop().await;
+}
+
+/// The API called without a socket, so that tokio's clock can be paused.
+async fn call(api: &AdminApi, method: Method, path: &str, body: &str) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let (parts, body) = api.handle(req).await.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (parts.status, serde_json::from_slice(&bytes).unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() {
+    let store = SnapshotStore::new(
+        Config::from_yaml(CONFIG).unwrap(),
+        Metrics::new().unwrap(),
+        Stats::new(),
+    );
+    let api = AdminApi::new(store.clone(), TOKEN.into(), Arc::new(Readiness::new()));
+    let cancel = CancellationToken::new();
+    let tasks = [
+        tokio::spawn(store.stats.clone().run_aggregator(cancel.clone())),
+        tokio::spawn(api.rollouts.clone().run(cancel.clone())),
+    ];
+    let (status, _) = call(&api, Method::POST, "/v1/rollouts", ROLLOUT).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // The canary answers nothing but 500s, until its rollout gives up.
+    let canary = store.stats.key("chat", "b", "v2");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for _ in 0..5 {
+            store.stats.record(crate::stats::Sample {
+                key: canary,
+                status: 500,
+                latency: Duration::from_millis(5),
+                tokens: None,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, body) = call(&api, Method::GET, "/v1/rollouts/chat-v2", "").await;
+        if body["state"] == "rolled_back" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{body}");
+    }
+    // Out of the live config: its route is free for the next one.
+    let (_, config) = call(&api, Method::GET, "/v1/config", "").await;
+    assert_eq!(config["config"].get("rollouts"), None, "{config}");
+    let next = ROLLOUT.replace("chat-v2", "chat-v3");
+    let (status, body) = call(&api, Method::POST, "/v1/rollouts", &next).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // The finished one is listed with its final state, beside the new one.
+    let (_, list) = call(&api, Method::GET, "/v1/rollouts", "").await;
+    let states: Vec<(&str, &str)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [("chat-v2", "rolled_back"), ("chat-v3", "pending")]);
+    let (status, old) = call(&api, Method::GET, "/v1/rollouts/chat-v2", "").await;
+    assert_eq!((status, old["weight"].clone()), (StatusCode::OK, json!(0)));
+    let last = old["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["to"], "rolled_back");
+    // Its name stays taken until it is deleted; the config still allows
+    // one rollout per route.
+    let (status, body) = call(&api, Method::POST, "/v1/rollouts", ROLLOUT).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::CONFLICT,
+            json!({"error": "rollout `chat-v2` has finished (rolled_back); delete it to reuse the name",
+                   "path": "name"})
+        )
+    );
+    let (status, body) = call(&api, Method::DELETE, "/v1/rollouts/chat-v2", "").await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"removed": "chat-v2"}))
+    );
+    let (status, _) = call(&api, Method::GET, "/v1/rollouts/chat-v2", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(&api, Method::POST, "/v1/rollouts", ROLLOUT).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["errors"][0],
+        json!({"path": "route", "message": "route `chat` already has rollout `chat-v3` (rollouts[0])"})
+    );
+    let (_, list) = call(&api, Method::GET, "/v1/rollouts", "").await;
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let metrics = store.metrics.encode();
+    assert!(!metrics.contains(r#"rollout="chat-v2""#), "{metrics}");
+    assert!(
+        metrics.contains(r#"sluice_rollout_weight{rollout="chat-v3"}"#),
+        "{metrics}"
+    );
+    cancel.cancel();
+    for t in tasks {
+        t.await.unwrap();
+    }
 }

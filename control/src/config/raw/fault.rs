@@ -5,8 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::{ConfigError, ConfigErrors};
+use super::super::ConfigErrors;
 use super::RawPercent;
+
+mod action;
+
+pub use action::{
+    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
+    RawTruncateMode,
+};
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -54,171 +61,10 @@ pub struct RawHaltIf {
     pub window: Option<String>,
 }
 
-/// Exactly one key must be set. Durations stay strings for validation.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFaultAction {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay: Option<RawDelay>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abort: Option<RawAbort>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reset: Option<RawEmpty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub close: Option<RawEmpty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_delay: Option<RawDelay>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_delay: Option<RawDelay>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stall: Option<RawStall>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub truncate: Option<RawTruncate>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drop_usage: Option<RawEmpty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drop_done: Option<RawEmpty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub corrupt: Option<RawAfterChunks>,
-    /// On an HTTP route: the answer's pace; on a tcp listener: a toxic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bandwidth: Option<RawBandwidth>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<RawLatency>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slicer: Option<RawSlicer>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_close: Option<RawDelay>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<RawTimeout>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reset_peer: Option<RawTimeout>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_data: Option<RawLimitData>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawEmpty {}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RawDistribution {
-    Uniform,
-    Normal,
-    Lognormal,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RawTruncateMode {
-    Clean,
-    Abrupt,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RawDirection {
-    Upstream,
-    Downstream,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDelay {
-    pub delay: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter: Option<String>,
-    /// `delay` only; uniform by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub distribution: Option<RawDistribution>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAbort {
-    pub status: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawStall {
-    #[serde(default)]
-    pub after_chunks: u32,
-    pub duration: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTruncate {
-    #[serde(default)]
-    pub after_chunks: u32,
-    pub mode: RawTruncateMode,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAfterChunks {
-    #[serde(default)]
-    pub after_chunks: u32,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawBandwidth {
-    pub bytes_per_sec: u64,
-    /// tcp only; default downstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<RawDirection>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLatency {
-    pub latency: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<RawDirection>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSlicer {
-    pub average_size: usize,
-    #[serde(default)]
-    pub size_variation: usize,
-    pub delay: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<RawDirection>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTimeout {
-    pub timeout: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLimitData {
-    pub bytes: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<RawDirection>,
-}
-
 impl RawFault {
     /// One experiment as `POST /v1/faults` takes it, YAML or JSON; paths in
     /// errors are relative to it.
     pub fn from_yaml(text: &str) -> Result<RawFault, ConfigErrors> {
-        if text.trim().is_empty() {
-            return Err(ConfigErrors(vec![ConfigError::new(
-                "",
-                "an experiment is required (YAML or JSON, the shape of one `faults:` item)",
-            )]));
-        }
-        super::parse_yaml(text)
+        super::parse_item(text, "an experiment", "one `faults:` item")
     }
 }

@@ -78,12 +78,6 @@ impl RawMirror {
     /// One mirror policy as `PUT /v1/routes/{route}/mirror` takes it, YAML
     /// or JSON; paths in errors are relative to it.
     pub fn from_yaml(text: &str) -> Result<RawMirror, super::ConfigErrors> {
-        if text.trim().is_empty() {
-            return Err(super::ConfigErrors(vec![super::ConfigError::new(
-                "",
-                "a mirror policy is required (YAML or JSON, the shape of `routes[].mirror`)",
-            )]));
-        }
-        super::parse_yaml(text)
+        super::parse_item(text, "a mirror policy", "`routes[].mirror`")
     }
 }

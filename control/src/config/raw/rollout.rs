@@ -9,7 +9,9 @@ use std::fmt;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::super::{ConfigError, ConfigErrors};
+use super::super::typed::{Gate, Unit};
+use super::super::ConfigErrors;
+use super::keyed;
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -56,13 +58,7 @@ impl RawRollout {
     /// One rollout as `POST /v1/rollouts` takes it, YAML or JSON; paths in
     /// errors are relative to it.
     pub fn from_yaml(text: &str) -> Result<RawRollout, ConfigErrors> {
-        if text.trim().is_empty() {
-            return Err(ConfigErrors(vec![ConfigError::new(
-                "",
-                "a rollout is required (YAML or JSON, the shape of one `rollouts:` item)",
-            )]));
-        }
-        super::parse_yaml(text)
+        super::parse_item(text, "a rollout", "one `rollouts:` item")
     }
 }
 
@@ -73,36 +69,72 @@ pub enum RawOnBreach {
     Pause,
 }
 
-/// Every gate is an upper bound on one measure of the canary.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawGates {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p95: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p99: Option<String>,
-    /// Gap between content chunks (vLLM's "ITL"); `itl_p99` is read as this.
-    #[serde(default, alias = "itl_p99", skip_serializing_if = "Option::is_none")]
-    pub gap_p99: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot_p95: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_p99: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<RawPercent>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_vs_stable: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_vs_stable: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_memory_max: Option<RawPercent>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream_queue_max: Option<u64>,
+/// The bound of each gate set, as written: `gates: { ttft_p95: 800ms }`.
+/// The names are [`Gate`]'s table; each value has its gate's unit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawGates(pub BTreeMap<Gate, RawBound>);
+
+/// One gate's bound as written, by the gate's [`Unit`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawBound {
+    /// `800ms`.
+    Duration(String),
+    Percent(RawPercent),
+    Ratio(f64),
+    Requests(u64),
 }
 
 impl RawGates {
     pub fn is_empty(&self) -> bool {
-        *self == RawGates::default()
+        self.0.is_empty()
+    }
+}
+
+impl keyed::Keyed for RawBound {
+    type Key = Gate;
+    const EXPECTING: &'static str = "a map of gates to their bounds";
+
+    fn key(text: &str) -> Result<Gate, sluice_filters::UnknownName> {
+        Gate::parse(text)
+    }
+
+    fn read<'de, D: Deserializer<'de>>(gate: Gate, d: D) -> Result<RawBound, D::Error> {
+        Ok(match gate.unit() {
+            Unit::Ms => RawBound::Duration(String::deserialize(d)?),
+            Unit::Percent => RawBound::Percent(RawPercent::deserialize(d)?),
+            Unit::Ratio => RawBound::Ratio(f64::deserialize(d)?),
+            Unit::Requests => RawBound::Requests(u64::deserialize(d)?),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for RawGates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut gates = BTreeMap::new();
+        for (gate, bound) in keyed::read::<D, RawBound>(d)? {
+            // `gap_p99` and its alias `itl_p99` are one gate.
+            if gates.insert(gate, bound).is_some() {
+                return Err(de::Error::custom(format!("gate `{gate}` is set twice")));
+            }
+        }
+        Ok(RawGates(gates))
+    }
+}
+
+impl Serialize for RawGates {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(&self.0)
+    }
+}
+
+impl Serialize for RawBound {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawBound::Duration(text) => s.serialize_str(text),
+            RawBound::Percent(p) => p.serialize(s),
+            RawBound::Ratio(r) => s.serialize_f64(*r),
+            RawBound::Requests(n) => s.serialize_u64(*n),
+        }
     }
 }
 

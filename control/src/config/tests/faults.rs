@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sluice_filters::{Direction, Distribution, FaultAction, Toxic, TruncateMode};
+use sluice_filters::{ActionName, Direction, Distribution, FaultAction, Toxic, TruncateMode};
 
 use super::super::*;
 
@@ -226,12 +226,48 @@ fn bad_experiments_report_every_error_with_its_path() {
 }
 
 #[test]
+fn every_action_name_round_trips_through_the_config() {
+    for &name in ActionName::ALL {
+        assert_eq!(ActionName::parse(name.as_str()), Ok(name));
+        let (body, listener) = match name {
+            ActionName::Delay | ActionName::FirstTokenDelay | ActionName::TokenDelay => {
+                ("{ delay: 10ms }", "public")
+            }
+            ActionName::Abort => ("{ status: 503 }", "public"),
+            ActionName::Reset
+            | ActionName::Close
+            | ActionName::DropUsage
+            | ActionName::DropDone => ("{}", "public"),
+            ActionName::Stall => ("{ duration: 1s }", "public"),
+            ActionName::Truncate => ("{ mode: clean }", "public"),
+            ActionName::Corrupt => ("{ after_chunks: 2 }", "public"),
+            ActionName::Bandwidth => ("{ bytes_per_sec: 100 }", "cache"),
+            ActionName::Latency => ("{ latency: 5ms }", "cache"),
+            ActionName::Slicer => ("{ average_size: 4, delay: 1ms }", "cache"),
+            ActionName::SlowClose => ("{ delay: 5ms }", "cache"),
+            ActionName::Timeout | ActionName::ResetPeer => ("{ timeout: 1s }", "cache"),
+            ActionName::LimitData => ("{ bytes: 10 }", "cache"),
+        };
+        let action = format!("{name}: {body}");
+        assert_eq!(action_of(&action, listener).action_name(), name);
+        // What `GET /v1/config` shows reads back the same.
+        let raw = RawFault::from_yaml(&format!("{{ id: a, ttl: 1m, action: {{ {action} }} }}"));
+        let raw = raw.unwrap();
+        let written = serde_json::to_string(&raw).unwrap();
+        assert_eq!(RawFault::from_yaml(&written).unwrap(), raw);
+    }
+}
+
+#[test]
 fn unknown_keys_and_actions_are_refused_with_their_path() {
     let e = errors_in("  - { id: a, ttl: 1m, action: { explode: {} } }\n");
     assert_eq!(e.len(), 1);
     assert!(
         e[0].starts_with(
-            "faults[0].action.explode: unknown field `explode`, expected one of `delay`"
+            "faults[0].action.explode: unknown action `explode` (expected one of delay, abort, \
+             reset, close, first_token_delay, token_delay, stall, truncate, drop_usage, \
+             drop_done, corrupt, bandwidth, latency, slicer, slow_close, timeout, reset_peer, \
+             limit_data) at line"
         ),
         "{e:?}"
     );

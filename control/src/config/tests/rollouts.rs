@@ -120,7 +120,10 @@ fn every_field_is_read() {
     } = r.source.clone().unwrap();
     assert_eq!(scrape_interval, Duration::from_millis(500));
     assert_eq!(url, "http://127.0.0.1:9090");
-    assert_eq!(queries["ttft_p95"], "histogram_quantile(0.95, x)");
+    assert_eq!(
+        queries[&QueryKey::Gate(Gate::TtftP95)],
+        "histogram_quantile(0.95, x)"
+    );
     assert_eq!(
         r.targets,
         [
@@ -222,6 +225,28 @@ fn bad_timing_and_counts() {
 }
 
 #[test]
+fn every_gate_name_round_trips_through_the_config() {
+    for &gate in Gate::ALL {
+        assert_eq!(Gate::parse(gate.as_str()), Ok(gate));
+        let bound = match gate.unit() {
+            Unit::Ms => "20ms",
+            Unit::Percent => "5%",
+            Unit::Ratio => "1.5",
+            Unit::Requests => "3",
+        };
+        let yaml = one("").replace("ttft_p95: 800ms", &format!("{gate}: {bound}"));
+        let config = Config::from_yaml(&yaml).unwrap();
+        let bounds = config.rollouts[0].gates.bounds();
+        assert_eq!(bounds.len(), 1);
+        assert_eq!(bounds[0].0, gate);
+        // What `GET /v1/config` shows reads back the same.
+        let written = serde_json::to_string(&config.raw).unwrap();
+        assert_eq!(RawConfig::from_yaml(&written).unwrap(), config.raw);
+    }
+    assert_eq!(Gate::parse("itl_p99"), Ok(Gate::GapP99));
+}
+
+#[test]
 fn bad_gates() {
     assert_eq!(
         errors_in(&one("").replace("gates: { ttft_p95: 800ms }", "gates: {}")),
@@ -246,8 +271,21 @@ fn bad_gates() {
     );
     let e = errors_in(&one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, ttft_p50: 1s"));
     assert!(
-        e[0].starts_with("rollouts[0].gates.ttft_p50: unknown field `ttft_p50`"),
+        e[0].starts_with(
+            "rollouts[0].gates.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, \
+             ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, \
+             ttft_vs_stable, gpu_memory_max, upstream_queue_max) at line"
+        ),
         "{e:?}"
+    );
+    let e = errors_in(&one("").replace("ttft_p95: 800ms", "gap_p99: 1s, itl_p99: 2s"));
+    assert!(
+        e[0].starts_with("rollouts[0].gates: gate `gap_p99` is set twice"),
+        "{e:?}"
+    );
+    assert_eq!(
+        errors_in(&one("").replace("ttft_p95: 800ms", "ttft_p95: 800")),
+        ["rollouts[0].gates.ttft_p95: `800` has no unit (use us, ms, s, m or h)"]
     );
     let e = errors_in(&one("").replace("ttft_p95: 800ms", "error_rate: [1]"));
     assert!(

@@ -59,110 +59,139 @@ pub enum OnBreach {
     Pause,
 }
 
-/// Upper bounds on the canary. Every field is optional; at least one is set.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Gates {
-    pub ttft_p95: Option<Duration>,
-    pub ttft_p99: Option<Duration>,
-    pub gap_p99: Option<Duration>,
-    pub tpot_p95: Option<Duration>,
-    pub latency_p99: Option<Duration>,
-    /// Percent of requests answered 5xx, 0..=100.
-    pub error_rate: Option<f64>,
-    /// Canary latency p99 over stable latency p99.
-    pub p99_vs_stable: Option<f64>,
-    /// Canary TTFT p95 over stable TTFT p95.
-    pub ttft_vs_stable: Option<f64>,
-    /// Percent of GPU memory used, on the fullest device.
-    pub gpu_memory_max: Option<f64>,
-    /// Requests waiting in the canary model server's queue.
-    pub upstream_queue_max: Option<u64>,
+sluice_filters::name_table! {
+    /// The name of one gate, as written in `gates:` and shown by the API.
+    /// Every gate is an upper bound on one measure of the canary.
+    pub enum Gate: "gate" {
+        TtftP95 = "ttft_p95",
+        TtftP99 = "ttft_p99",
+        /// Gap between content chunks (vLLM's "ITL"), also read as `itl_p99`.
+        GapP99 = "gap_p99" | "itl_p99",
+        TpotP95 = "tpot_p95",
+        LatencyP99 = "latency_p99",
+        /// Percent of requests answered 5xx, 0..=100.
+        ErrorRate = "error_rate",
+        /// Canary latency p99 over stable latency p99.
+        P99VsStable = "p99_vs_stable",
+        /// Canary TTFT p95 over stable TTFT p95.
+        TtftVsStable = "ttft_vs_stable",
+        /// Percent of GPU memory used, on the fullest device.
+        GpuMemoryMax = "gpu_memory_max",
+        /// Requests waiting in the canary model server's queue.
+        UpstreamQueueMax = "upstream_queue_max",
+    }
 }
 
-/// The name of one gate, as written in `gates:` and shown by the API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Gate {
-    TtftP95,
-    TtftP99,
-    GapP99,
-    TpotP95,
-    LatencyP99,
-    ErrorRate,
-    P99VsStable,
-    TtftVsStable,
-    GpuMemoryMax,
-    UpstreamQueueMax,
+/// What a gate's bound is written in and judged in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Written as a duration (`800ms`), judged in milliseconds.
+    Ms,
+    /// `1%` or a number, 0..=100.
+    Percent,
+    /// A number greater than 0.
+    Ratio,
+    /// A whole number of requests.
+    Requests,
+}
+
+impl Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Percent => "%",
+            Unit::Ratio => "ratio",
+            Unit::Requests => "requests",
+        }
+    }
 }
 
 impl Gate {
-    pub const ALL: [Gate; 10] = [
-        Gate::TtftP95,
-        Gate::TtftP99,
-        Gate::GapP99,
-        Gate::TpotP95,
-        Gate::LatencyP99,
-        Gate::ErrorRate,
-        Gate::P99VsStable,
-        Gate::TtftVsStable,
-        Gate::GpuMemoryMax,
-        Gate::UpstreamQueueMax,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gate::TtftP95 => "ttft_p95",
-            Gate::TtftP99 => "ttft_p99",
-            Gate::GapP99 => "gap_p99",
-            Gate::TpotP95 => "tpot_p95",
-            Gate::LatencyP99 => "latency_p99",
-            Gate::ErrorRate => "error_rate",
-            Gate::P99VsStable => "p99_vs_stable",
-            Gate::TtftVsStable => "ttft_vs_stable",
-            Gate::GpuMemoryMax => "gpu_memory_max",
-            Gate::UpstreamQueueMax => "upstream_queue_max",
-        }
-    }
-
     /// The unit its value and bound are given in.
-    pub fn unit(self) -> &'static str {
+    pub fn unit(self) -> Unit {
         match self {
-            Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => "ms",
-            Gate::ErrorRate | Gate::GpuMemoryMax => "%",
-            Gate::P99VsStable | Gate::TtftVsStable => "ratio",
-            Gate::UpstreamQueueMax => "requests",
+            Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => {
+                Unit::Ms
+            }
+            Gate::ErrorRate | Gate::GpuMemoryMax => Unit::Percent,
+            Gate::P99VsStable | Gate::TtftVsStable => Unit::Ratio,
+            Gate::UpstreamQueueMax => Unit::Requests,
         }
     }
 
     /// Relative gates compare the canary with stable in the same window.
     pub fn is_relative(self) -> bool {
-        matches!(self, Gate::P99VsStable | Gate::TtftVsStable)
+        match self {
+            Gate::P99VsStable | Gate::TtftVsStable => true,
+            Gate::TtftP95
+            | Gate::TtftP99
+            | Gate::GapP99
+            | Gate::TpotP95
+            | Gate::LatencyP99
+            | Gate::ErrorRate
+            | Gate::GpuMemoryMax
+            | Gate::UpstreamQueueMax => false,
+        }
     }
 }
 
+/// Upper bounds on the canary, each in its gate's unit (milliseconds for
+/// durations). At least one is set.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gates(BTreeMap<Gate, f64>);
+
 impl Gates {
-    /// Every gate that is set, with its bound in the gate's unit
-    /// (milliseconds for durations), in [`Gate::ALL`] order.
+    /// Every gate that is set, with its bound, in [`Gate::ALL`] order.
     pub fn bounds(&self) -> Vec<(Gate, f64)> {
-        let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
-        Gate::ALL
-            .iter()
-            .filter_map(|&g| {
-                let bound = match g {
-                    Gate::TtftP95 => ms(self.ttft_p95),
-                    Gate::TtftP99 => ms(self.ttft_p99),
-                    Gate::GapP99 => ms(self.gap_p99),
-                    Gate::TpotP95 => ms(self.tpot_p95),
-                    Gate::LatencyP99 => ms(self.latency_p99),
-                    Gate::ErrorRate => self.error_rate,
-                    Gate::P99VsStable => self.p99_vs_stable,
-                    Gate::TtftVsStable => self.ttft_vs_stable,
-                    Gate::GpuMemoryMax => self.gpu_memory_max,
-                    Gate::UpstreamQueueMax => self.upstream_queue_max.map(|q| q as f64),
-                }?;
-                Some((g, bound))
-            })
-            .collect()
+        self.0.iter().map(|(&g, &b)| (g, b)).collect()
+    }
+}
+
+impl FromIterator<(Gate, f64)> for Gates {
+    fn from_iter<I: IntoIterator<Item = (Gate, f64)>>(iter: I) -> Gates {
+        Gates(iter.into_iter().collect())
+    }
+}
+
+impl<const N: usize> From<[(Gate, f64); N]> for Gates {
+    fn from(bounds: [(Gate, f64); N]) -> Gates {
+        bounds.into_iter().collect()
+    }
+}
+
+/// What `source.prometheus.queries` may replace: a gate's query, or the
+/// request count that `min_requests` is judged on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QueryKey {
+    Gate(Gate),
+    Requests,
+}
+
+impl QueryKey {
+    const REQUESTS: &'static str = "requests";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryKey::Gate(g) => g.as_str(),
+            QueryKey::Requests => QueryKey::REQUESTS,
+        }
+    }
+
+    /// A gate's name (or alias), or `requests`; the error lists them all.
+    pub fn parse(text: &str) -> Result<QueryKey, sluice_filters::UnknownName> {
+        if text == QueryKey::REQUESTS {
+            return Ok(QueryKey::Requests);
+        }
+        Gate::parse(text).map(QueryKey::Gate).map_err(|_| {
+            let names = Gate::ALL.iter().map(|g| g.as_str());
+            sluice_filters::UnknownName::new("query", text, names.chain([QueryKey::REQUESTS]))
+        })
     }
 }
 
@@ -173,7 +202,7 @@ pub enum RolloutSource {
         url: String,
         /// How often Prometheus scrapes the instances.
         scrape_interval: Duration,
-        /// PromQL by gate name (or `requests`), replacing generated queries.
-        queries: BTreeMap<String, String>,
+        /// PromQL replacing generated queries.
+        queries: BTreeMap<QueryKey, String>,
     },
 }

@@ -7,7 +7,7 @@ mod action;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use sluice_filters::{Experiment, FaultKind, FaultMatch, HaltIf, HeaderMatch};
+use sluice_filters::{Experiment, FaultKind, FaultMatch, HaltIf};
 
 use super::super::raw::{RawFault, RawFaultMatch, RawProtocol};
 use super::super::typed::*;
@@ -64,14 +64,7 @@ pub(super) fn fault(
         route: m.route.clone(),
         cluster: m.cluster.clone(),
         listener: m.listener.clone(),
-        headers: m
-            .headers
-            .iter()
-            .map(|(name, value)| HeaderMatch {
-                name: errs.header_name(format!("{at}.match.headers.{name}"), name),
-                value: value.clone(),
-            })
-            .collect(),
+        headers: errs.header_matches(at, &m.headers),
         model: m.model.clone(),
     };
     let share = errs

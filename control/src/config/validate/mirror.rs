@@ -102,7 +102,7 @@ pub(super) fn mirror(
             .unwrap_or(100.0),
         copies: copies(errs, format!("{at}.copies"), raw.copies),
         max_body: max_body(errs, format!("{at}.max_body"), raw.max_body.as_ref()),
-        rate_limit: rate_limit(errs, format!("{at}.rate_limit"), raw.rate_limit),
+        rate_limit: errs.positive(format!("{at}.rate_limit"), raw.rate_limit),
         max_in_flight: match raw.max_in_flight {
             Some(0) => {
                 errs.push(format!("{at}.max_in_flight"), "must be at least 1");
@@ -161,13 +161,4 @@ fn max_body(errs: &mut Errors, path: String, raw: Option<&RawSize>) -> usize {
             DEFAULT_MAX_BODY
         }
     }
-}
-
-fn rate_limit(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
-    let value = raw?;
-    if !(value.is_finite() && value > 0.0) {
-        errs.push(path, format!("{value} copies per second must be above 0"));
-        return None;
-    }
-    Some(value)
 }

@@ -6,7 +6,7 @@ mod fleet;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::super::raw::{RawGates, RawOnBreach, RawRollout};
+use super::super::raw::{RawBound, RawGates, RawOnBreach, RawRollout};
 use super::super::typed::*;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
@@ -28,8 +28,7 @@ pub(super) fn rollouts(
     let mut out = Vec::new();
     for (i, r) in raw.iter().enumerate() {
         let at = format!("rollouts[{i}]");
-        errs.name(format!("{at}.name"), &r.name);
-        errs.unique(&mut seen, format!("{at}.name"), "rollout", &r.name);
+        errs.item_name(&mut seen, &at, "rollout", &r.name);
         match driven.get(r.route.as_str()) {
             Some((other, path)) => errs.push(
                 format!("{at}.route"),
@@ -204,41 +203,26 @@ fn at_least_one(errs: &mut Errors, path: String, value: Option<u64>, default: u6
     }
 }
 
+/// Each gate's bound in its unit (milliseconds for durations); a gate
+/// whose bound does not parse is left out, its error pushed.
 fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
     if g.is_empty() {
         errs.push(at, "at least one gate is required");
     }
-    let mut duration = |name: &str, text: &Option<String>| {
-        let text = text.as_deref()?;
-        let path = format!("{at}.{name}");
-        let before = errs.0.len();
-        let d = errs.duration(path, Some(text), Duration::ZERO);
-        (errs.0.len() == before).then_some(d)
-    };
-    let ttft_p95 = duration("ttft_p95", &g.ttft_p95);
-    let ttft_p99 = duration("ttft_p99", &g.ttft_p99);
-    let gap_p99 = duration("gap_p99", &g.gap_p99);
-    let tpot_p95 = duration("tpot_p95", &g.tpot_p95);
-    let latency_p99 = duration("latency_p99", &g.latency_p99);
-    Gates {
-        ttft_p95,
-        ttft_p99,
-        gap_p99,
-        tpot_p95,
-        latency_p99,
-        error_rate: errs.percent(format!("{at}.error_rate"), g.error_rate.as_ref()),
-        p99_vs_stable: ratio(errs, format!("{at}.p99_vs_stable"), g.p99_vs_stable),
-        ttft_vs_stable: ratio(errs, format!("{at}.ttft_vs_stable"), g.ttft_vs_stable),
-        gpu_memory_max: errs.percent(format!("{at}.gpu_memory_max"), g.gpu_memory_max.as_ref()),
-        upstream_queue_max: g.upstream_queue_max,
-    }
-}
-
-fn ratio(errs: &mut Errors, path: String, raw: Option<f64>) -> Option<f64> {
-    let value = raw?;
-    if !(value.is_finite() && value > 0.0) {
-        errs.push(path, format!("must be greater than 0, found {value}"));
-        return None;
-    }
-    Some(value)
+    g.0.iter()
+        .filter_map(|(&gate, bound)| {
+            let path = format!("{at}.{gate}");
+            let value = match bound {
+                RawBound::Duration(text) => {
+                    let before = errs.0.len();
+                    let d = errs.duration(path, Some(text), Duration::ZERO);
+                    (errs.0.len() == before).then_some(d.as_secs_f64() * 1000.0)
+                }
+                RawBound::Percent(p) => errs.percent(path, Some(p)),
+                RawBound::Ratio(r) => errs.positive(path, Some(*r)),
+                RawBound::Requests(n) => Some(*n as f64),
+            }?;
+            Some((gate, value))
+        })
+        .collect()
 }

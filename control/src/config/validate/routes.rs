@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use sluice_filters::{HeaderMatch, Matcher};
+use sluice_filters::Matcher;
 
 use super::super::raw::{RawListener, RawProtocol, RawRoute};
 use super::super::typed::*;
@@ -19,8 +19,7 @@ pub(super) fn routes(
         .enumerate()
         .map(|(i, r)| {
             let at = format!("routes[{i}]");
-            errs.name(format!("{at}.name"), &r.name);
-            errs.unique(&mut seen, format!("{at}.name"), "route", &r.name);
+            errs.item_name(&mut seen, &at, "route", &r.name);
             match listeners.iter().find(|l| l.name == r.listener) {
                 None => errs.push(
                     format!("{at}.listener"),
@@ -71,14 +70,7 @@ fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
     Matcher {
         path_prefix: m.path_prefix.clone(),
         host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
-        headers: m
-            .headers
-            .iter()
-            .map(|(name, value)| HeaderMatch {
-                name: errs.header_name(format!("{at}.match.headers.{name}"), name),
-                value: value.clone(),
-            })
-            .collect(),
+        headers: errs.header_matches(at, &m.headers),
     }
 }
 

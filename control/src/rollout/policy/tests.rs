@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{Gate, Gates};
+use crate::config::{Gate, Gates, Unit};
 use crate::stats::{Sample, Stats, StatsKey, TokenSample, WindowView};
 
 fn config(gates: Gates) -> RolloutConfig {
@@ -29,10 +29,7 @@ fn config(gates: Gates) -> RolloutConfig {
 }
 
 fn ttft_gate(ms: u64) -> Gates {
-    Gates {
-        ttft_p95: Some(Duration::from_millis(ms)),
-        ..Gates::default()
-    }
+    Gates::from([(Gate::TtftP95, ms as f64)])
 }
 
 fn key() -> StatsKey {
@@ -205,10 +202,7 @@ fn unjudged_evaluations_neither_clear_nor_add_to_a_breach() {
 
 #[test]
 fn on_breach_pause_holds_the_weight_until_resumed() {
-    let mut c = config(Gates {
-        error_rate: Some(1.0),
-        ..Gates::default()
-    });
+    let mut c = config(Gates::from([(Gate::ErrorRate, 1.0)]));
     c.on_breach = OnBreach::Pause;
     c.consecutive = 1;
     let (mut p, t0) = started(c);
@@ -246,11 +240,7 @@ fn on_breach_pause_holds_the_weight_until_resumed() {
 
 #[test]
 fn relative_gates_need_stable_samples_and_compare_with_stable() {
-    let gates = Gates {
-        p99_vs_stable: Some(1.25),
-        ttft_vs_stable: Some(1.5),
-        ..Gates::default()
-    };
+    let gates = Gates::from([(Gate::P99VsStable, 1.25), (Gate::TtftVsStable, 1.5)]);
     let (mut p, t0) = started(config(gates));
     let canary = view(150, 200, 200);
     // Too few stable samples: not judged, however slow the canary.
@@ -264,17 +254,14 @@ fn relative_gates_need_stable_samples_and_compare_with_stable() {
     for r in &readings {
         assert_eq!(r.ok, Some(false), "{r:?}");
         assert!((1.95..=2.05).contains(&r.value.unwrap()), "{r:?}");
-        assert_eq!(r.unit, "ratio");
+        assert_eq!(r.unit, Unit::Ratio);
     }
     let t = p
         .evaluate(t0 + Duration::from_secs(3), &obs(&canary, &stable))
         .1;
     assert_eq!(t.unwrap().to, State::RolledBack);
     // As fast as stable: passing.
-    let (mut p, t0) = started(config(Gates {
-        p99_vs_stable: Some(1.25),
-        ..Gates::default()
-    }));
+    let (mut p, t0) = started(config(Gates::from([(Gate::P99VsStable, 1.25)])));
     let same = view(150, 100, 200);
     let (readings, _) = p.evaluate(t0 + Duration::from_secs(1), &obs(&same, &stable));
     assert_eq!(readings[0].ok, Some(true));
@@ -283,11 +270,7 @@ fn relative_gates_need_stable_samples_and_compare_with_stable() {
 
 #[test]
 fn gpu_and_queue_gates_are_not_judged_without_a_reading() {
-    let gates = Gates {
-        gpu_memory_max: Some(90.0),
-        upstream_queue_max: Some(8),
-        ..Gates::default()
-    };
+    let gates = Gates::from([(Gate::GpuMemoryMax, 90.0), (Gate::UpstreamQueueMax, 8.0)]);
     let (mut p, t0) = started(config(gates));
     let canary = view(150, 100, 200);
     let stable = view(150, 100, 200);
@@ -316,11 +299,7 @@ fn gpu_and_queue_gates_are_not_judged_without_a_reading() {
 
 #[test]
 fn a_gate_without_a_reading_does_not_block_a_judged_one() {
-    let gates = Gates {
-        error_rate: Some(1.0),
-        gpu_memory_max: Some(90.0),
-        ..Gates::default()
-    };
+    let gates = Gates::from([(Gate::ErrorRate, 1.0), (Gate::GpuMemoryMax, 90.0)]);
     let (mut p, t0) = started(config(gates));
     let canary = view(150, 100, 200);
     let (_, t) = p.evaluate(t0 + Duration::from_secs(30), &obs(&canary, &canary));
@@ -333,13 +312,12 @@ fn a_gate_without_a_reading_does_not_block_a_judged_one() {
 
 #[test]
 fn every_measure_has_its_gate() {
-    let gates = Gates {
-        ttft_p99: Some(Duration::from_millis(99)),
-        gap_p99: Some(Duration::from_millis(25)),
-        tpot_p95: Some(Duration::from_millis(15)),
-        latency_p99: Some(Duration::from_millis(500)),
-        ..Gates::default()
-    };
+    let gates = Gates::from([
+        (Gate::TtftP99, 99.0),
+        (Gate::GapP99, 25.0),
+        (Gate::TpotP95, 15.0),
+        (Gate::LatencyP99, 500.0),
+    ]);
     let (mut p, t0) = started(config(gates));
     let canary = view(100, 100, 200);
     let (readings, _) = p.evaluate(t0, &obs(&canary, &canary));
@@ -389,8 +367,21 @@ fn operator_commands_and_where_they_are_allowed() {
         p.command(Command::Promote, now),
         Err("cannot promote a rollout that is aborted".into())
     );
-    assert_eq!(Command::parse("promote"), Some(Command::Promote));
-    assert_eq!(Command::parse("rollback"), None);
+}
+
+#[test]
+fn state_and_command_names_round_trip() {
+    for &s in State::ALL {
+        assert_eq!(State::parse(s.as_str()), Ok(s));
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
+    for &c in Command::ALL {
+        assert_eq!(Command::parse(c.as_str()), Ok(c));
+    }
+    assert_eq!(
+        Command::parse("rollback").unwrap_err().to_string(),
+        "unknown rollout command `rollback` (expected one of pause, resume, promote, abort)"
+    );
 }
 
 #[test]
@@ -423,12 +414,11 @@ fn new_steps_go_on_from_the_current_weight() {
 /// figure not judged.
 #[test]
 fn figures_from_prometheus_are_judged_like_windows() {
-    let gates = Gates {
-        ttft_p95: Some(Duration::from_millis(150)),
-        p99_vs_stable: Some(1.25),
-        error_rate: Some(1.0),
-        ..Gates::default()
-    };
+    let gates = Gates::from([
+        (Gate::TtftP95, 150.0),
+        (Gate::P99VsStable, 1.25),
+        (Gate::ErrorRate, 1.0),
+    ]);
     let (mut p, t0) = started(config(gates));
     let figure = |value, samples, stable_samples| crate::rollout::Figure {
         value: Some(value),

@@ -21,7 +21,7 @@ fn rollout(gates: &str, extra: &str) -> RolloutConfig {
     Config::from_yaml(&yaml).unwrap().rollouts[0].clone()
 }
 
-fn overrides(c: &RolloutConfig) -> BTreeMap<String, String> {
+fn overrides(c: &RolloutConfig) -> BTreeMap<QueryKey, String> {
     match &c.source {
         Some(crate::config::RolloutSource::Prometheus { queries, .. }) => queries.clone(),
         None => BTreeMap::new(),

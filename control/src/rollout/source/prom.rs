@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use tracing::debug;
 
 use super::{Gathered, ObservationSource};
-use crate::config::{Gate, RolloutConfig, RolloutSource};
+use crate::config::{Gate, QueryKey, RolloutConfig, RolloutSource};
 use crate::http_client::{excerpt, HttpClient};
 use crate::rollout::controller::Env;
 use crate::rollout::gates::{Figure, Figures};
@@ -51,7 +51,7 @@ impl Key {
     fn name(self) -> &'static str {
         match self {
             Key::Gate(g) => g.as_str(),
-            Key::CanaryRequests => "requests",
+            Key::CanaryRequests => QueryKey::Requests.as_str(),
             Key::StableRequests => "stable_requests",
         }
     }
@@ -126,7 +126,7 @@ fn figures(values: &[(Key, Option<f64>)]) -> Figures {
                     stable_samples: g.is_relative().then_some(stable),
                 },
             )),
-            _ => None,
+            Key::CanaryRequests | Key::StableRequests => None,
         })
         .collect()
 }

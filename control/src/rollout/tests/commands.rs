@@ -2,7 +2,7 @@
 //! changed by hand.
 
 use super::*;
-use crate::config::RawRollout;
+use crate::config::{RawConfig, RawRollout};
 use crate::rollout::{Command, RolloutError};
 
 #[tokio::test(start_paused = true)]
@@ -52,6 +52,7 @@ async fn pause_resume_promote() {
             "api: rollout chat-v2: step 2 → weight 5 (operator: resume)",
             "rollout chat-v2: step 3 → weight 20 (held 1m with every judged gate passing)",
             "api: rollout chat-v2: promoted → weight 100 (operator: promote)",
+            "api: rollout chat-v2: finished (promoted), out of the config",
         ]
     );
     h.stop().await;
@@ -196,5 +197,42 @@ async fn a_changed_definition_is_taken_in_place() {
         .await;
     assert_eq!((s.weight, s.steps.as_slice()), (50, &[5, 50, 100][..]));
     assert_eq!(h.weights, [1, 5, 50]);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finished_rollout_the_config_lists_again_is_not_started_again() {
+    let h = Harness::start(&rollout(", gates: { error_rate: 1% }")).await;
+    let file = h.store.load().config.raw.clone();
+    h.rollouts.command("chat-v2", Command::Promote).unwrap();
+    assert!(h.store.load().config.rollouts.is_empty());
+    // A reload of the file it came from lists it again: it is taken out
+    // again and stays as it finished.
+    let reload = |raw: RawConfig| {
+        h.store
+            .apply("reload", "reload config file", |r| {
+                *r = raw;
+                Ok(())
+            })
+            .unwrap();
+    };
+    reload(file.clone());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(h.store.load().config.rollouts.is_empty());
+    assert_eq!(h.status().state, State::Promoted);
+    assert_eq!(
+        h.audit().last().unwrap(),
+        "rollout chat-v2: has finished (promoted), not started again; delete it to run it again"
+    );
+    // Deleted, it runs again from the start.
+    h.rollouts.remove("chat-v2").unwrap();
+    assert_eq!(
+        h.rollouts.status("chat-v2"),
+        Err(RolloutError::Unknown("chat-v2".into()))
+    );
+    reload(file);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(h.status().state, State::Progressing);
+    assert_eq!(h.status().step, 1);
     h.stop().await;
 }

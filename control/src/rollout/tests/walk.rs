@@ -44,8 +44,12 @@ async fn a_healthy_canary_walks_every_step_to_promoted() {
             "rollout chat-v2: step 3 → weight 20 (held 1m with every judged gate passing)",
             "rollout chat-v2: step 4 → weight 50 (held 1m with every judged gate passing)",
             "rollout chat-v2: promoted → weight 100 (held 1m with every judged gate passing)",
+            "rollout chat-v2: finished (promoted), out of the config",
         ]
     );
+    // Out of the config, still listed, with its series.
+    assert!(h.store.load().config.rollouts.is_empty());
+    assert_eq!(h.rollouts.list()[0].state, State::Promoted);
     let m = h.metrics();
     assert!(
         m.contains(r#"sluice_rollout_weight{rollout="chat-v2"} 100"#),

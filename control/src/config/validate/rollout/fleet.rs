@@ -2,30 +2,14 @@
 //! gates are read), `targets` (whose control APIs take the weights) and
 //! `target_token_env` (the token they are called with).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::super::super::raw::{RawRollout, RawRolloutSource};
 use super::super::super::typed::{
-    RolloutSource, DEFAULT_SCRAPE_INTERVAL, DEFAULT_TARGET_TOKEN_ENV,
+    QueryKey, RolloutSource, DEFAULT_SCRAPE_INTERVAL, DEFAULT_TARGET_TOKEN_ENV,
 };
 use super::super::Errors;
-
-/// The keys `source.prometheus.queries` may override: every gate, and the
-/// request count that `min_requests` is judged on.
-const QUERY_KEYS: [&str; 11] = [
-    "ttft_p95",
-    "ttft_p99",
-    "gap_p99",
-    "tpot_p95",
-    "latency_p99",
-    "error_rate",
-    "p99_vs_stable",
-    "ttft_vs_stable",
-    "gpu_memory_max",
-    "upstream_queue_max",
-    "requests",
-];
 
 /// The validated fleet fields of one rollout.
 pub(super) struct Fleet {
@@ -95,17 +79,18 @@ fn env_name(name: &str) -> bool {
 fn source(at: &str, s: &RawRolloutSource, errs: &mut Errors) -> RolloutSource {
     let p = &s.prometheus;
     let at = format!("{at}.prometheus");
-    for (key, query) in &p.queries {
-        if !QUERY_KEYS.contains(&key.as_str()) {
-            errs.push(
-                format!("{at}.queries.{key}"),
-                format!(
-                    "unknown query `{key}` (expected one of {})",
-                    QUERY_KEYS.join(", ")
-                ),
-            );
-        } else if query.trim().is_empty() {
-            errs.push(format!("{at}.queries.{key}"), "must not be empty");
+    let mut queries = BTreeMap::new();
+    for (text, query) in &p.queries {
+        let path = format!("{at}.queries.{text}");
+        match QueryKey::parse(text) {
+            Err(e) => errs.push(path, e.to_string()),
+            Ok(_) if query.trim().is_empty() => errs.push(path, "must not be empty"),
+            // `gap_p99` and its alias `itl_p99` are one gate.
+            Ok(key) => {
+                if queries.insert(key, query.clone()).is_some() {
+                    errs.push(path, format!("`{}` is set twice", key.as_str()));
+                }
+            }
         }
     }
     RolloutSource::Prometheus {
@@ -115,7 +100,7 @@ fn source(at: &str, s: &RawRolloutSource, errs: &mut Errors) -> RolloutSource {
             p.scrape_interval.as_deref(),
             DEFAULT_SCRAPE_INTERVAL,
         ),
-        queries: p.queries.clone(),
+        queries,
     }
 }
 
