@@ -78,6 +78,19 @@ impl Default for MockLlmOptions {
     }
 }
 
+impl MockLlmOptions {
+    /// The default mock answering `tokens` tokens: the first after `ttft_ms`, then one every
+    /// `itl_ms` (whole milliseconds, the way tests and benches write them).
+    pub fn paced_ms(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Self {
+        MockLlmOptions {
+            ttft: Duration::from_millis(ttft_ms),
+            itl: Duration::from_millis(itl_ms),
+            tokens,
+            ..MockLlmOptions::default()
+        }
+    }
+}
+
 /// A running mock server. Dropping it cancels the accept loop; [`MockLlm::stop`] also waits for it.
 pub struct MockLlm {
     addr: SocketAddr,

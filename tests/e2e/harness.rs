@@ -1,11 +1,16 @@
 //! Starting sluice in-process for a test: the same `Sluice::start` that
-//! `main` uses, on free loopback ports, plus a client for its control API.
+//! `main` uses, on free loopback ports, the config builder the tests write
+//! their YAML with, and a client for the control API.
+
+mod config;
 
 use std::net::SocketAddr;
 
 use serde_json::Value;
 use sluice_control::Config;
 use sluice_proxy::{Sluice, StartOptions};
+
+pub use config::TestConfig;
 
 /// Starts sluice from a YAML config. The admin API binds an ephemeral port
 /// unless the YAML sets one.
@@ -25,17 +30,20 @@ pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
         .unwrap_or_else(|| panic!("no listener {name}"))
 }
 
-/// `admin: {listen: 127.0.0.1:0}` plus one http listener on a free port,
-/// for tests that need nothing special.
+/// The head of a config (admin, runtime and the http listener `public` on `port`) for a test
+/// that writes the rest by hand; [`TestConfig`] writes whole configs.
 pub fn http_listener_yaml(port: u16) -> String {
-    http_listener_yaml_with_runtime(port, "threads: 2, grace_period: 5s")
+    TestConfig::new()
+        .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
+        .yaml()
 }
 
-/// As [`http_listener_yaml`], with `runtime` as the runtime section's flow map body.
-pub fn http_listener_yaml_with_runtime(port: u16, runtime: &str) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ {runtime} }}\nlisteners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n"
-    )
+/// The http listener `public`, cluster `llm` (`kind: llm, version: v1`) on `upstream` and
+/// route `chat` to it: the shape of most tests with one model server.
+pub fn llm_config(upstream: impl std::fmt::Display) -> TestConfig {
+    TestConfig::http()
+        .cluster_with("llm", "llm", [upstream], "version: v1")
+        .route("chat", "llm: 100")
 }
 
 pub struct Admin {
@@ -54,51 +62,36 @@ impl Admin {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .expect("admin GET");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        self.send(reqwest::Method::GET, path, "").await
     }
 
     pub async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-        let r = self
-            .client
-            .put(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .body(body)
-            .send()
-            .await
-            .expect("admin PUT");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        self.send(reqwest::Method::PUT, path, body).await
     }
 
     pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, body).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::DELETE, path, "").await
+    }
+
+    /// One authorised request; the status and the JSON answer (`null` when it is not JSON).
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value) {
         let r = self
             .client
-            .post(format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .bearer_auth(&self.token)
             .body(body)
             .send()
             .await
-            .expect("admin POST");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn delete(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .delete(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .expect("admin DELETE");
+            .unwrap_or_else(|e| panic!("admin {method} {path}: {e}"));
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }

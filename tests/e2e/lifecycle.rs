@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::cli::{sluice_bin, TempDir};
+use crate::harness::TestConfig;
 use crate::support::{free_port, NamedUpstream, WAIT_POLL};
 
 const TOKEN: &str = "lifecycle-test-token";
@@ -20,15 +21,24 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The YAML of a sluice with listener `public` on `port`, admin on `admin`, and
 /// route `chat` split between clusters `a` and `b` as given.
 fn config(port: u16, admin: u16, a: SocketAddr, b: SocketAddr, split: (u32, u32)) -> String {
-    format!(
-        "runtime: {{ threads: 2, grace_period: 10s }}\n\
-         admin: {{ listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN }}\n\
-         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n\
-         clusters:\n  - {{ name: a, kind: llm, endpoints: [\"{a}\"] }}\n\
-         \x20 - {{ name: b, kind: llm, endpoints: [\"{b}\"] }}\n\
-         routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: / }}, split: {{ a: {}, b: {} }} }}\n",
-        split.0, split.1
-    )
+    process(admin)
+        .runtime("threads: 2, grace_period: 10s")
+        .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
+        .cluster("a", "llm", [a])
+        .cluster("b", "llm", [b])
+        .route_with(
+            "chat",
+            &format!("a: {}, b: {}", split.0, split.1),
+            "match: { path_prefix: / }",
+        )
+        .yaml()
+}
+
+/// A config for the `sluice run` process: the admin API on `admin`, the test's token.
+fn process(admin: u16) -> TestConfig {
+    TestConfig::new().admin(format!(
+        "listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN"
+    ))
 }
 
 /// A `sluice run -c FILE` child; killed on drop. Its output goes to a file in `dir`.
@@ -110,15 +120,9 @@ impl Drop for Running {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(100),
-        tokens: 20,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(20, 100, 20))
+        .await
+        .unwrap();
     let (port, admin) = (free_port(), free_port());
     let dir = TempDir::new("drain");
     let file = dir.write(
@@ -289,13 +293,10 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
     let dir = TempDir::new("nocert");
     let cert = dir.path().join("missing-cert.pem");
     let key = dir.path().join("missing-key.pem");
-    let yaml = format!(
-        "admin: {{ listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN }}\n\
-         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: https, \
-         cert: \"{}\", key: \"{}\" }}\n",
-        cert.display(),
-        key.display()
-    );
+    let files = format!("cert: \"{}\", key: \"{}\"", cert.display(), key.display());
+    let yaml = process(admin)
+        .listener_at("public", "https", format!("127.0.0.1:{port}"), &files)
+        .yaml();
     let file = dir.write("sluice.yaml", &yaml);
     let mut sluice = Running::spawn(&dir, &file, admin);
     let status = sluice.exit(START_TIMEOUT).await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
+use crate::harness::{listener, metrics_when, Admin, TestConfig};
 use crate::support::{free_port, python, require, workspace_root};
 use crate::token_meter::metric_value;
 
@@ -69,12 +69,15 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
     .await
     .unwrap();
     let (server, py) = llama;
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: llama, kind: llm, version: smollm2, endpoints: [127.0.0.1:{}], metrics_path: /metrics, metrics_interval: 200ms }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llama: 100 }} }}\n",
-        http_listener_yaml(free_port()),
-        server.port
-    );
-    let sluice = start(&yaml);
+    let sluice = TestConfig::http()
+        .cluster_with(
+            "llama",
+            "llm",
+            [format!("127.0.0.1:{}", server.port)],
+            "version: smollm2, metrics_path: /metrics, metrics_interval: 200ms",
+        )
+        .route("chat", "llama: 100")
+        .start();
     // Warm the model server up directly (first-request costs are its own).
     let direct = format!("http://127.0.0.1:{}/v1", server.port);
     let warm_py = py.clone();

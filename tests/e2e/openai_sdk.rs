@@ -8,7 +8,7 @@ use serde_json::Value;
 use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness;
-use crate::support::{self, free_port};
+use crate::support;
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -49,22 +49,10 @@ async fn openai_sdk_streams_through_sluice() {
         support::require("python with openai (.venv)", false);
         return;
     };
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        tokens: 12,
-        itl: Duration::from_millis(5),
-        ttft: Duration::from_millis(20),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let yaml = harness::http_listener_yaml(free_port())
-        + &format!(
-            "clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
-             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm: 100 }} }}\n",
-            mock.addr()
-        );
-    let sluice = harness::start(&yaml);
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(20, 5, 12))
+        .await
+        .unwrap();
+    let sluice = harness::llm_config(mock.addr()).start();
     let port = harness::listener(&sluice, "public").port();
 
     let output = tokio::task::spawn_blocking(move || {

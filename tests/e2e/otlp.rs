@@ -211,13 +211,14 @@ async fn collector_down_drops_and_counts_spans() {
 }
 
 fn sluice_yaml(upstream: &NamedUpstream, otlp_endpoint: &str) -> String {
-    harness::http_listener_yaml(free_port())
-        + &format!(
-            "clusters:\n  - {{ name: llm-stable, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
-             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm-stable: 100 }} }}\n\
-             telemetry: {{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}\n",
-            upstream.addr()
+    harness::llm_config(upstream.addr())
+        .section(
+            "telemetry",
+            format!(
+                "{{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}"
+            ),
         )
+        .yaml()
 }
 
 const CHAT_BODY: &str =

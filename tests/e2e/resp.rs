@@ -81,7 +81,7 @@ async fn resp_metrics_match_redis_benchmark_and_redis_own_counts() {
         return;
     }
     let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
     let port = harness::listener(&sluice, "cache").port();
     let before = redis_counts(redis.port()).await;
 
@@ -187,7 +187,7 @@ async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
         return;
     }
     let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
     let addr = harness::listener(&sluice, "cache");
 
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -235,7 +235,7 @@ async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
     let (echo, echo_task) = echo_after_eof().await;
-    let sluice = harness::start(&tcp_yaml("cache", echo));
+    let sluice = harness::start(&tcp_yaml("cache", echo, "cache"));
     let addr = harness::listener(&sluice, "cache");
 
     // `*` promises an array, and what follows is no count: not RESP.
@@ -286,9 +286,7 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clusters_of_other_kinds_are_copied_unobserved() {
     let (echo, echo_task) = echo_after_eof().await;
-    let yaml = tcp_yaml("cache", echo).replace("kind: cache", "kind: http");
-    assert!(yaml.contains("kind: http"), "{yaml}");
-    let sluice = harness::start(&yaml);
+    let sluice = harness::start(&tcp_yaml("cache", echo, "http"));
     let addr = harness::listener(&sluice, "cache");
 
     // Were it observed, the echoed request would be a reply that is not RESP.

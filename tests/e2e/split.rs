@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::{free_port, NamedUpstream};
+use crate::harness::{listener, start, Admin, TestConfig};
+use crate::support::NamedUpstream;
 
 struct Pair {
     a: NamedUpstream,
@@ -24,16 +24,15 @@ async fn pair() -> Pair {
 
 fn split_yaml(p: &Pair, a: u32, b: u32, sticky: bool) -> String {
     let sticky = if sticky {
-        ", sticky: { header: x-session-id }"
+        "sticky: { header: x-session-id }"
     } else {
         ""
     };
-    format!(
-        "{}clusters:\n  - {{ name: a, kind: llm, version: v1, endpoints: [{}] }}\n  - {{ name: b, kind: llm, version: v2, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ a: {a}, b: {b} }}{sticky} }}\n",
-        http_listener_yaml(free_port()),
-        p.a.addr(),
-        p.b.addr()
-    )
+    TestConfig::http()
+        .cluster_with("a", "llm", [p.a.addr()], "version: v1")
+        .cluster_with("b", "llm", [p.b.addr()], "version: v2")
+        .route_with("chat", &format!("a: {a}, b: {b}"), sticky)
+        .yaml()
 }
 
 /// Sends `n` requests (optionally with a session header) and counts answers per upstream.

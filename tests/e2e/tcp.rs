@@ -9,17 +9,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::harness;
-use crate::support::{self, free_port, RedisServer, WAIT_POLL};
+use crate::harness::{self, TestConfig};
+use crate::support::{self, RedisServer, WAIT_POLL};
 
-/// One tcp listener `name` on a free port in front of a one-endpoint `kind: cache` cluster.
-pub(crate) fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
-         listeners:\n  - {{ name: {name}, listen: 127.0.0.1:{}, protocol: tcp, cluster: {name}-up }}\n\
-         clusters:\n  - {{ name: {name}-up, kind: cache, endpoints: [\"{upstream}\"] }}\n",
-        free_port()
-    )
+/// One tcp listener `name` on a loopback port in front of cluster `{name}-up` of `kind`
+/// with one endpoint, `upstream`.
+pub(crate) fn tcp_yaml(name: &str, upstream: SocketAddr, kind: &str) -> String {
+    let cluster = format!("{name}-up");
+    TestConfig::new()
+        .listener(name, "tcp", &format!("cluster: {cluster}"))
+        .cluster(&cluster, kind, [upstream])
+        .yaml()
 }
 
 /// Runs a command to completion off the runtime's worker threads.
@@ -87,7 +87,7 @@ async fn redis_through_a_tcp_listener() {
         return;
     }
     let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
     let port = harness::listener(&sluice, "cache").port();
 
     let set = run("redis-cli", redis_cli(port, &["SET", "k", "v"])).await;
@@ -150,7 +150,7 @@ pub(crate) async fn echo_after_eof() -> (SocketAddr, JoinHandle<()>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_close_is_passed_on_and_bytes_are_counted() {
     let (echo, echo_task) = echo_after_eof().await;
-    let sluice = harness::start(&tcp_yaml("echo", echo));
+    let sluice = harness::start(&tcp_yaml("echo", echo, "cache"));
     let addr = harness::listener(&sluice, "echo");
 
     // Larger than any one buffer on the way, so it crosses in many reads.

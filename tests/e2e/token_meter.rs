@@ -7,8 +7,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
-use crate::support::free_port;
+use crate::harness::{listener, llm_config, metrics_when, Admin};
 
 /// The value of the series `name` whose labels include every pair in `labels`.
 pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -56,24 +55,17 @@ async fn stream_chat(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_stats_and_access_log_agree_with_the_client() {
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(80),
-        itl: Duration::from_millis(15),
-        tokens: 10,
-        ..MockLlmOptions::default()
-    })
-    .await
-    .unwrap();
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(80, 15, 10))
+        .await
+        .unwrap();
     let log_path = std::env::temp_dir().join(format!("sluice-access-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log_path);
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\ntelemetry:\n  access_log: {{ path: {} }}\n",
-        http_listener_yaml(free_port()),
-        mock.addr(),
-        log_path.display()
-    );
-    let sluice = start(&yaml);
+    let sluice = llm_config(mock.addr())
+        .section(
+            "telemetry",
+            format!("{{ access_log: {{ path: {} }} }}", log_path.display()),
+        )
+        .start();
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 

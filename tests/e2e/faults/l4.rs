@@ -11,16 +11,8 @@ use tokio::net::TcpStream;
 
 use super::{add, show};
 use crate::harness::{listener, start, Admin};
-use crate::support::{self, free_port, RedisServer};
-
-fn tcp_yaml(redis: SocketAddr) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
-         listeners:\n  - {{ name: cache, listen: 127.0.0.1:{}, protocol: tcp, cluster: redis }}\n\
-         clusters:\n  - {{ name: redis, kind: cache, endpoints: [\"{redis}\"] }}\n",
-        free_port()
-    )
-}
+use crate::support::{self, RedisServer};
+use crate::tcp::tcp_yaml;
 
 /// `redis-cli -p PORT args...`, run off the runtime; (success, stdout+stderr).
 async fn redis_cli(port: u16, args: &[&str]) -> (bool, String) {
@@ -73,7 +65,7 @@ async fn redis_toxics_latency_reset_peer_and_bandwidth() {
         return;
     }
     let redis = RedisServer::start().await.unwrap();
-    let sluice = start(&tcp_yaml(redis.addr()));
+    let sluice = start(&tcp_yaml("cache", redis.addr(), "cache"));
     let admin = Admin::new(&sluice);
     let proxy = listener(&sluice, "cache");
     let port = proxy.port();

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{abort, add, show, yaml};
 use crate::harness::{listener, metrics_when, start, Admin};
-use crate::support::{NamedUpstream, UpstreamOptions};
+use crate::support::NamedUpstream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_at_half_answers_about_half_and_keeps_the_connection() {
@@ -242,9 +242,7 @@ async fn close_ends_with_a_fin_and_reset_with_a_rst_unanswered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_faults_work_only_where_the_route_allows_them() {
-    let up = NamedUpstream::start_with("a", UpstreamOptions::default())
-        .await
-        .unwrap();
+    let up = NamedUpstream::start("a").await.unwrap();
     for allowed in [false, true] {
         let sluice = start(&yaml(&up, allowed));
         let url = format!("http://{}/v1/chat", listener(&sluice, "public"));

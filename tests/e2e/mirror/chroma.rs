@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::real::sample;
-use crate::harness::{listener, metrics_when, start, Admin};
+use crate::harness::{listener, metrics_when, Admin};
 use crate::support::{free_port, python, require, wait_for_tcp};
 
 const GROUPS: usize = 5;
@@ -185,16 +185,19 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
         )
         .await;
 
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: chroma-a, kind: vector, endpoints: [127.0.0.1:{}] }}\n  \
-- {{ name: chroma-b, kind: vector, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
-- {{ name: chat, listener: public, split: {{ chroma-a: 100 }}, \
-mirror: {{ cluster: chroma-b, compare: {{ ids: /ids/0/* }} }} }}\n",
-        super::listener_yaml(),
-        primary.port,
-        shadow.port
-    );
-    let sluice = start(&yaml);
+    let sluice = super::head()
+        .cluster(
+            "chroma-a",
+            "vector",
+            [format!("127.0.0.1:{}", primary.port)],
+        )
+        .cluster("chroma-b", "vector", [format!("127.0.0.1:{}", shadow.port)])
+        .route_with(
+            "chat",
+            "chroma-a: 100",
+            "mirror: { cluster: chroma-b, compare: { ids: /ids/0/* } }",
+        )
+        .start();
     let query = format!(
         "http://{}{COLLECTIONS}/{id}/query",
         listener(&sluice, "public")
