@@ -1,42 +1,25 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::testing::{self, Req, AB};
 
-const CONFIG: &str = r#"
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: admin, listener: public, match: { path_prefix: /admin }, split: { a: 100 } }
-  - { name: chat, listener: public, split: { a: 100, b: 0 }, sticky: { header: x-session-id },
-      allow_version_header: true }
+/// [`AB`] with a route of its own ahead of `chat`, sticky and version-forcible, under a
+/// rollout.
+fn config() -> String {
+    format!(
+        "{AB}routes:
+  - {{ name: admin, listener: public, match: {{ path_prefix: /admin }}, split: {{ a: 100 }} }}
+  - {{ name: chat, listener: public, split: {{ a: 100, b: 0 }}, sticky: {{ header: x-session-id }},
+      allow_version_header: true }}
 rollouts:
-  - { name: r, route: chat, stable: a, canary: b, gates: { ttft_p95: 1s } }
-"#;
-
-struct Req(&'static str, Vec<(&'static str, &'static str)>);
-
-impl RequestView for Req {
-    fn path(&self) -> &str {
-        self.0
-    }
-    fn host(&self) -> Option<&str> {
-        None
-    }
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.1
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_bytes())
-    }
+  - {{ name: r, route: chat, stable: a, canary: b, gates: {{ ttft_p95: 1s }} }}
+"
+    )
 }
 
 fn snapshot() -> Snapshot {
-    let config = crate::config::Config::from_yaml(CONFIG).unwrap();
     Snapshot::build(
-        Arc::new(config),
+        Arc::new(testing::config(&config())),
         1,
         None,
         &Metrics::new().unwrap(),
