@@ -10,7 +10,9 @@ mod stream;
 
 use serde_json::{json, Value};
 
-use crate::harness::{Admin, TestConfig};
+use sluice_proxy::Sluice;
+
+use crate::harness::{start, Admin, TestConfig};
 use crate::support::NamedUpstream;
 
 /// One http listener, one cluster `a` on `upstream`, route `chat`.
@@ -23,6 +25,14 @@ fn yaml(upstream: &NamedUpstream, allow_header_faults: bool) -> String {
             &format!("allow_header_faults: {allow_header_faults}"),
         )
         .yaml()
+}
+
+/// The echo upstream `a` behind sluice ([`yaml`], no header faults) and its control API.
+async fn faulted() -> (NamedUpstream, Sluice, Admin) {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    (up, sluice, admin)
 }
 
 /// Adds an experiment and returns its id; the answer must be 201.

@@ -5,10 +5,13 @@
 mod config;
 
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice_control::Config;
 use sluice_proxy::{Sluice, StartOptions};
+
+use crate::support::WAIT_POLL;
 
 pub use config::TestConfig;
 
@@ -107,18 +110,53 @@ impl Admin {
 /// `logging` phase, just after the client got the answer, so a test reading
 /// counters right after a response must wait for them.
 pub async fn metrics_when(sluice: &Sluice, ready: impl Fn(&str) -> bool) -> String {
+    metrics_within(sluice, Duration::from_secs(5), ready).await
+}
+
+/// `/metrics` as it is now.
+pub async fn metrics(sluice: &Sluice) -> String {
+    metrics_within(sluice, Duration::ZERO, |_| true).await
+}
+
+/// [`metrics_when`], waiting up to `within`.
+pub async fn metrics_within(
+    sluice: &Sluice,
+    within: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> String {
     let url = format!("http://{}/metrics", sluice.admin_addr);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = Instant::now() + within;
     loop {
-        let text = reqwest::get(&url)
-            .await
-            .expect("GET /metrics")
-            .text()
-            .await
-            .expect("metrics text");
-        if ready(&text) || std::time::Instant::now() > deadline {
+        let text = get_text(&url).await;
+        if ready(&text) || Instant::now() >= deadline {
             return text;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(WAIT_POLL).await;
     }
+}
+
+/// The body of `GET url`, whatever its status.
+pub async fn get_text(url: &str) -> String {
+    let response = reqwest::get(url).await;
+    let response = response.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    response.text().await.expect("a text body")
+}
+
+/// The JSON answer to `request`, whatever its status.
+pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("an answer");
+    response.json().await.expect("a JSON body")
+}
+
+/// The value of the series `name` whose labels include every pair in `labels`.
+pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::cli::{sluice_bin, TempDir};
+use crate::cli::sluice_bin;
 use crate::harness::TestConfig;
-use crate::support::{free_port, NamedUpstream, WAIT_POLL};
+use crate::support::{free_port, NamedUpstream, TempDir, WAIT_POLL};
 
 const TOKEN: &str = "lifecycle-test-token";
 const START_TIMEOUT: Duration = Duration::from_secs(30);

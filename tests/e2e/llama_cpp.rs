@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{listener, metrics_when, Admin, TestConfig};
+use crate::harness::{listener, metric_value, metrics, metrics_when, Admin, TestConfig};
 use crate::support::{free_port, python, require, workspace_root};
-use crate::token_meter::metric_value;
 
 fn script(name: &str) -> PathBuf {
     workspace_root().join("tests/e2e/py").join(name)
@@ -192,12 +191,7 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(up, Some(true), "llama.cpp /metrics scraped");
-    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&sluice).await;
     assert!(
         metric_value(
             &text,

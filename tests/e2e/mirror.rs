@@ -13,7 +13,8 @@ use std::time::Duration;
 use sluice_cli::{MockLlm, MockLlmOptions, SeenRequest};
 use sluice_proxy::Sluice;
 
-use crate::harness::{metrics_when, TestConfig};
+use crate::harness::{metrics_within, start, TestConfig};
+use crate::support::NamedUpstream;
 
 /// The listener and runtime sections of every mirror test but one: the
 /// sender at normal CPU priority. These tests count copies exactly, and CI
@@ -55,6 +56,15 @@ fn at_once() -> MockLlmOptions {
     MockLlmOptions::paced_ms(0, 0, 1)
 }
 
+/// A `primary` echo upstream, a [`shadow`] answering at once, and sluice
+/// mirroring route `chat` from one to the other with `mirror`.
+async fn mirrored(mirror: &str) -> (NamedUpstream, MockLlm, Sluice) {
+    let primary = NamedUpstream::start("primary").await.unwrap();
+    let shadow = shadow(at_once()).await;
+    let sluice = start(&config(primary.addr(), shadow.addr(), mirror));
+    (primary, shadow, sluice)
+}
+
 /// What `shadow` got once `n` copies arrived (30 s at most), and a little
 /// longer for any copy too many to show up.
 async fn copies(shadow: &MockLlm, n: usize) -> Vec<SeenRequest> {
@@ -82,14 +92,8 @@ fn mirror_count(metrics: &str, result: &str) -> u64 {
 
 /// `/metrics` once the copies with `result` reach `n` (30 s at most).
 async fn metrics_when_counted(sluice: &Sluice, result: &str, n: u64) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = metrics_when(sluice, |_| true).await;
-        if mirror_count(&text, result) >= n || std::time::Instant::now() > deadline {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let within = Duration::from_secs(30);
+    metrics_within(sluice, within, |text| mirror_count(text, result) >= n).await
 }
 
 /// Sends `n` requests (POST, body `body`) with `parallel` clients; every

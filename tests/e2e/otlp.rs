@@ -51,16 +51,13 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     assert!(trace.sampled);
     let attempt = trace.next_attempt();
     let attempt_start = SystemTime::now();
-    let echo: Value = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", upstream.url()))
-        .header("traceparent", &attempt.traceparent)
-        .body(r#"{"model":"smol","messages":[{"role":"user","content":"a secret prompt"}]}"#)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let echo = harness::json_of(
+        reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", upstream.url()))
+            .header("traceparent", &attempt.traceparent)
+            .body(CHAT_BODY),
+    )
+    .await;
     let attempt_end = SystemTime::now();
     let sent = echo["headers"]["traceparent"].as_str().unwrap();
     let seen = TraceContext::parse(sent.as_bytes()).unwrap();
@@ -99,11 +96,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         },
     );
 
-    let spans = collector
-        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
-        .await;
-    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
-    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
+    let (server, upstream_span) = collector.request_spans(&client.trace_id_hex()).await;
 
     // The server span continues the client's span; the client span is its child and
     // has exactly the id the upstream received as its parent.
@@ -116,7 +109,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     assert_eq!(upstream_span.parent_id, server.id);
     assert_eq!(upstream_span.name, "chat smol");
 
-    for span in [server, upstream_span] {
+    for span in [&server, &upstream_span] {
         assert_eq!(span.attr("gen_ai.operation.name"), "Str(chat)");
         assert_eq!(span.attr("gen_ai.request.model"), "Str(smol)");
         assert_eq!(span.attr("gen_ai.response.model"), "Str(smol-135m)");
@@ -260,11 +253,7 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
     assert!(seen.sampled);
     assert_eq!(echo["headers"]["tracestate"], "vendor=opaque");
 
-    let spans = collector
-        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
-        .await;
-    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
-    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
+    let (server, upstream_span) = collector.request_spans(&client.trace_id_hex()).await;
     assert_eq!(server.service, "sluice-e2e");
     assert_eq!(server.parent_id, client.span_id_hex());
     assert_eq!(upstream_span.id, seen.span_id_hex());
@@ -309,17 +298,10 @@ async fn sluice_serves_normally_with_the_collector_down() {
         began.elapsed()
     );
     // The lost spans are counted where an operator sees them.
-    let metrics = format!("http://{}/metrics", sluice.admin_addr);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut dropped = 0.0;
-    while Instant::now() < deadline {
-        let text = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
-        dropped = crate::token_meter::metric_value(&text, "sluice_trace_spans_dropped_total", &[])
-            .unwrap_or(0.0);
-        if dropped > 0.0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(dropped > 0.0, "no dropped spans counted");
+    let dropped = |text: &str| {
+        harness::metric_value(text, "sluice_trace_spans_dropped_total", &[]).unwrap_or(0.0)
+    };
+    let text =
+        harness::metrics_within(&sluice, Duration::from_secs(20), |t| dropped(t) > 0.0).await;
+    assert!(dropped(&text) > 0.0, "no dropped spans counted");
 }

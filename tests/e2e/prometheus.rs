@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{listener, llm_config};
+use crate::harness::{listener, llm_config, metrics};
 use crate::support::{have, require, Prometheus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,12 +35,7 @@ async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
     let dead = format!("http://{}/nothing-here", listener(&sluice, "public"));
     client.get(&dead).send().await.unwrap();
 
-    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&sluice).await;
     let mut promtool = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -9,8 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::harness;
-use crate::support::{self, RedisServer};
-use crate::tcp::{echo_after_eof, metrics_until, redis_cli, run, sample, tcp_yaml, text};
+use crate::tcp::{
+    echo_after_eof, metrics_until, redis_behind_sluice, redis_cli, run, sample, tcp_yaml, text,
+};
 
 /// `field:value` lines of `INFO section`, asked of Redis directly.
 async fn info(port: u16, section: &str) -> String {
@@ -77,11 +78,9 @@ fn resp(metrics: &str, name: &str, labels: &[&str]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resp_metrics_match_redis_benchmark_and_redis_own_counts() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
+    };
     let port = harness::listener(&sluice, "cache").port();
     let before = redis_counts(redis.port()).await;
 
@@ -124,7 +123,7 @@ async fn resp_metrics_match_redis_benchmark_and_redis_own_counts() {
             &["command=\"set\"", "result=\"ok\""],
         ),
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| observed(m) == sent).await;
+    let metrics = metrics_until(&sluice, |m| observed(m) == sent).await;
     assert_eq!(observed(&metrics), sent, "{metrics}");
     for command in ["get", "set"] {
         let label = format!("command=\"{command}\"");
@@ -183,11 +182,9 @@ async fn read_until(stream: &mut TcpStream, tail: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((_redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
+    };
     let addr = harness::listener(&sluice, "cache");
 
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -220,7 +217,7 @@ async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
         resp(m, "sluice_resp_commands_total", &labels)
     };
     let all_seen = |m: &str| want.iter().all(|(c, r, n)| count(m, c, r) == *n);
-    let metrics = metrics_until(sluice.admin_addr, all_seen).await;
+    let metrics = metrics_until(&sluice, all_seen).await;
     assert!(all_seen(&metrics), "{metrics}");
     assert_eq!(
         resp(&metrics, "sluice_resp_get_total", &["result=\"hit\""]),
@@ -264,7 +261,7 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
         let labels = ["listener=\"cache\"", &format!("direction=\"{direction}\"")];
         sample(m, "sluice_tcp_bytes_total", &labels)
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         fallback(m) == 1 && bytes(m, "downstream") == Some(want)
     })
     .await;
@@ -308,7 +305,7 @@ async fn clusters_of_other_kinds_are_copied_unobserved() {
             &["listener=\"cache\"", "direction=\"downstream\""],
         )
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| downstream(m) == Some(6.0)).await;
+    let metrics = metrics_until(&sluice, |m| downstream(m) == Some(6.0)).await;
     assert_eq!(downstream(&metrics), Some(6.0), "{metrics}");
     assert!(!metrics.contains("sluice_resp_"), "{metrics}");
     echo_task.abort();

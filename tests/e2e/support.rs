@@ -11,6 +11,7 @@ mod net;
 mod prometheus_server;
 mod python;
 mod redis;
+mod temp;
 mod tls;
 mod upstream;
 
@@ -19,8 +20,9 @@ mod tests;
 
 pub use net::{free_port, wait_for_tcp, WAIT_POLL};
 pub use prometheus_server::{have, Prometheus};
-pub use python::{python, workspace_root};
+pub use python::{python, run_json, workspace_root};
 pub use redis::{redis_available, RedisServer};
+pub use temp::TempDir;
 pub use tls::{install_crypto_provider, TlsFixture};
 pub use upstream::{sha256_hex, NamedUpstream};
 

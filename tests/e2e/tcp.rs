@@ -3,14 +3,15 @@
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use sluice_proxy::Sluice;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::harness::{self, TestConfig};
-use crate::support::{self, RedisServer, WAIT_POLL};
+use crate::support::{self, RedisServer};
 
 /// One tcp listener `name` on a loopback port in front of cluster `{name}-up` of `kind`
 /// with one endpoint, `upstream`.
@@ -63,31 +64,27 @@ pub(crate) fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> 
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
-/// Polls `/metrics` until `ok` holds for it (the counters are bumped just after the
-/// proxy's side of a connection closes, which may be a moment after the client's).
-pub(crate) async fn metrics_until(admin: SocketAddr, ok: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = reqwest::get(format!("http://{admin}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if ok(&text) || Instant::now() >= deadline {
-            return text;
-        }
-        tokio::time::sleep(WAIT_POLL).await;
+/// Redis behind the tcp listener `cache`; `None`, and the test skips, without `redis-server`.
+pub(crate) async fn redis_behind_sluice() -> Option<(RedisServer, Sluice)> {
+    if !support::require("redis-server", support::redis_available()) {
+        return None;
     }
+    let redis = RedisServer::start().await.unwrap();
+    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
+    Some((redis, sluice))
+}
+
+/// `/metrics` once `ok` holds for it (the counters are bumped just after the proxy's side
+/// of a connection closes, which may be a moment after the client's), 10 s at most.
+pub(crate) async fn metrics_until(sluice: &Sluice, ok: impl Fn(&str) -> bool) -> String {
+    harness::metrics_within(sluice, Duration::from_secs(10), ok).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_through_a_tcp_listener() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
+    };
     let port = harness::listener(&sluice, "cache").port();
 
     let set = run("redis-cli", redis_cli(port, &["SET", "k", "v"])).await;
@@ -115,7 +112,7 @@ async fn redis_through_a_tcp_listener() {
         assert!(out.contains(&format!("{test}: ")), "{out}");
     }
 
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         sample(m, "sluice_tcp_bytes_total", &["direction=\"downstream\""]).unwrap_or(0.0) > 0.0
     })
     .await;
@@ -176,7 +173,7 @@ async fn half_close_is_passed_on_and_bytes_are_counted() {
         ];
         sample(m, "sluice_tcp_bytes_total", &labels)
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         counted(m, "upstream") == Some(want) && counted(m, "downstream") == Some(want)
     })
     .await;

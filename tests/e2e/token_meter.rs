@@ -7,20 +7,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{listener, llm_config, metrics_when, Admin};
-
-/// The value of the series `name` whose labels include every pair in `labels`.
-pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .find(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
+use crate::harness::{json_of, listener, llm_config, metric_value, metrics_when, Admin};
 
 /// Streams one chat completion; returns the client-side TTFT (first content
 /// chunk) and the number of content chunks.
@@ -78,15 +65,8 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
     let (ttft, contents) = stream_chat(&client, &url, false).await;
     assert_eq!(contents, 10);
     client_ttfts.push(ttft.as_secs_f64());
-    let r: Value = client
-        .post(&url)
-        .json(&json!({"model": "mock-7b", "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let whole = json!({"model": "mock-7b", "messages": [{"role": "user", "content": "hi"}]});
+    let r = json_of(client.post(&url).json(&whole)).await;
     assert_eq!(r["usage"]["completion_tokens"], 10);
 
     let text = metrics_when(&sluice, |t| {

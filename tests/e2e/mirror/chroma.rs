@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::real::sample;
 use crate::harness::{listener, metrics_when, Admin};
-use crate::support::{free_port, python, require, wait_for_tcp};
+use crate::support::{free_port, python, require, wait_for_tcp, TempDir};
 
 const GROUPS: usize = 5;
 const PER_GROUP: usize = 4;
@@ -96,27 +96,6 @@ impl Drop for Chroma {
     }
 }
 
-/// A scratch directory under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-mirror-{name}-{}-{}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -147,8 +126,11 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
         require("chroma (pip chromadb in .venv)", false);
         return;
     };
-    let (a_dir, b_dir) = (Scratch::new("primary"), Scratch::new("shadow"));
-    let seed = Chroma::start(&bin, &a_dir.0).await;
+    let (a_dir, b_dir) = (
+        TempDir::new("chroma-primary"),
+        TempDir::new("chroma-shadow"),
+    );
+    let seed = Chroma::start(&bin, &a_dir.path()).await;
     let created = seed
         .post(
             COLLECTIONS,
@@ -173,9 +155,9 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
     seed.stop();
     // The shadow starts as a copy (same collection id), then group 0's
     // vectors move far away.
-    copy_dir(&a_dir.0, &b_dir.0);
-    let primary = Chroma::start(&bin, &a_dir.0).await;
-    let shadow = Chroma::start(&bin, &b_dir.0).await;
+    copy_dir(&a_dir.path(), &b_dir.path());
+    let primary = Chroma::start(&bin, &a_dir.path()).await;
+    let shadow = Chroma::start(&bin, &b_dir.path()).await;
     let moved: Vec<String> = (0..PER_GROUP).map(|k| doc_id(0, k)).collect();
     let far: Vec<Vec<f64>> = (0..PER_GROUP).map(|_| vec![-50.0; GROUPS]).collect();
     shadow

@@ -7,7 +7,7 @@ use serde_json::json;
 use sluice_filters::TraceContext;
 
 use super::{
-    at_once, config, config_after, copies, drive, metrics_when_counted, mirror_count, shadow,
+    at_once, config_after, copies, drive, metrics_when_counted, mirror_count, mirrored, shadow,
 };
 use crate::harness::{listener, start, Admin, TestConfig};
 use crate::support::NamedUpstream;
@@ -19,13 +19,8 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_marked() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
-        "{ cluster: shadow, percent: 100, copies: 3, max_in_flight: 1000 }",
-    ));
+    let (primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, percent: 100, copies: 3, max_in_flight: 1000 }").await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
         &url,
@@ -72,13 +67,7 @@ async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_mark
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
-        "{ cluster: shadow, percent: 0 }",
-    ));
+    let (_primary, shadow, sluice) = mirrored("{ cluster: shadow, percent: 0 }").await;
     let admin = Admin::new(&sluice);
     let (status, body) = admin
         .put(
@@ -121,13 +110,8 @@ async fn the_default_idle_sender_still_delivers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_and_a_half_copies_average_two_and_a_half() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
-        "{ cluster: shadow, copies: 2.5, max_in_flight: 1000 }",
-    ));
+    let (_primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, copies: 2.5, max_in_flight: 1000 }").await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
         &url,
@@ -153,13 +137,9 @@ async fn two_and_a_half_copies_average_two_and_a_half() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_by_mirrors_whole_sessions_or_none_of_them() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
-        "{ cluster: shadow, percent: 30, sample_by: x-session-id, max_in_flight: 1000 }",
-    ));
+    let (_primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, percent: 30, sample_by: x-session-id, max_in_flight: 1000 }")
+            .await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     // 40 sessions of 5 requests each, interleaved.
     let statuses = drive(

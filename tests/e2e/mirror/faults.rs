@@ -7,7 +7,7 @@ use rand::RngCore;
 
 use sluice_cli::MockLlmOptions;
 
-use super::{at_once, config, copies, drive, metrics_when_counted, mirror_count, shadow};
+use super::{at_once, config, copies, drive, metrics_when_counted, mirror_count, mirrored, shadow};
 use crate::harness::{listener, start};
 use crate::support::{free_port, sha256_hex, NamedUpstream};
 
@@ -21,13 +21,7 @@ fn random_body(len: usize) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_mib_bodies_arrive_byte_exact_and_two_mib_are_not_mirrored() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
-        "{ cluster: shadow, max_body: 1MiB }",
-    ));
+    let (_primary, shadow, sluice) = mirrored("{ cluster: shadow, max_body: 1MiB }").await;
     let url = format!("http://{}/v1/embeddings", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     let mut sent = Vec::new();
@@ -59,13 +53,10 @@ async fn one_mib_bodies_arrive_byte_exact_and_two_mib_are_not_mirrored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_carry_the_rewritten_model_and_headers() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = shadow(at_once()).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr(),
+    let (_primary, shadow, sluice) = mirrored(
         "{ cluster: shadow, rewrite: { model: shadow-model, headers: { x-env: shadow } } }",
-    ));
+    )
+    .await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let body = br#"{"model":"prod-model","messages":[{"role":"user","content":"hi"}]}"#;
     let r = reqwest::Client::new()

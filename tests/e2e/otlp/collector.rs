@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::support::{self, free_port, WAIT_POLL};
+use crate::support::{self, free_port, TempDir, WAIT_POLL};
 
 /// The `rotel-agent` binary that the pip package ships, if it is installed.
 pub fn rotel_agent() -> Option<PathBuf> {
@@ -53,7 +53,7 @@ impl Collector {
     }
 
     async fn try_start(agent: &PathBuf) -> anyhow::Result<Collector> {
-        let dir = TempDir::new()?;
+        let dir = TempDir::new("rotel");
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut child = Command::new(agent)
@@ -64,9 +64,9 @@ impl Collector {
             .args(["--debug-log", "traces", "--debug-log-verbosity", "detailed"])
             .args(["--batch-timeout", "50ms"])
             .arg("--pid-file")
-            .arg(dir.0.join("rotel.pid"))
+            .arg(dir.path().join("rotel.pid"))
             .arg("--log-file")
-            .arg(dir.0.join("rotel.log"))
+            .arg(dir.path().join("rotel.log"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -164,6 +164,20 @@ impl Collector {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+
+    /// The two spans of one proxied request in trace `trace_id`, (server, client), once
+    /// both arrived (30 s at most).
+    pub async fn request_spans(&self, trace_id: &str) -> (ReceivedSpan, ReceivedSpan) {
+        let spans = self
+            .wait_for_trace(trace_id, 2, Duration::from_secs(30))
+            .await;
+        let kind = |kind: &str| {
+            let span = spans.iter().find(|s| s.kind == kind);
+            span.unwrap_or_else(|| panic!("no {kind} span in {spans:?}"))
+                .clone()
+        };
+        (kind("SPAN_KIND_SERVER"), kind("SPAN_KIND_CLIENT"))
+    }
 }
 
 /// One span as the collector printed it. Attribute values keep rotel's rendering:
@@ -250,27 +264,6 @@ impl Drop for Collector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A scratch directory for rotel's pid and log files, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> anyhow::Result<TempDir> {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-rotel-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir)?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -1,4 +1,5 @@
-//! The Python interpreter with the test packages (the openai SDK), from the repo's venv.
+//! The Python interpreter with the test packages (the openai SDK), from the repo's venv,
+//! and a way to run a script on it that answers in JSON.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,4 +38,33 @@ fn imports_openai(python: &Path) -> bool {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+}
+
+/// Runs `python -c script args...` off the runtime, with loopback kept off any proxy, and
+/// parses the one JSON line it prints; a run that prints anything else fails the test with
+/// both of its streams.
+pub async fn run_json(
+    python: PathBuf,
+    script: &'static str,
+    args: Vec<String>,
+) -> serde_json::Value {
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .output()
+    })
+    .await
+    .expect("the python task")
+    .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{e} ({}): stdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        )
+    })
 }

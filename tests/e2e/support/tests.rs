@@ -40,14 +40,7 @@ async fn named_upstream_echoes_the_request_over_h1_and_h2c() {
         .http2_prior_knowledge()
         .build()
         .unwrap();
-    let echo: serde_json::Value = h2c
-        .get(upstream.url())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let echo = crate::harness::json_of(h2c.get(upstream.url())).await;
     assert_eq!(echo["version"], "HTTP/2.0");
     assert_eq!(upstream.requests(), 2);
 
