@@ -33,7 +33,7 @@ pub use fault::{
 pub use genai::{GenAiHandles, GenAiMetrics, ModelHandleCache, Operation};
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
-pub use matcher::{HeaderMatch, Matcher, RequestView};
+pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
 pub use meter::{Dialect, MeterSummary, TokenMeter};
 pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,

@@ -4,13 +4,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::harness::{listener, metric_value, metrics, metrics_when, Admin, TestConfig};
-use crate::support::{free_port, python, require, workspace_root};
+use crate::support::{free_port, python, require, run_json, workspace_root, Process};
 
 fn script(name: &str) -> PathBuf {
     workspace_root().join("tests/e2e/py").join(name)
@@ -18,7 +16,7 @@ fn script(name: &str) -> PathBuf {
 
 /// llama.cpp's server as a child process; killed on drop.
 pub(crate) struct LlamaServer {
-    child: Child,
+    _child: Process,
     pub(crate) port: u16,
 }
 
@@ -44,14 +42,10 @@ impl LlamaServer {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).unwrap();
         assert!(line.starts_with("listening"), "llama server said: {line:?}");
-        LlamaServer { child, port }
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        LlamaServer {
+            _child: Process::new(child),
+            port,
+        }
     }
 }
 
@@ -79,38 +73,20 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         .start();
     // Warm the model server up directly (first-request costs are its own).
     let direct = format!("http://127.0.0.1:{}/v1", server.port);
-    let warm_py = py.clone();
-    let warm = tokio::task::spawn_blocking(move || {
-        Command::new(&warm_py)
-            .arg(script("stream_chat.py"))
-            .args([&direct, "1", "8"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        warm.status.success(),
-        "{}",
-        String::from_utf8_lossy(&warm.stderr)
-    );
+    let stream_chat = |base: &str, requests: usize, tokens: u32| {
+        let mut command = Command::new(&py);
+        command.arg(script("stream_chat.py")).args([
+            base,
+            &requests.to_string(),
+            &tokens.to_string(),
+        ]);
+        run_json(command)
+    };
+    stream_chat(&direct, 1, 8).await;
     let base = format!("http://{}/v1", listener(&sluice, "public"));
     let requests = 10;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(&py)
-            .arg(script("stream_chat.py"))
-            .args([&base, &requests.to_string(), "24"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let seen = stream_chat(&base, requests, 24).await;
+    let seen = seen.as_array().expect("a list of requests");
     assert_eq!(seen.len(), requests);
     let client_ttfts: Vec<f64> = seen.iter().map(|r| r["ttft"].as_f64().unwrap()).collect();
     let server_tokens: u64 = seen

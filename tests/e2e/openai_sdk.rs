@@ -53,7 +53,9 @@ async fn openai_sdk_streams_through_sluice() {
     let sluice = harness::llm_config(mock.addr()).start();
     let port = harness::listener(&sluice, "public").port();
 
-    let got = support::run_json(python, SCRIPT, vec![port.to_string()]).await;
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", SCRIPT, &port.to_string()]);
+    let got = support::run_json(command).await;
 
     assert_eq!(got["chunks"], 12, "{got}");
     assert_eq!(got["completion_tokens"], 12, "{got}");

@@ -8,6 +8,7 @@ use rand::RngCore;
 use serde_json::Value;
 
 use sluice_cli::{MockLlm, MockLlmOptions};
+use sluice_proxy::Sluice;
 
 use crate::harness::{listener, metrics_when, start, Admin, TestConfig};
 use crate::support::{free_port, sha256_hex, NamedUpstream};
@@ -24,10 +25,16 @@ fn one_route<T: std::fmt::Display>(endpoints: impl IntoIterator<Item = T>, extra
         .yaml()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_and_post_arrive_unchanged() {
+/// The echo upstream `a` behind [`one_route`].
+async fn echo_route() -> (NamedUpstream, Sluice) {
     let up = NamedUpstream::start("a").await.unwrap();
     let sluice = start(&one_route([up.addr()], ""));
+    (up, sluice)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_post_arrive_unchanged() {
+    let (_up, sluice) = echo_route().await;
     let base = format!("http://{}", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 
@@ -59,8 +66,7 @@ async fn get_and_post_arrive_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_bodies_arrive_byte_exact() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route([up.addr()], ""));
+    let (_up, sluice) = echo_route().await;
     let base = format!("http://{}", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     for size in [1 << 20, 8 << 20] {
@@ -139,8 +145,7 @@ async fn sse_chunks_pass_one_by_one_with_their_spacing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_id_is_kept_or_generated() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route([up.addr()], ""));
+    let (_up, sluice) = echo_route().await;
     let url = format!("http://{}/v1/x", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 
@@ -173,8 +178,7 @@ async fn error_of(request: reqwest::RequestBuilder) -> (u16, Value, Option<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_route_is_404_json_and_keeps_the_connection() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route([up.addr()], ""));
+    let (up, sluice) = echo_route().await;
     let url = format!("http://{}/other", listener(&sluice, "public"));
     let (status, body, connection) = error_of(reqwest::Client::new().get(url)).await;
     assert_eq!(status, 404);

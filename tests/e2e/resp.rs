@@ -10,7 +10,8 @@ use tokio::net::TcpStream;
 
 use crate::harness;
 use crate::tcp::{
-    echo_after_eof, metrics_until, redis_behind_sluice, redis_cli, run, sample, tcp_yaml, text,
+    echo_after_eof, metrics_until, redis_behind_sluice, redis_cli, run, sample,
+    send_then_read_to_eof, tcp_yaml, text,
 };
 
 /// `field:value` lines of `INFO section`, asked of Redis directly.
@@ -238,16 +239,8 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
     // `*` promises an array, and what follows is no count: not RESP.
     let mut garbage = b"*\xff\x00not resp at all\r\n".to_vec();
     garbage.extend((0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&garbage).await.unwrap();
-    stream.shutdown().await.unwrap();
-    let mut back = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
-        .await
-        .expect("the echo and its EOF come back")
-        .unwrap();
+    let back = send_then_read_to_eof(addr, &garbage).await;
     assert!(back == garbage, "the bytes came back changed");
-    drop(stream);
 
     let fallback = |m: &str| {
         resp(
@@ -287,16 +280,8 @@ async fn clusters_of_other_kinds_are_copied_unobserved() {
     let addr = harness::listener(&sluice, "cache");
 
     // Were it observed, the echoed request would be a reply that is not RESP.
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(b"PING\r\n").await.unwrap();
-    stream.shutdown().await.unwrap();
-    let mut back = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
-        .await
-        .expect("the echo and its EOF come back")
-        .unwrap();
+    let back = send_then_read_to_eof(addr, b"PING\r\n").await;
     assert_eq!(back, b"PING\r\n");
-    drop(stream);
 
     let downstream = |m: &str| {
         sample(

@@ -8,6 +8,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod net;
+mod process;
 mod prometheus_server;
 mod python;
 mod redis;
@@ -19,6 +20,7 @@ mod upstream;
 mod tests;
 
 pub use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub use process::Process;
 pub use prometheus_server::{have, Prometheus};
 pub use python::{python, run_json, workspace_root};
 pub use redis::{redis_available, RedisServer};

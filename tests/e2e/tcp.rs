@@ -144,6 +144,20 @@ pub(crate) async fn echo_after_eof() -> (SocketAddr, JoinHandle<()>) {
     (addr, task)
 }
 
+/// Sends `bytes` to `addr`, half-closes, and reads until the other side closes (20 s at
+/// most): what an [`echo_after_eof`] behind a tcp listener sends back.
+pub(crate) async fn send_then_read_to_eof(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
+        .await
+        .expect("the echo's answer and EOF arrive once our EOF reached it")
+        .unwrap();
+    back
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_close_is_passed_on_and_bytes_are_counted() {
     let (echo, echo_task) = echo_after_eof().await;
@@ -152,17 +166,9 @@ async fn half_close_is_passed_on_and_bytes_are_counted() {
 
     // Larger than any one buffer on the way, so it crosses in many reads.
     let payload: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&payload).await.unwrap();
-    stream.shutdown().await.unwrap();
-    let mut back = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
-        .await
-        .expect("the echo's answer and EOF arrive once our EOF reached it")
-        .unwrap();
+    let back = send_then_read_to_eof(addr, &payload).await;
     assert_eq!(back.len(), payload.len());
     assert!(back == payload, "echoed bytes differ");
-    drop(stream);
 
     let want = payload.len() as f64;
     let counted = |m: &str, direction: &str| {

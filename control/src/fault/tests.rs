@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_filters::{FaultTarget, Skip};
+use sluice_filters::{FaultTarget, RequestParts, Skip};
 use tokio_util::sync::CancellationToken;
 
 use super::halt::evaluate;
@@ -11,7 +11,7 @@ use super::*;
 use crate::config::RawFault;
 use crate::stats::Sample;
 use crate::store::SnapshotStore;
-use crate::testing::{self, Req};
+use crate::testing;
 
 const CONFIG: &str = r#"
 listeners:
@@ -30,9 +30,9 @@ faults:
 "#;
 
 /// A request to `/` without headers.
-static NO_HEADERS: Req = Req("/", Vec::new());
+static NO_HEADERS: RequestParts<'static> = RequestParts::new("/", &[]);
 
-fn target() -> FaultTarget<'static, Req> {
+fn target() -> FaultTarget<'static, RequestParts<'static>> {
     FaultTarget {
         listener: "public",
         route: Some("chat"),

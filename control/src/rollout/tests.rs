@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::{RolloutStatus, Rollouts, Signals, State};
 use crate::stats::{Sample, StatsKey, TokenSample};
 use crate::store::SnapshotStore;
-use crate::testing::{self, STABLE_CANARY};
+use crate::testing::{self, stable_canary};
 
 /// GPU and model-server readings the test sets.
 #[derive(Default)]
@@ -84,8 +84,8 @@ impl Harness {
     /// started as at boot.
     async fn start(rollouts: &str) -> Harness {
         let text = match rollouts {
-            "" => STABLE_CANARY.to_string(),
-            r => format!("{STABLE_CANARY}rollouts:\n{r}"),
+            "" => stable_canary(),
+            r => format!("{}rollouts:\n{r}", stable_canary()),
         };
         let store = testing::store(&text);
         let signals = Arc::new(FakeSignals::default());

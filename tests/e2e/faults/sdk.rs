@@ -28,7 +28,9 @@ print(json.dumps({"chunks": chunks, "error": error}))
 
 async fn run_sdk(port: u16) -> Value {
     let python = support::python().expect("checked by the caller");
-    support::run_json(python, SCRIPT, vec![port.to_string()]).await
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", SCRIPT, &port.to_string()]);
+    support::run_json(command).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

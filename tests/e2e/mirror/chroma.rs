@@ -4,14 +4,14 @@
 //! the rest.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::real::sample;
 use crate::harness::{listener, metrics_when, Admin};
-use crate::support::{free_port, python, require, wait_for_tcp, TempDir};
+use crate::support::{free_port, python, require, wait_for_tcp, Process, TempDir};
 
 const GROUPS: usize = 5;
 const PER_GROUP: usize = 4;
@@ -28,7 +28,7 @@ fn chroma_bin() -> Option<PathBuf> {
 
 /// `chroma run` on a free loopback port over `dir`; killed on drop.
 struct Chroma {
-    child: Child,
+    child: Process,
     port: u16,
 }
 
@@ -50,7 +50,10 @@ impl Chroma {
             .stderr(Stdio::null())
             .spawn()
             .expect("start chroma");
-        let chroma = Chroma { child, port };
+        let chroma = Chroma {
+            child: Process::new(child),
+            port,
+        };
         wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(60))
             .await
             .unwrap();
@@ -85,13 +88,6 @@ impl Chroma {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Chroma {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::support::{self, free_port, TempDir, WAIT_POLL};
+use crate::support::{self, free_port, Process, TempDir, WAIT_POLL};
 
 /// The `rotel-agent` binary that the pip package ships, if it is installed.
 pub fn rotel_agent() -> Option<PathBuf> {
@@ -32,7 +32,7 @@ pub fn rotel_agent() -> Option<PathBuf> {
 
 /// A running rotel agent; killed when dropped.
 pub struct Collector {
-    child: Child,
+    _child: Process,
     grpc: SocketAddr,
     output: Arc<Mutex<String>>,
     _dir: TempDir,
@@ -56,7 +56,7 @@ impl Collector {
         let dir = TempDir::new("rotel");
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let mut child = Command::new(agent)
+        let child = Command::new(agent)
             .arg("start")
             .args(["--otlp-grpc-endpoint", &grpc.to_string()])
             .args(["--otlp-http-endpoint", &http.to_string()])
@@ -73,6 +73,7 @@ impl Collector {
             .stderr(Stdio::piped())
             .spawn()
             .context("spawn rotel-agent")?;
+        let mut child = Process::new(child);
         let output = Arc::new(Mutex::new(String::new()));
         for pipe in [
             child
@@ -109,14 +110,12 @@ impl Collector {
                 break;
             }
             if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
                 bail!("rotel did not accept on {grpc} within 15s");
             }
             tokio::time::sleep(WAIT_POLL).await;
         }
         Ok(Collector {
-            child,
+            _child: child,
             grpc,
             output,
             _dir: dir,
@@ -258,13 +257,6 @@ fn unwrap_value(value: &str) -> &str {
         .split_once('(')
         .and_then(|(_, rest)| rest.strip_suffix(')'))
         .unwrap_or(value)
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Removes terminal colour sequences (`ESC [ ... m`).

@@ -40,25 +40,15 @@ fn imports_openai(python: &Path) -> bool {
             .is_ok_and(|s| s.success())
 }
 
-/// Runs `python -c script args...` off the runtime, with loopback kept off any proxy, and
-/// parses the one JSON line it prints; a run that prints anything else fails the test with
-/// both of its streams.
-pub async fn run_json(
-    python: PathBuf,
-    script: &'static str,
-    args: Vec<String>,
-) -> serde_json::Value {
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .args(args)
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .output()
-    })
-    .await
-    .expect("the python task")
-    .expect("run python");
+/// Runs `command` (a script on [`python`]) off the runtime, with loopback kept off any
+/// proxy, and parses the JSON it prints; a run that prints anything else fails the test
+/// with its status and both of its streams.
+pub async fn run_json(mut command: Command) -> serde_json::Value {
+    command.env("NO_PROXY", "127.0.0.1,localhost");
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("the script's task")
+        .expect("run the script");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {

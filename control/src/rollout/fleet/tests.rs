@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::rollout::{Command, Rollouts, State};
 use crate::store::SnapshotStore;
-use crate::testing::{self, STABLE_CANARY};
+use crate::testing::{self, stable_canary};
 
 const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
 const TOKEN: &str = "fleet-secret";
@@ -259,9 +259,10 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     std::env::set_var(TOKEN_ENV, TOKEN);
     let (good, flaky) = (FakeApi::start(0).await, FakeApi::start(3).await);
     let yaml = format!(
-        "{STABLE_CANARY}rollouts:\n  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, \
+        "{}rollouts:\n  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, \
          steps: [10, 100], interval: 20ms, gates: {{ ttft_p95: 1s }}, \
          targets: [{}, {}], target_token_env: {TOKEN_ENV} }}\n",
+        stable_canary(),
         good.url(),
         flaky.url()
     );
