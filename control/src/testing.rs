@@ -3,8 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sluice_filters::Metrics;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::stats::Stats;
@@ -41,6 +44,13 @@ pub(crate) fn ab_chat(extra: &str) -> String {
     format!(
         "{head}routes:\n  - {{ name: chat, listener: public, split: {{ a: 100, b: 0 }}{extra} }}\n"
     )
+}
+
+/// Cancels `cancel` and waits for `task`, a background loop, to end (5 s at most).
+pub(crate) async fn stop(cancel: &CancellationToken, task: JoinHandle<()>) {
+    cancel.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(5), task).await;
+    ended.expect("the loop ends when cancelled").unwrap();
 }
 
 /// `yaml` parsed and validated; a test's config that does not parse is the test's bug.

@@ -83,6 +83,14 @@ impl Server {
         (status, serde_json::from_slice(&bytes).unwrap())
     }
 
+    /// The action of every event in the audit log, oldest first.
+    async fn actions(&self) -> Vec<String> {
+        let (_, events) = self.json(Method::GET, "/v1/events", "").await;
+        let events = events["events"].as_array().unwrap();
+        let action = |e: &Value| e["action"].as_str().unwrap().to_owned();
+        events.iter().map(action).collect()
+    }
+
     async fn stop(mut self) {
         self.cancel.cancel();
         let task = self.task.take().unwrap();

@@ -287,11 +287,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     })
     .await;
 
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(5), task)
-        .await
-        .unwrap()
-        .unwrap();
+    crate::testing::stop(&cancel, task).await;
 }
 
 #[test]

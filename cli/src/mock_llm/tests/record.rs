@@ -9,14 +9,17 @@ use tokio::io::AsyncReadExt;
 use super::{chat, client, fast, send};
 use crate::mock_llm::{MockLlm, MockLlmOptions};
 
-#[tokio::test]
-async fn a_recording_mock_keeps_every_request_on_any_path() {
-    let mock = MockLlm::start(MockLlmOptions {
+/// A quick mock that keeps what it reads.
+fn recording() -> MockLlmOptions {
+    MockLlmOptions {
         record: true,
         ..fast()
-    })
-    .await
-    .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_recording_mock_keeps_every_request_on_any_path() {
+    let mock = MockLlm::start(recording()).await.unwrap();
     let client = client(false);
     let body = chat(json!({"model": "shadow-model"}));
     let headers = [("x-sluice-shadow", "2"), ("x-env", "shadow")];
@@ -42,12 +45,7 @@ async fn a_recording_mock_keeps_every_request_on_any_path() {
 
 #[tokio::test]
 async fn waiting_for_more_than_arrive_returns_what_came_after_the_bound() {
-    let mock = MockLlm::start(MockLlmOptions {
-        record: true,
-        ..fast()
-    })
-    .await
-    .unwrap();
+    let mock = MockLlm::start(recording()).await.unwrap();
     send(&client(false), &mock, "/v1/completions", "{}", &[]).await;
     let started = tokio::time::Instant::now();
     let seen = mock.wait_seen(3, Duration::from_millis(100)).await;
@@ -67,8 +65,7 @@ async fn a_mock_that_does_not_record_keeps_nothing() {
 async fn a_resetting_mock_resets_every_connection_unread() {
     let mock = MockLlm::start(MockLlmOptions {
         reset: true,
-        record: true,
-        ..fast()
+        ..recording()
     })
     .await
     .unwrap();
