@@ -142,6 +142,13 @@ pub async fn get_text(url: &str) -> String {
     response.text().await.expect("a text body")
 }
 
+/// The answer to `GET url` with header `name: value`.
+pub async fn get_with_header(url: &str, name: &str, value: &str) -> reqwest::Response {
+    let request = reqwest::Client::new().get(url).header(name, value);
+    let response = request.send().await;
+    response.unwrap_or_else(|e| panic!("GET {url}: {e}"))
+}
+
 /// The JSON answer to `request`, whatever its status.
 pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
     let response = request.send().await.expect("an answer");

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::harness::{listener, metric_value, metrics, metrics_when, Admin, TestConfig};
 use crate::support::{free_port, python, require, run_json, workspace_root, Process};
+use crate::token_meter::token_usage;
 
 fn script(name: &str) -> PathBuf {
     workspace_root().join("tests/e2e/py").join(name)
@@ -139,19 +140,13 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         proxy_mean * 1e3,
         client_mean * 1e3
     );
-    let output_labels = [
-        ("route", "chat"),
-        ("gen_ai_token_type", "output"),
-        ("estimated", "false"),
-    ];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &output_labels),
+        token_usage(&text, "output", Some(false)),
         Some(server_tokens as f64),
         "output tokens equal the server's usage exactly"
     );
-    let input_labels = [("route", "chat"), ("gen_ai_token_type", "input")];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &input_labels),
+        token_usage(&text, "input", None),
         Some(server_prompt as f64)
     );
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use sluice_cli::{MockLlm, MockLlmOptions};
 use sluice_proxy::Sluice;
 
-use crate::harness::{listener, metrics_when, start, Admin, TestConfig};
+use crate::harness::{get_with_header, listener, metrics_when, start, Admin, TestConfig};
 use crate::support::{free_port, sha256_hex, NamedUpstream};
 
 /// Cluster `up` (`kind: http`, plus `extra` keys) on `endpoints`, and route `all` for `/v1/`.
@@ -147,19 +147,12 @@ async fn sse_chunks_pass_one_by_one_with_their_spacing() {
 async fn request_id_is_kept_or_generated() {
     let (_up, sluice) = echo_route().await;
     let url = format!("http://{}/v1/x", listener(&sluice, "public"));
-    let client = reqwest::Client::new();
-
-    let r = client
-        .get(&url)
-        .header("x-request-id", "abc-123")
-        .send()
-        .await
-        .unwrap();
+    let r = get_with_header(&url, "x-request-id", "abc-123").await;
     assert_eq!(r.headers()["x-request-id"], "abc-123");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["headers"]["x-request-id"], "abc-123");
 
-    let r = client.get(&url).send().await.unwrap();
+    let r = reqwest::get(&url).await.unwrap();
     let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
     assert!(!id.is_empty());
     let v: Value = r.json().await.unwrap();

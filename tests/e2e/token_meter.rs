@@ -9,6 +9,15 @@ use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness::{json_of, listener, llm_config, metric_value, metrics_when, Admin};
 
+/// The tokens of `kind` (`input`, `output`) route `chat` counted, all or only those
+/// `estimated` (counted chunks) or not (the server's usage).
+pub fn token_usage(text: &str, kind: &str, estimated: Option<bool>) -> Option<f64> {
+    let estimated = estimated.map(|e| e.to_string());
+    let mut labels = vec![("route", "chat"), ("gen_ai_token_type", kind)];
+    labels.extend(estimated.as_deref().map(|e| ("estimated", e)));
+    metric_value(text, "gen_ai_client_token_usage_sum", &labels)
+}
+
 /// Streams one chat completion; returns the client-side TTFT (first content
 /// chunk) and the number of content chunks.
 async fn stream_chat(
@@ -102,25 +111,12 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
         (0.080..=client_mean).contains(&proxy_mean),
         "proxy {proxy_mean} client {client_mean}"
     );
-    let exact = [
-        ("gen_ai_token_type", "output"),
-        ("estimated", "false"),
-        ("route", "chat"),
-    ];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &exact),
+        token_usage(&text, "output", Some(false)),
         Some(60.0),
         "5 streams with usage + 1 plain"
     );
-    let estimated = [
-        ("gen_ai_token_type", "output"),
-        ("estimated", "true"),
-        ("route", "chat"),
-    ];
-    assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &estimated),
-        Some(10.0)
-    );
+    assert_eq!(token_usage(&text, "output", Some(true)), Some(10.0));
     let chunks = metric_value(
         &text,
         "gen_ai_client_operation_time_per_output_chunk_seconds_count",

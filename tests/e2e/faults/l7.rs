@@ -7,7 +7,7 @@ use hyper::StatusCode;
 use serde_json::json;
 
 use super::{abort, add, faulted, show, yaml};
-use crate::harness::{listener, metrics_when, start};
+use crate::harness::{get_with_header, listener, metrics_when, start};
 use crate::support::NamedUpstream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,21 +234,10 @@ async fn header_faults_work_only_where_the_route_allows_them() {
     for allowed in [false, true] {
         let sluice = start(&yaml(&up, allowed));
         let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
-        let client = reqwest::Client::new();
-        let r = client
-            .get(&url)
-            .header("x-sluice-fault-abort", "503")
-            .send()
-            .await
-            .unwrap();
+        let r = get_with_header(&url, "x-sluice-fault-abort", "503").await;
         assert_eq!(r.status().as_u16(), if allowed { 503 } else { 200 });
         let started = Instant::now();
-        let r = client
-            .get(&url)
-            .header("x-sluice-fault-delay", "250ms")
-            .send()
-            .await
-            .unwrap();
+        let r = get_with_header(&url, "x-sluice-fault-delay", "250ms").await;
         assert_eq!(r.status(), 200);
         if allowed {
             assert!(started.elapsed() >= Duration::from_millis(250));
