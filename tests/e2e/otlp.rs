@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 use sluice_control::TelemetryConfig;
 use sluice_filters::TraceContext;
-use sluice_proxy::{Attempt, FinishedRequest, Tracer};
+use sluice_proxy::{Attempt, FinishedRequest, Sluice, Tracer};
 
 use crate::harness;
 use crate::support::{self, free_port, NamedUpstream};
@@ -161,15 +161,39 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     assert_eq!(tracer.exported_spans(), 2);
 }
 
-fn sluice_yaml(upstream: &NamedUpstream, otlp_endpoint: &str) -> String {
-    harness::llm_config(upstream.addr())
+/// The echo upstream behind sluice exporting every trace to `otlp_endpoint`; the chat
+/// route's URL.
+async fn traced(otlp_endpoint: &str) -> (NamedUpstream, Sluice, String) {
+    let upstream = NamedUpstream::start("llm").await.unwrap();
+    let sluice = harness::llm_config(upstream.addr())
         .section(
             "telemetry",
             format!(
                 "{{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}"
             ),
         )
-        .yaml()
+        .start();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        harness::listener(&sluice, "public")
+    );
+    (upstream, sluice, url)
+}
+
+/// [`CHAT_BODY`] posted to `url` in the client's trace ([`CLIENT`], with a `tracestate`);
+/// the upstream's echo of it.
+async fn chat_echo(url: &str) -> Value {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("traceparent", CLIENT)
+        .header("tracestate", "vendor=opaque")
+        .header("content-type", "application/json")
+        .body(CHAT_BODY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
 }
 
 const CHAT_BODY: &str =
@@ -184,23 +208,8 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
         return;
     };
     let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
-    let upstream = NamedUpstream::start("llm").await.unwrap();
-    let sluice = harness::start(&sluice_yaml(&upstream, &collector.endpoint()));
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        harness::listener(&sluice, "public")
-    );
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("traceparent", CLIENT)
-        .header("tracestate", "vendor=opaque")
-        .header("content-type", "application/json")
-        .body(CHAT_BODY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let echo: Value = response.json().await.unwrap();
+    let (upstream, _sluice, url) = traced(&collector.endpoint()).await;
+    let echo = chat_echo(&url).await;
     let sent = echo["headers"]["traceparent"].as_str().unwrap();
     let seen = TraceContext::parse(sent.as_bytes()).unwrap();
     assert_eq!(seen.trace_id, client.trace_id, "upstream saw {sent}");
@@ -225,25 +234,11 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
 /// With the collector down, requests through sluice are served as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sluice_serves_normally_with_the_collector_down() {
-    let upstream = NamedUpstream::start("llm").await.unwrap();
     let dead = format!("http://127.0.0.1:{}", free_port());
-    let sluice = harness::start(&sluice_yaml(&upstream, &dead));
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        harness::listener(&sluice, "public")
-    );
-    let http = reqwest::Client::new();
+    let (_upstream, sluice, url) = traced(&dead).await;
     let began = Instant::now();
     for _ in 0..20 {
-        let response = http
-            .post(&url)
-            .header("traceparent", CLIENT)
-            .body(CHAT_BODY)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let echo: Value = response.json().await.unwrap();
+        let echo = chat_echo(&url).await;
         assert!(echo["headers"]["traceparent"].is_string());
     }
     // Twenty loopback requests; an export on the request path would take seconds.

@@ -126,7 +126,7 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
         TempDir::new("chroma-primary"),
         TempDir::new("chroma-shadow"),
     );
-    let seed = Chroma::start(&bin, &a_dir.path()).await;
+    let seed = Chroma::start(&bin, a_dir.path()).await;
     let created = seed
         .post(
             COLLECTIONS,
@@ -151,9 +151,9 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
     seed.stop();
     // The shadow starts as a copy (same collection id), then group 0's
     // vectors move far away.
-    copy_dir(&a_dir.path(), &b_dir.path());
-    let primary = Chroma::start(&bin, &a_dir.path()).await;
-    let shadow = Chroma::start(&bin, &b_dir.path()).await;
+    copy_dir(a_dir.path(), b_dir.path());
+    let primary = Chroma::start(&bin, a_dir.path()).await;
+    let shadow = Chroma::start(&bin, b_dir.path()).await;
     let moved: Vec<String> = (0..PER_GROUP).map(|k| doc_id(0, k)).collect();
     let far: Vec<Vec<f64>> = (0..PER_GROUP).map(|_| vec![-50.0; GROUPS]).collect();
     shadow
