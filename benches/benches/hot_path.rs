@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prometheus::{HistogramOpts, HistogramVec};
 use sluice_control::{Config, Snapshot, Stats};
 use sluice_filters::{
-    hash_bytes, mix64, FaultKind, FaultTarget, Metrics, RequestView, StickyTable, WeightedTable,
+    hash_bytes, mix64, FaultKind, FaultTarget, Metrics, RequestParts, StickyTable, WeightedTable,
 };
 
 /// One listener, eight routes: seven specific ones (prefix, host, header)
@@ -39,32 +39,11 @@ routes:
 "#;
 
 /// A request as the proxy sees it: borrowed path, host and headers.
-struct Req {
-    path: &'static str,
-    host: Option<&'static str>,
-    headers: Vec<(&'static str, &'static str)>,
-}
-
-impl RequestView for Req {
-    fn path(&self) -> &str {
-        self.path
-    }
-    fn host(&self) -> Option<&str> {
-        self.host
-    }
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_bytes())
-    }
-}
-
-fn chat_request() -> Req {
-    Req {
+fn chat_request() -> RequestParts<'static> {
+    RequestParts {
         path: "/v1/chat/completions",
         host: Some("api.example.com"),
-        headers: vec![
+        headers: &[
             ("content-type", "application/json"),
             ("authorization", "Bearer sk-0123456789"),
             ("x-session-id", "session-42"),
@@ -107,7 +86,7 @@ fn naive_routes() -> Vec<NaiveRoute> {
     ]
 }
 
-fn naive_match(routes: &[NaiveRoute], req: &Req) -> Option<usize> {
+fn naive_match(routes: &[NaiveRoute], req: &RequestParts) -> Option<usize> {
     let path = req.path.to_string();
     let host = req.host.map(|h| h.to_ascii_lowercase());
     let headers: HashMap<String, String> = req
@@ -277,7 +256,7 @@ fn faulted_snapshot(experiments: usize) -> Snapshot {
 
 /// The baseline: experiments kept as owned JSON-like maps, the request's
 /// headers copied into a lowercase map for each request.
-fn naive_fault_match(experiments: &[HashMap<String, String>], req: &Req) -> Option<usize> {
+fn naive_fault_match(experiments: &[HashMap<String, String>], req: &RequestParts) -> Option<usize> {
     let headers: HashMap<String, String> = req
         .headers
         .iter()
@@ -311,7 +290,7 @@ fn experiment_match_none_applies(c: &mut Criterion) {
         model: None,
         request: Some(&req),
     };
-    let fire = |target: &FaultTarget<'_, Req>| {
+    let fire = |target: &FaultTarget<'_, RequestParts>| {
         snap.faults
             .iter()
             .filter(|f| f.experiment.action.kind() == FaultKind::Request)

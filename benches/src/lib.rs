@@ -1,11 +1,22 @@
-//! Shared pieces of sluice's load benches: percentiles and a streaming
-//! client that timestamps every SSE chunk.
+//! Shared pieces of sluice's load benches: percentiles, the client runtime, and a
+//! streaming client that timestamps every SSE chunk.
 
 mod sse_client;
 mod stats;
 
-pub use sse_client::{read_stream, stream_once, StreamTiming, CHAT_BODY};
+pub use sse_client::{
+    read_stream, stream_many, stream_once, HttpClient, PooledTimings, StreamTiming, CHAT_BODY,
+};
 pub use stats::{percentile, Summary};
+
+/// The runtime the load benches drive their clients on: one worker thread, the same in
+/// every bench so that their figures compare.
+pub fn client_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+}
 
 /// A loopback port free at the moment of asking.
 pub fn free_port() -> anyhow::Result<u16> {

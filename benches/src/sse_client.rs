@@ -25,6 +25,43 @@ pub struct StreamTiming {
     pub content_events: usize,
 }
 
+/// The content timings of many streams, pooled.
+#[derive(Clone, Debug, Default)]
+pub struct PooledTimings {
+    pub ttft: Vec<Duration>,
+    pub gaps: Vec<Duration>,
+    pub coalesced: usize,
+    pub events: usize,
+}
+
+impl PooledTimings {
+    pub fn add(&mut self, timing: StreamTiming) {
+        self.ttft.push(timing.ttft);
+        self.gaps.extend(timing.gaps);
+        self.coalesced += timing.coalesced;
+        self.events += timing.content_events;
+    }
+}
+
+/// `streams` streams to `url` at once, each on a task of its own; every one must succeed.
+pub async fn stream_many(
+    client: &HttpClient,
+    url: &str,
+    streams: usize,
+) -> anyhow::Result<Vec<StreamTiming>> {
+    let tasks: Vec<_> = (0..streams)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.to_owned());
+            tokio::spawn(async move { stream_once(&client, &url).await })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(streams);
+    for task in tasks {
+        out.push(task.await??);
+    }
+    Ok(out)
+}
+
 pub async fn stream_once(client: &HttpClient, url: &str) -> anyhow::Result<StreamTiming> {
     let request = http::Request::post(url)
         .header("content-type", "application/json")

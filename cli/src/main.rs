@@ -83,6 +83,7 @@ impl From<MockLlmArgs> for MockLlmOptions {
             error_rate: a.error_rate,
             seed: a.seed,
             model: a.model,
+            ..MockLlmOptions::default()
         }
     }
 }

@@ -3,10 +3,12 @@
 //! It stands in for a model server in the sandbox, the tests and the benches: HTTP/1.1 and h2c on
 //! one port, `/v1/models`, `/v1/chat/completions` and `/v1/completions`, SSE streams paced by a
 //! configurable time to first token and inter-token gap, and a seeded share of injected errors.
+//! For tests it can also keep every request it reads, or reset every connection it accepts.
 
 mod api;
 mod body;
 mod openai;
+mod record;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +26,8 @@ use tracing::{debug, info, warn};
 
 pub use self::api::MockKnobs;
 use self::api::Shared;
+use self::record::Recorder;
+pub use self::record::SeenRequest;
 
 /// How long `stop` lets in-flight answers finish before cutting their connections.
 const STOP_GRACE: Duration = Duration::from_secs(1);
@@ -49,6 +53,12 @@ pub struct MockLlmOptions {
     pub seed: u64,
     /// Model id reported by `/v1/models` and in answers that do not name one.
     pub model: String,
+    /// Keep every request read, any path, for [`MockLlm::seen`] (a shadow's or an upstream's
+    /// view in tests). Off by default: the list only grows.
+    pub record: bool,
+    /// Reset every connection as soon as it is accepted (`SO_LINGER` 0), answering nothing:
+    /// a peer that breaks mid-handshake.
+    pub reset: bool,
 }
 
 impl Default for MockLlmOptions {
@@ -62,6 +72,21 @@ impl Default for MockLlmOptions {
             error_rate: 0.0,
             seed: 0,
             model: "mock-llm".to_owned(),
+            record: false,
+            reset: false,
+        }
+    }
+}
+
+impl MockLlmOptions {
+    /// The default mock answering `tokens` tokens: the first after `ttft_ms`, then one every
+    /// `itl_ms` (whole milliseconds, the way tests and benches write them).
+    pub fn paced_ms(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Self {
+        MockLlmOptions {
+            ttft: Duration::from_millis(ttft_ms),
+            itl: Duration::from_millis(itl_ms),
+            tokens,
+            ..MockLlmOptions::default()
         }
     }
 }
@@ -70,6 +95,7 @@ impl Default for MockLlmOptions {
 pub struct MockLlm {
     addr: SocketAddr,
     knobs: Arc<MockKnobs>,
+    recorder: Arc<Recorder>,
     cancel: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -92,10 +118,12 @@ impl MockLlm {
         let cancel = CancellationToken::new();
         let shared = Arc::new(Shared::new(opts));
         let knobs = shared.knobs.clone();
+        let recorder = shared.recorder.clone();
         let task = tokio::spawn(accept_loop(listener, shared, cancel.clone()));
         Ok(MockLlm {
             addr,
             knobs,
+            recorder,
             cancel,
             task: Some(task),
         })
@@ -109,6 +137,16 @@ impl MockLlm {
     /// TTFT and error rate, changeable while serving.
     pub fn knobs(&self) -> Arc<MockKnobs> {
         self.knobs.clone()
+    }
+
+    /// The requests read so far, in arrival order; empty unless `record` is on.
+    pub fn seen(&self) -> Vec<SeenRequest> {
+        self.recorder.seen()
+    }
+
+    /// [`MockLlm::seen`] once `n` requests have been read, or after `within` with fewer.
+    pub async fn wait_seen(&self, n: usize, within: Duration) -> Vec<SeenRequest> {
+        self.recorder.wait_for(n, within).await
     }
 
     /// Stops accepting, lets in-flight answers finish for a short grace, and waits for the loop.
@@ -135,6 +173,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, cancel: Cancell
         tokio::select! {
             () = cancel.cancelled() => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) if shared.opts.reset => reset(stream),
                 Ok((stream, _peer)) => {
                     conns.spawn(serve_connection(stream, Arc::clone(&shared), cancel.clone()));
                 }
@@ -160,6 +199,13 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, cancel: Cancell
     }
     conns.shutdown().await;
     info!("mock llm stopped");
+}
+
+/// Drops a connection with a reset instead of a FIN.
+fn reset(stream: TcpStream) {
+    if let Err(e) = stream.set_zero_linger() {
+        debug!(error = %e, "mock llm could not set SO_LINGER");
+    }
 }
 
 /// Serves one connection (HTTP/1.1 or h2c by prior knowledge); on cancel, closes it gracefully:

@@ -15,6 +15,8 @@ mod rollout;
 mod snapshot;
 mod stats;
 mod store;
+#[cfg(test)]
+mod testing;
 mod upstream_metrics;
 
 pub use api::{resolve_token, serve_admin, AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};

@@ -38,7 +38,7 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
-pub use matcher::{HeaderMatch, Matcher, RequestView};
+pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
 };

@@ -1,15 +1,14 @@
 //! The real `sluice` binary's `validate` command against the example configs and a
 //! broken one, and the same configs through `Config::from_yaml` in-process. Also owns
-//! [`sluice_bin`] and [`TempDir`], which the other binary-driving tests use.
+//! [`sluice_bin`], which the other binary-driving tests use.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_control::Config;
 
-use crate::support::workspace_root;
+use crate::support::{workspace_root, TempDir};
 
 /// The `sluice` binary of this build profile, built once per test run. Cargo does not
 /// build another package's binaries for a test, and `CARGO_BIN_EXE_*` only names the
@@ -52,45 +51,6 @@ pub async fn sluice(args: Vec<String>) -> Output {
         .await
         .unwrap()
         .expect("run sluice")
-}
-
-/// A private directory under the system temp dir, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(prefix: &str) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-{prefix}-{}-{n}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// Writes `name` atomically (a temp file renamed over it), so that a watcher
-    /// never reads half a file.
-    pub fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        let tmp = self.0.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).expect("write temp file");
-        std::fs::rename(&tmp, &path).expect("rename into place");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn example_configs() -> Vec<PathBuf> {

@@ -10,16 +10,29 @@ mod stream;
 
 use serde_json::{json, Value};
 
-use crate::harness::{http_listener_yaml, Admin};
-use crate::support::{free_port, NamedUpstream};
+use sluice_proxy::Sluice;
+
+use crate::harness::{start, Admin, TestConfig};
+use crate::support::NamedUpstream;
 
 /// One http listener, one cluster `a` on `upstream`, route `chat`.
 fn yaml(upstream: &NamedUpstream, allow_header_faults: bool) -> String {
-    format!(
-        "{}clusters:\n  - {{ name: a, kind: http, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ a: 1 }}, allow_header_faults: {allow_header_faults} }}\n",
-        http_listener_yaml(free_port()),
-        upstream.addr(),
-    )
+    TestConfig::http()
+        .cluster("a", "http", [upstream.addr()])
+        .route_with(
+            "chat",
+            "a: 1",
+            &format!("allow_header_faults: {allow_header_faults}"),
+        )
+        .yaml()
+}
+
+/// The echo upstream `a` behind sluice ([`yaml`], no header faults) and its control API.
+async fn faulted() -> (NamedUpstream, Sluice, Admin) {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&yaml(&up, false));
+    let admin = Admin::new(&sluice);
+    (up, sluice, admin)
 }
 
 /// Adds an experiment and returns its id; the answer must be 201.

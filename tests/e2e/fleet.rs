@@ -13,55 +13,46 @@ use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 use sluice_proxy::Sluice;
 
-use crate::harness::{listener, start, Admin};
-use crate::support::{free_port, have, require, Prometheus};
+use crate::harness::{listener, start, Admin, TestConfig};
+use crate::support::{have, require, Prometheus};
 
 const TOKEN_ENV: &str = "SLUICE_FLEET_E2E_TOKEN";
 /// Everything, Prometheus's start included, within this.
 const LIMIT: Duration = Duration::from_secs(60);
 
 async fn mock(ttft_ms: u64) -> MockLlm {
-    MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(ttft_ms),
-        itl: Duration::from_millis(5),
-        tokens: 4,
-        ..MockLlmOptions::default()
-    })
-    .await
-    .unwrap()
+    MockLlm::start(MockLlmOptions::paced_ms(ttft_ms, 5, 4))
+        .await
+        .unwrap()
 }
 
-fn admin_yaml() -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0, token_env: {TOKEN_ENV} }}\nruntime: {{ threads: 1, grace_period: 1s }}\n"
-    )
+/// Every instance's and the controller's admin and runtime: one token for the fleet.
+fn fleet_member() -> TestConfig {
+    TestConfig::new()
+        .admin(format!("listen: 127.0.0.1:0, token_env: {TOKEN_ENV}"))
+        .runtime("threads: 1, grace_period: 1s")
 }
 
 fn instance_yaml(stable: &MockLlm, canary: &MockLlm) -> String {
-    format!(
-        "{}listeners:\n  - {{ name: public, listen: 127.0.0.1:{}, protocol: http }}\n\
-         clusters:\n  - {{ name: stable, kind: llm, version: v1, endpoints: [{}] }}\n\
-         \x20 - {{ name: canary, kind: llm, version: v2, endpoints: [{}] }}\n\
-         routes:\n  - {{ name: chat, listener: public, split: {{ stable: 100, canary: 0 }} }}\n",
-        admin_yaml(),
-        free_port(),
-        stable.addr(),
-        canary.addr()
-    )
+    fleet_member()
+        .listener("public", "http", "")
+        .cluster_with("stable", "llm", [stable.addr()], "version: v1")
+        .cluster_with("canary", "llm", [canary.addr()], "version: v2")
+        .route("chat", "stable: 100, canary: 0")
+        .yaml()
 }
 
 /// A sluice that only runs the rollout: Prometheus in, targets out.
 fn controller_yaml(prometheus: &str, targets: &[String]) -> String {
-    format!(
-        "{}rollouts:\n  - name: chat-v2\n    route: chat\n    stable: stable\n    canary: canary\n\
+    let rollout = format!(
+        "\n  - name: chat-v2\n    route: chat\n    stable: stable\n    canary: canary\n\
          \x20   steps: [50, 100]\n    hold: 5m\n    min_requests: 5\n    window: 4s\n\
          \x20   gates: {{ ttft_p95: 150ms, error_rate: 5% }}\n\
          \x20   source: {{ prometheus: {{ url: \"{prometheus}\", scrape_interval: 1s }} }}\n\
-         \x20   targets: [{}]\n    target_token_env: {TOKEN_ENV}\n",
-        admin_yaml(),
+         \x20   targets: [{}]\n    target_token_env: {TOKEN_ENV}",
         targets.join(", ")
-    )
+    );
+    fleet_member().section("rollouts", rollout).yaml()
 }
 
 /// Streams chat completions through `sluice` from two clients until

@@ -1,11 +1,19 @@
 //! Starting sluice in-process for a test: the same `Sluice::start` that
-//! `main` uses, on free loopback ports, plus a client for its control API.
+//! `main` uses, on free loopback ports, the config builder the tests write
+//! their YAML with, and a client for the control API.
+
+mod config;
 
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice_control::Config;
 use sluice_proxy::{Sluice, StartOptions};
+
+use crate::support::WAIT_POLL;
+
+pub use config::TestConfig;
 
 /// Starts sluice from a YAML config. The admin API binds an ephemeral port
 /// unless the YAML sets one.
@@ -25,17 +33,20 @@ pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
         .unwrap_or_else(|| panic!("no listener {name}"))
 }
 
-/// `admin: {listen: 127.0.0.1:0}` plus one http listener on a free port,
-/// for tests that need nothing special.
+/// The head of a config (admin, runtime and the http listener `public` on `port`) for a test
+/// that writes the rest by hand; [`TestConfig`] writes whole configs.
 pub fn http_listener_yaml(port: u16) -> String {
-    http_listener_yaml_with_runtime(port, "threads: 2, grace_period: 5s")
+    TestConfig::new()
+        .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
+        .yaml()
 }
 
-/// As [`http_listener_yaml`], with `runtime` as the runtime section's flow map body.
-pub fn http_listener_yaml_with_runtime(port: u16, runtime: &str) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ {runtime} }}\nlisteners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n"
-    )
+/// The http listener `public`, cluster `llm` (`kind: llm, version: v1`) on `upstream` and
+/// route `chat` to it: the shape of most tests with one model server.
+pub fn llm_config(upstream: impl std::fmt::Display) -> TestConfig {
+    TestConfig::http()
+        .cluster_with("llm", "llm", [upstream], "version: v1")
+        .route("chat", "llm: 100")
 }
 
 pub struct Admin {
@@ -54,51 +65,36 @@ impl Admin {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .expect("admin GET");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        self.send(reqwest::Method::GET, path, "").await
     }
 
     pub async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-        let r = self
-            .client
-            .put(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .body(body)
-            .send()
-            .await
-            .expect("admin PUT");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        self.send(reqwest::Method::PUT, path, body).await
     }
 
     pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, body).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::DELETE, path, "").await
+    }
+
+    /// One authorised request; the status and the JSON answer (`null` when it is not JSON).
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value) {
         let r = self
             .client
-            .post(format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .bearer_auth(&self.token)
             .body(body)
             .send()
             .await
-            .expect("admin POST");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn delete(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .delete(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .expect("admin DELETE");
+            .unwrap_or_else(|e| panic!("admin {method} {path}: {e}"));
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
@@ -114,18 +110,60 @@ impl Admin {
 /// `logging` phase, just after the client got the answer, so a test reading
 /// counters right after a response must wait for them.
 pub async fn metrics_when(sluice: &Sluice, ready: impl Fn(&str) -> bool) -> String {
+    metrics_within(sluice, Duration::from_secs(5), ready).await
+}
+
+/// `/metrics` as it is now.
+pub async fn metrics(sluice: &Sluice) -> String {
+    metrics_within(sluice, Duration::ZERO, |_| true).await
+}
+
+/// [`metrics_when`], waiting up to `within`.
+pub async fn metrics_within(
+    sluice: &Sluice,
+    within: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> String {
     let url = format!("http://{}/metrics", sluice.admin_addr);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = Instant::now() + within;
     loop {
-        let text = reqwest::get(&url)
-            .await
-            .expect("GET /metrics")
-            .text()
-            .await
-            .expect("metrics text");
-        if ready(&text) || std::time::Instant::now() > deadline {
+        let text = get_text(&url).await;
+        if ready(&text) || Instant::now() >= deadline {
             return text;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(WAIT_POLL).await;
     }
+}
+
+/// The body of `GET url`, whatever its status.
+pub async fn get_text(url: &str) -> String {
+    let response = reqwest::get(url).await;
+    let response = response.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    response.text().await.expect("a text body")
+}
+
+/// The answer to `GET url` with header `name: value`.
+pub async fn get_with_header(url: &str, name: &str, value: &str) -> reqwest::Response {
+    let request = reqwest::Client::new().get(url).header(name, value);
+    let response = request.send().await;
+    response.unwrap_or_else(|e| panic!("GET {url}: {e}"))
+}
+
+/// The JSON answer to `request`, whatever its status.
+pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("an answer");
+    response.json().await.expect("a JSON body")
+}
+
+/// The value of the series `name` whose labels include every pair in `labels`.
+pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }

@@ -5,14 +5,15 @@
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::cli::{sluice_bin, TempDir};
-use crate::support::{free_port, NamedUpstream, WAIT_POLL};
+use crate::cli::sluice_bin;
+use crate::harness::TestConfig;
+use crate::support::{free_port, NamedUpstream, Process, TempDir, WAIT_POLL};
 
 const TOKEN: &str = "lifecycle-test-token";
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -20,33 +21,44 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The YAML of a sluice with listener `public` on `port`, admin on `admin`, and
 /// route `chat` split between clusters `a` and `b` as given.
 fn config(port: u16, admin: u16, a: SocketAddr, b: SocketAddr, split: (u32, u32)) -> String {
-    format!(
-        "runtime: {{ threads: 2, grace_period: 10s }}\n\
-         admin: {{ listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN }}\n\
-         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: http }}\n\
-         clusters:\n  - {{ name: a, kind: llm, endpoints: [\"{a}\"] }}\n\
-         \x20 - {{ name: b, kind: llm, endpoints: [\"{b}\"] }}\n\
-         routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: / }}, split: {{ a: {}, b: {} }} }}\n",
-        split.0, split.1
-    )
+    process(admin)
+        .runtime("threads: 2, grace_period: 10s")
+        .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
+        .cluster("a", "llm", [a])
+        .cluster("b", "llm", [b])
+        .route_with(
+            "chat",
+            &format!("a: {}, b: {}", split.0, split.1),
+            "match: { path_prefix: / }",
+        )
+        .yaml()
+}
+
+/// A config for the `sluice run` process: the admin API on `admin`, the test's token.
+fn process(admin: u16) -> TestConfig {
+    TestConfig::new().admin(format!(
+        "listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN"
+    ))
 }
 
 /// A `sluice run -c FILE` child; killed on drop. Its output goes to a file in `dir`.
 struct Running {
-    child: Child,
+    child: Process,
     log: PathBuf,
     admin: String,
     client: reqwest::Client,
 }
 
 impl Running {
-    fn spawn(dir: &TempDir, config: &PathBuf, admin: u16) -> Self {
+    /// `sluice run` on `yaml`, written to `sluice.yaml` in `dir`, its admin API on `admin`.
+    fn spawn(dir: &TempDir, yaml: &str, admin: u16) -> Self {
+        let config = dir.write("sluice.yaml", yaml);
         let log = dir.path().join("sluice.log");
         let out = File::create(&log).unwrap();
         let child = Command::new(sluice_bin())
             .arg("run")
             .arg("-c")
-            .arg(config)
+            .arg(&config)
             .env("SLUICE_TEST_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
@@ -54,7 +66,7 @@ impl Running {
             .spawn()
             .expect("spawn sluice run");
         Self {
-            child,
+            child: Process::new(child),
             log,
             admin: format!("http://127.0.0.1:{admin}"),
             client: reqwest::Client::new(),
@@ -101,31 +113,18 @@ impl Running {
     }
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(100),
-        tokens: 20,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(20, 100, 20))
+        .await
+        .unwrap();
     let (port, admin) = (free_port(), free_port());
     let dir = TempDir::new("drain");
-    let file = dir.write(
-        "sluice.yaml",
+    let mut sluice = Running::spawn(
+        &dir,
         &config(port, admin, mock.addr(), mock.addr(), (100, 0)),
+        admin,
     );
-    let mut sluice = Running::spawn(&dir, &file, admin);
     sluice.ready().await;
 
     let body =
@@ -201,11 +200,11 @@ async fn config_file_changes_are_applied_and_broken_ones_rejected() {
     let b = NamedUpstream::start("B").await.unwrap();
     let (port, admin) = (free_port(), free_port());
     let dir = TempDir::new("reload");
-    let file = dir.write(
-        "sluice.yaml",
+    let mut sluice = Running::spawn(
+        &dir,
         &config(port, admin, a.addr(), b.addr(), (100, 0)),
+        admin,
     );
-    let mut sluice = Running::spawn(&dir, &file, admin);
     sluice.ready().await;
     assert_eq!(split_of(&sluice).await, json!({"a": 100, "b": 0}));
     assert_eq!(answered_by(port, 5).await, vec!["A"; 5]);
@@ -258,11 +257,11 @@ async fn a_taken_listener_port_stops_the_start_naming_the_listener() {
     let admin = free_port();
     let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
     let dir = TempDir::new("taken");
-    let file = dir.write(
-        "sluice.yaml",
+    let mut sluice = Running::spawn(
+        &dir,
         &config(port, admin, upstream, upstream, (100, 0)),
+        admin,
     );
-    let mut sluice = Running::spawn(&dir, &file, admin);
     let status = sluice.exit(START_TIMEOUT).await;
     let status = status.unwrap_or_else(|| panic!("still running:\n{}", sluice.output()));
     let output = sluice.output();
@@ -289,15 +288,11 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
     let dir = TempDir::new("nocert");
     let cert = dir.path().join("missing-cert.pem");
     let key = dir.path().join("missing-key.pem");
-    let yaml = format!(
-        "admin: {{ listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN }}\n\
-         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: https, \
-         cert: \"{}\", key: \"{}\" }}\n",
-        cert.display(),
-        key.display()
-    );
-    let file = dir.write("sluice.yaml", &yaml);
-    let mut sluice = Running::spawn(&dir, &file, admin);
+    let files = format!("cert: \"{}\", key: \"{}\"", cert.display(), key.display());
+    let yaml = process(admin)
+        .listener_at("public", "https", format!("127.0.0.1:{port}"), &files)
+        .yaml();
+    let mut sluice = Running::spawn(&dir, &yaml, admin);
     let status = sluice.exit(START_TIMEOUT).await;
     let output = sluice.output();
     let status = status.unwrap_or_else(|| panic!("still running:\n{output}"));

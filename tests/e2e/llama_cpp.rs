@@ -4,14 +4,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
-use crate::support::{free_port, python, require, workspace_root};
-use crate::token_meter::metric_value;
+use crate::harness::{listener, metric_value, metrics, metrics_when, Admin, TestConfig};
+use crate::support::{free_port, python, require, run_json, workspace_root, Process};
+use crate::token_meter::token_usage;
 
 fn script(name: &str) -> PathBuf {
     workspace_root().join("tests/e2e/py").join(name)
@@ -19,7 +17,7 @@ fn script(name: &str) -> PathBuf {
 
 /// llama.cpp's server as a child process; killed on drop.
 pub(crate) struct LlamaServer {
-    child: Child,
+    _child: Process,
     pub(crate) port: u16,
 }
 
@@ -45,14 +43,10 @@ impl LlamaServer {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).unwrap();
         assert!(line.starts_with("listening"), "llama server said: {line:?}");
-        LlamaServer { child, port }
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        LlamaServer {
+            _child: Process::new(child),
+            port,
+        }
     }
 }
 
@@ -69,46 +63,31 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
     .await
     .unwrap();
     let (server, py) = llama;
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: llama, kind: llm, version: smollm2, endpoints: [127.0.0.1:{}], metrics_path: /metrics, metrics_interval: 200ms }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llama: 100 }} }}\n",
-        http_listener_yaml(free_port()),
-        server.port
-    );
-    let sluice = start(&yaml);
+    let sluice = TestConfig::http()
+        .cluster_with(
+            "llama",
+            "llm",
+            [format!("127.0.0.1:{}", server.port)],
+            "version: smollm2, metrics_path: /metrics, metrics_interval: 200ms",
+        )
+        .route("chat", "llama: 100")
+        .start();
     // Warm the model server up directly (first-request costs are its own).
     let direct = format!("http://127.0.0.1:{}/v1", server.port);
-    let warm_py = py.clone();
-    let warm = tokio::task::spawn_blocking(move || {
-        Command::new(&warm_py)
-            .arg(script("stream_chat.py"))
-            .args([&direct, "1", "8"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        warm.status.success(),
-        "{}",
-        String::from_utf8_lossy(&warm.stderr)
-    );
+    let stream_chat = |base: &str, requests: usize, tokens: u32| {
+        let mut command = Command::new(&py);
+        command.arg(script("stream_chat.py")).args([
+            base,
+            &requests.to_string(),
+            &tokens.to_string(),
+        ]);
+        run_json(command)
+    };
+    stream_chat(&direct, 1, 8).await;
     let base = format!("http://{}/v1", listener(&sluice, "public"));
     let requests = 10;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(&py)
-            .arg(script("stream_chat.py"))
-            .args([&base, &requests.to_string(), "24"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let seen = stream_chat(&base, requests, 24).await;
+    let seen = seen.as_array().expect("a list of requests");
     assert_eq!(seen.len(), requests);
     let client_ttfts: Vec<f64> = seen.iter().map(|r| r["ttft"].as_f64().unwrap()).collect();
     let server_tokens: u64 = seen
@@ -161,19 +140,13 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         proxy_mean * 1e3,
         client_mean * 1e3
     );
-    let output_labels = [
-        ("route", "chat"),
-        ("gen_ai_token_type", "output"),
-        ("estimated", "false"),
-    ];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &output_labels),
+        token_usage(&text, "output", Some(false)),
         Some(server_tokens as f64),
         "output tokens equal the server's usage exactly"
     );
-    let input_labels = [("route", "chat"), ("gen_ai_token_type", "input")];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &input_labels),
+        token_usage(&text, "input", None),
         Some(server_prompt as f64)
     );
 
@@ -189,12 +162,7 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(up, Some(true), "llama.cpp /metrics scraped");
-    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&sluice).await;
     assert!(
         metric_value(
             &text,

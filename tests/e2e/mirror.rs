@@ -1,20 +1,20 @@
 //! Shadow traffic end to end: sluice in front of a primary, mirroring to
 //! recording shadows, a real llama.cpp server and real Chroma stores.
 
-mod shadow;
-
 mod chroma;
 mod counts;
 mod ctl;
 mod faults;
 mod real;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use sluice_cli::{MockLlm, MockLlmOptions, SeenRequest};
 use sluice_proxy::Sluice;
 
-use crate::harness::{http_listener_yaml_with_runtime, metrics_when};
-use crate::support::free_port;
+use crate::harness::{metrics_within, start, TestConfig};
+use crate::support::NamedUpstream;
 
 /// The listener and runtime sections of every mirror test but one: the
 /// sender at normal CPU priority. These tests count copies exactly, and CI
@@ -22,31 +22,55 @@ use crate::support::free_port;
 /// default `idle` sender can wait past a copy's timeout, which is what
 /// `idle` is for, not what these tests test.
 /// `counts::the_default_idle_sender_still_delivers` runs the default.
-pub(crate) fn listener_yaml() -> String {
-    http_listener_yaml_with_runtime(
-        free_port(),
-        "threads: 2, grace_period: 5s, mirror_priority: normal",
-    )
+pub(crate) fn head() -> TestConfig {
+    TestConfig::http().runtime("threads: 2, grace_period: 5s, mirror_priority: normal")
 }
 
 /// A config with a `primary` and a `shadow` cluster and route `chat` on
 /// `public`, mirroring with `mirror` (a YAML flow map).
-fn config(primary: std::net::SocketAddr, shadow: std::net::SocketAddr, mirror: &str) -> String {
-    config_after(listener_yaml(), primary, shadow, mirror)
+fn config(primary: SocketAddr, shadow: SocketAddr, mirror: &str) -> String {
+    config_after(head(), primary, shadow, mirror)
 }
 
 /// [`config`] after other listener and runtime sections (`head`).
-fn config_after(
-    head: String,
-    primary: std::net::SocketAddr,
-    shadow: std::net::SocketAddr,
-    mirror: &str,
-) -> String {
-    format!(
-        "{head}clusters:\n  - {{ name: primary, kind: http, endpoints: [{primary}] }}\n  \
-- {{ name: shadow, kind: http, endpoints: [{shadow}] }}\nroutes:\n  \
-- {{ name: chat, listener: public, split: {{ primary: 100 }}, mirror: {mirror} }}\n"
-    )
+fn config_after(head: TestConfig, primary: SocketAddr, shadow: SocketAddr, mirror: &str) -> String {
+    head.cluster("primary", "http", [primary])
+        .cluster("shadow", "http", [shadow])
+        .route_with("chat", "primary: 100", &format!("mirror: {mirror}"))
+        .yaml()
+}
+
+/// A shadow that keeps every copy it reads: the mock LLM, answering at once
+/// unless `options` say otherwise (slow, resetting).
+async fn shadow(options: MockLlmOptions) -> MockLlm {
+    MockLlm::start(MockLlmOptions {
+        record: true,
+        ..options
+    })
+    .await
+    .unwrap()
+}
+
+/// The mock's options for a shadow that answers at once.
+fn at_once() -> MockLlmOptions {
+    MockLlmOptions::paced_ms(0, 0, 1)
+}
+
+/// A `primary` echo upstream, a [`shadow`] answering at once, and sluice
+/// mirroring route `chat` from one to the other with `mirror`.
+async fn mirrored(mirror: &str) -> (NamedUpstream, MockLlm, Sluice) {
+    let primary = NamedUpstream::start("primary").await.unwrap();
+    let shadow = shadow(at_once()).await;
+    let sluice = start(&config(primary.addr(), shadow.addr(), mirror));
+    (primary, shadow, sluice)
+}
+
+/// What `shadow` got once `n` copies arrived (30 s at most), and a little
+/// longer for any copy too many to show up.
+async fn copies(shadow: &MockLlm, n: usize) -> Vec<SeenRequest> {
+    shadow.wait_seen(n, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    shadow.seen()
 }
 
 /// The value of the sample `sluice_mirror_requests_total{route="chat",result=...}`.
@@ -68,14 +92,8 @@ fn mirror_count(metrics: &str, result: &str) -> u64 {
 
 /// `/metrics` once the copies with `result` reach `n` (30 s at most).
 async fn metrics_when_counted(sluice: &Sluice, result: &str, n: u64) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = metrics_when(sluice, |_| true).await;
-        if mirror_count(&text, result) >= n || std::time::Instant::now() > deadline {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let within = Duration::from_secs(30);
+    metrics_within(sluice, within, |text| mirror_count(text, result) >= n).await
 }
 
 /// Sends `n` requests (POST, body `body`) with `parallel` clients; every

@@ -1,14 +1,12 @@
 //! The official OpenAI Python SDK as the client: streaming and whole chat completions
 //! through sluice from the mock LLM arrive intact, usage included.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::Value;
 use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness;
-use crate::support::{self, free_port};
+use crate::support;
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -49,41 +47,15 @@ async fn openai_sdk_streams_through_sluice() {
         support::require("python with openai (.venv)", false);
         return;
     };
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        tokens: 12,
-        itl: Duration::from_millis(5),
-        ttft: Duration::from_millis(20),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let yaml = harness::http_listener_yaml(free_port())
-        + &format!(
-            "clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
-             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm: 100 }} }}\n",
-            mock.addr()
-        );
-    let sluice = harness::start(&yaml);
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(20, 5, 12))
+        .await
+        .unwrap();
+    let sluice = harness::llm_config(mock.addr()).start();
     let port = harness::listener(&sluice, "public").port();
 
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .args(["-c", SCRIPT, &port.to_string()])
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let got: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: stdout:\n{stdout}\nstderr:\n{stderr}"));
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", SCRIPT, &port.to_string()]);
+    let got = support::run_json(command).await;
 
     assert_eq!(got["chunks"], 12, "{got}");
     assert_eq!(got["completion_tokens"], 12, "{got}");
@@ -101,26 +73,15 @@ async fn openai_sdk_streams_through_sluice() {
 
     // Both calls were counted on the route, as 2xx answers from cluster `llm`. The
     // count is bumped when the proxy logs the request, a moment after the client is done.
-    let admin = sluice.admin_addr;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let metrics = reqwest::get(format!("http://{admin}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let line = metrics.lines().find(|l| {
-            l.starts_with("sluice_requests_total{")
-                && ["route=\"chat\"", "cluster=\"llm\"", "status_class=\"2xx\""]
-                    .iter()
-                    .all(|label| l.contains(label))
-        });
-        let count = line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
-        if count == Some(2.0) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{metrics}");
-        tokio::time::sleep(support::WAIT_POLL).await;
-    }
+    let labels = [
+        ("route", "chat"),
+        ("cluster", "llm"),
+        ("status_class", "2xx"),
+    ];
+    let counted = |text: &str| harness::metric_value(text, "sluice_requests_total", &labels);
+    let text = harness::metrics_within(&sluice, Duration::from_secs(10), |t| {
+        counted(t) == Some(2.0)
+    })
+    .await;
+    assert_eq!(counted(&text), Some(2.0), "{text}");
 }

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 use sluice_control::TelemetryConfig;
 use sluice_filters::TraceContext;
-use sluice_proxy::{Attempt, FinishedRequest, Tracer};
+use sluice_proxy::{Attempt, FinishedRequest, Sluice, Tracer};
 
 use crate::harness;
 use crate::support::{self, free_port, NamedUpstream};
-use collector::Collector;
+use collector::{Collector, ReceivedSpan};
 
 const CLIENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -23,6 +23,20 @@ async fn collector() -> Option<Collector> {
         return None;
     }
     Some(Collector::start(&agent?).await.expect("rotel starts"))
+}
+
+/// The server span continues the client's span `client`; the client span is its child
+/// and has exactly the id the upstream received as its parent (`seen`).
+fn assert_linked(
+    server: &ReceivedSpan,
+    upstream: &ReceivedSpan,
+    client: &TraceContext,
+    seen: &TraceContext,
+) {
+    assert_eq!(server.service, "sluice-e2e");
+    assert_eq!(server.parent_id, client.span_id_hex());
+    assert_eq!(upstream.id, seen.span_id_hex());
+    assert_eq!(upstream.parent_id, server.id);
 }
 
 fn tracer(endpoint: String) -> Tracer {
@@ -51,16 +65,13 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     assert!(trace.sampled);
     let attempt = trace.next_attempt();
     let attempt_start = SystemTime::now();
-    let echo: Value = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", upstream.url()))
-        .header("traceparent", &attempt.traceparent)
-        .body(r#"{"model":"smol","messages":[{"role":"user","content":"a secret prompt"}]}"#)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let echo = harness::json_of(
+        reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", upstream.url()))
+            .header("traceparent", &attempt.traceparent)
+            .body(CHAT_BODY),
+    )
+    .await;
     let attempt_end = SystemTime::now();
     let sent = echo["headers"]["traceparent"].as_str().unwrap();
     let seen = TraceContext::parse(sent.as_bytes()).unwrap();
@@ -99,52 +110,46 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         },
     );
 
-    let spans = collector
-        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
-        .await;
-    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
-    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
+    let (server, upstream_span) = collector.request_spans(&client.trace_id_hex()).await;
 
-    // The server span continues the client's span; the client span is its child and
-    // has exactly the id the upstream received as its parent.
-    assert_eq!(server.service, "sluice-e2e");
-    assert_eq!(server.parent_id, client.span_id_hex());
+    assert_linked(&server, &upstream_span, &client, &seen);
     assert_eq!(server.id, trace.context.span_id_hex());
     assert_eq!(server.name, "POST chat");
     assert_eq!(server.trace_state, "vendor=opaque");
-    assert_eq!(upstream_span.id, seen.span_id_hex());
-    assert_eq!(upstream_span.parent_id, server.id);
     assert_eq!(upstream_span.name, "chat smol");
 
-    for span in [server, upstream_span] {
-        assert_eq!(span.attr("gen_ai.operation.name"), "Str(chat)");
-        assert_eq!(span.attr("gen_ai.request.model"), "Str(smol)");
-        assert_eq!(span.attr("gen_ai.response.model"), "Str(smol-135m)");
-        assert_eq!(span.attr("gen_ai.usage.input_tokens"), "Int(9)");
-        assert_eq!(span.attr("gen_ai.usage.output_tokens"), "Int(21)");
-        assert_eq!(
-            span.attr("gen_ai.response.finish_reasons"),
-            "Slice(Str(stop))"
-        );
-        assert_eq!(
-            span.attr("gen_ai.response.time_to_first_chunk"),
-            "Double(0.12)"
-        );
-        assert_eq!(
-            span.attr("sluice.prompt_fingerprint"),
-            "Str(9f86d081884c7d65)"
-        );
-        assert_eq!(span.attr("http.response.status_code"), "Int(200)");
+    let both = [
+        ("gen_ai.operation.name", "Str(chat)"),
+        ("gen_ai.request.model", "Str(smol)"),
+        ("gen_ai.response.model", "Str(smol-135m)"),
+        ("gen_ai.usage.input_tokens", "Int(9)"),
+        ("gen_ai.usage.output_tokens", "Int(21)"),
+        ("gen_ai.response.finish_reasons", "Slice(Str(stop))"),
+        ("gen_ai.response.time_to_first_chunk", "Double(0.12)"),
+        ("sluice.prompt_fingerprint", "Str(9f86d081884c7d65)"),
+        ("http.response.status_code", "Int(200)"),
+    ];
+    let server_only = [
+        ("url.path", "Str(/v1/chat/completions)"),
+        ("sluice.route", "Str(chat)"),
+        ("sluice.cluster", "Str(llm-stable)"),
+        ("sluice.version", "Str(v1)"),
+    ];
+    let port = format!("Int({})", upstream.addr().port());
+    let upstream_only = [
+        ("server.address", "Str(127.0.0.1)"),
+        ("server.port", port.as_str()),
+    ];
+    for (span, attrs) in [
+        (&server, &both[..]),
+        (&upstream_span, &both[..]),
+        (&server, &server_only[..]),
+        (&upstream_span, &upstream_only[..]),
+    ] {
+        for (key, want) in attrs {
+            assert_eq!(span.attr(key), *want, "{} {key}", span.name);
+        }
     }
-    assert_eq!(server.attr("url.path"), "Str(/v1/chat/completions)");
-    assert_eq!(server.attr("sluice.route"), "Str(chat)");
-    assert_eq!(server.attr("sluice.cluster"), "Str(llm-stable)");
-    assert_eq!(server.attr("sluice.version"), "Str(v1)");
-    assert_eq!(upstream_span.attr("server.address"), "Str(127.0.0.1)");
-    assert_eq!(
-        upstream_span.attr("server.port"),
-        format!("Int({})", upstream.addr().port())
-    );
     assert!(!collector.output().contains("secret prompt"));
     // The collector logs the spans before the exporter hears back that it took
     // them: the count follows a moment later.
@@ -156,68 +161,39 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
     assert_eq!(tracer.exported_spans(), 2);
 }
 
-/// A collector that is down: `finish` returns at once, the spans are dropped and
-/// counted, nothing panics, and dropping the tracer does not hang.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn collector_down_drops_and_counts_spans() {
-    let tracer = tracer(format!("http://127.0.0.1:{}", free_port()));
-    let start = SystemTime::now();
-    let attempts = [Attempt {
-        span_id: [7; 8],
-        start,
-        end: start,
-        address: None,
-        error: Some("connect_refused".into()),
-    }];
-    let request = FinishedRequest {
-        start,
-        end: start,
-        method: "POST",
-        path: "/v1/chat/completions",
-        status: 502,
-        route: "chat",
-        cluster: "llm-stable",
-        version: "v1",
-        operation: "chat",
-        request_model: "smol",
-        response_model: None,
-        input_tokens: None,
-        output_tokens: None,
-        finish_reason: None,
-        ttft: None,
-        prompt_fingerprint: None,
-        error: Some("upstream_connect"),
-        attempts: &attempts,
-    };
-    let began = Instant::now();
-    for _ in 0..50 {
-        let trace = tracer.begin(Some(CLIENT.as_bytes()), None);
-        tracer.finish(&trace, &request);
-    }
-    assert!(began.elapsed() < Duration::from_secs(1), "finish blocked");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tracer.dropped_spans() < 100 {
-        assert!(
-            Instant::now() < deadline,
-            "only {} spans counted as dropped",
-            tracer.dropped_spans()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(tracer.exported_spans(), 0);
-    let began = Instant::now();
-    drop(tracer);
-    assert!(began.elapsed() < Duration::from_secs(10));
+/// The echo upstream behind sluice exporting every trace to `otlp_endpoint`; the chat
+/// route's URL.
+async fn traced(otlp_endpoint: &str) -> (NamedUpstream, Sluice, String) {
+    let upstream = NamedUpstream::start("llm").await.unwrap();
+    let sluice = harness::llm_config(upstream.addr())
+        .section(
+            "telemetry",
+            format!(
+                "{{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}"
+            ),
+        )
+        .start();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        harness::listener(&sluice, "public")
+    );
+    (upstream, sluice, url)
 }
 
-fn sluice_yaml(upstream: &NamedUpstream, otlp_endpoint: &str) -> String {
-    harness::http_listener_yaml(free_port())
-        + &format!(
-            "clusters:\n  - {{ name: llm-stable, kind: llm, version: v1, endpoints: [\"{}\"] }}\n\
-             routes:\n  - {{ name: chat, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ llm-stable: 100 }} }}\n\
-             telemetry: {{ otlp_endpoint: \"{otlp_endpoint}\", sample_ratio: 1.0, service_name: sluice-e2e }}\n",
-            upstream.addr()
-        )
+/// [`CHAT_BODY`] posted to `url` in the client's trace ([`CLIENT`], with a `tracestate`);
+/// the upstream's echo of it.
+async fn chat_echo(url: &str) -> Value {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("traceparent", CLIENT)
+        .header("tracestate", "vendor=opaque")
+        .header("content-type", "application/json")
+        .body(CHAT_BODY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
 }
 
 const CHAT_BODY: &str =
@@ -232,23 +208,8 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
         return;
     };
     let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
-    let upstream = NamedUpstream::start("llm").await.unwrap();
-    let sluice = harness::start(&sluice_yaml(&upstream, &collector.endpoint()));
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        harness::listener(&sluice, "public")
-    );
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("traceparent", CLIENT)
-        .header("tracestate", "vendor=opaque")
-        .header("content-type", "application/json")
-        .body(CHAT_BODY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let echo: Value = response.json().await.unwrap();
+    let (upstream, _sluice, url) = traced(&collector.endpoint()).await;
+    let echo = chat_echo(&url).await;
     let sent = echo["headers"]["traceparent"].as_str().unwrap();
     let seen = TraceContext::parse(sent.as_bytes()).unwrap();
     assert_eq!(seen.trace_id, client.trace_id, "upstream saw {sent}");
@@ -259,15 +220,8 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
     assert!(seen.sampled);
     assert_eq!(echo["headers"]["tracestate"], "vendor=opaque");
 
-    let spans = collector
-        .wait_for_trace(&client.trace_id_hex(), 2, Duration::from_secs(30))
-        .await;
-    let server = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
-    let upstream_span = spans.iter().find(|s| s.kind == "SPAN_KIND_CLIENT").unwrap();
-    assert_eq!(server.service, "sluice-e2e");
-    assert_eq!(server.parent_id, client.span_id_hex());
-    assert_eq!(upstream_span.id, seen.span_id_hex());
-    assert_eq!(upstream_span.parent_id, server.id);
+    let (server, upstream_span) = collector.request_spans(&client.trace_id_hex()).await;
+    assert_linked(&server, &upstream_span, &client, &seen);
     assert_eq!(upstream_span.attr("gen_ai.request.model"), "Str(smol)");
     assert_eq!(
         upstream_span.attr("server.port"),
@@ -280,25 +234,11 @@ async fn sluice_propagates_the_trace_and_exports_its_spans() {
 /// With the collector down, requests through sluice are served as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sluice_serves_normally_with_the_collector_down() {
-    let upstream = NamedUpstream::start("llm").await.unwrap();
     let dead = format!("http://127.0.0.1:{}", free_port());
-    let sluice = harness::start(&sluice_yaml(&upstream, &dead));
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        harness::listener(&sluice, "public")
-    );
-    let http = reqwest::Client::new();
+    let (_upstream, sluice, url) = traced(&dead).await;
     let began = Instant::now();
     for _ in 0..20 {
-        let response = http
-            .post(&url)
-            .header("traceparent", CLIENT)
-            .body(CHAT_BODY)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let echo: Value = response.json().await.unwrap();
+        let echo = chat_echo(&url).await;
         assert!(echo["headers"]["traceparent"].is_string());
     }
     // Twenty loopback requests; an export on the request path would take seconds.
@@ -308,17 +248,10 @@ async fn sluice_serves_normally_with_the_collector_down() {
         began.elapsed()
     );
     // The lost spans are counted where an operator sees them.
-    let metrics = format!("http://{}/metrics", sluice.admin_addr);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut dropped = 0.0;
-    while Instant::now() < deadline {
-        let text = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
-        dropped = crate::token_meter::metric_value(&text, "sluice_trace_spans_dropped_total", &[])
-            .unwrap_or(0.0);
-        if dropped > 0.0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(dropped > 0.0, "no dropped spans counted");
+    let dropped = |text: &str| {
+        harness::metric_value(text, "sluice_trace_spans_dropped_total", &[]).unwrap_or(0.0)
+    };
+    let text =
+        harness::metrics_within(&sluice, Duration::from_secs(20), |t| dropped(t) > 0.0).await;
+    assert!(dropped(&text) > 0.0, "no dropped spans counted");
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{http_listener_yaml, listener, start};
-use crate::support::{free_port, have, require, Prometheus};
+use crate::harness::{listener, llm_config, metrics};
+use crate::support::{have, require, Prometheus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
@@ -19,21 +19,10 @@ async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
     ) {
         return;
     }
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(40),
-        itl: Duration::from_millis(5),
-        tokens: 6,
-        ..MockLlmOptions::default()
-    })
-    .await
-    .unwrap();
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\n",
-        http_listener_yaml(free_port()),
-        mock.addr()
-    );
-    let sluice = start(&yaml);
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(40, 5, 6))
+        .await
+        .unwrap();
+    let sluice = llm_config(mock.addr()).start();
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     for _ in 0..5 {
@@ -46,12 +35,7 @@ async fn promtool_is_clean_and_prometheus_computes_a_ttft_quantile() {
     let dead = format!("http://{}/nothing-here", listener(&sluice, "public"));
     client.get(&dead).send().await.unwrap();
 
-    let text = reqwest::get(format!("http://{}/metrics", sluice.admin_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&sluice).await;
     let mut promtool = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -7,16 +7,16 @@ use std::path::Path;
 use http::Version;
 use serde_json::Value;
 
-use crate::harness;
-use crate::support::{self, free_port, NamedUpstream, TlsFixture};
+use crate::harness::{self, TestConfig};
+use crate::support::{self, NamedUpstream, TlsFixture};
 
-/// `clusters` with one cluster `up` at `endpoint` (plus `extra` cluster keys) and a
+/// `config` with one cluster `up` at `endpoint` (plus `extra` cluster keys) and a
 /// catch-all route `all` on listener `public` to it.
-fn cluster_and_route(endpoint: SocketAddr, extra: &str) -> String {
-    format!(
-        "clusters:\n  - {{ name: up, kind: http, endpoints: [\"{endpoint}\"]{extra} }}\n\
-         routes:\n  - {{ name: all, listener: public, match: {{ path_prefix: / }}, split: {{ up: 100 }} }}\n"
-    )
+fn cluster_and_route(config: TestConfig, endpoint: SocketAddr, extra: &str) -> String {
+    config
+        .cluster_with("up", "http", [endpoint], extra)
+        .route_with("all", "up: 100", "match: { path_prefix: / }")
+        .yaml()
 }
 
 async fn echo_of(response: reqwest::Response) -> Value {
@@ -27,8 +27,7 @@ async fn echo_of(response: reqwest::Response) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_listener_serves_h1_and_h2c_on_one_port() {
     let upstream = NamedUpstream::start("alpha").await.unwrap();
-    let port = free_port();
-    let yaml = harness::http_listener_yaml(port) + &cluster_and_route(upstream.addr(), "");
+    let yaml = cluster_and_route(TestConfig::http(), upstream.addr(), "");
     let sluice = harness::start(&yaml);
     let url = format!("http://{}/v1/h2c?q=1", harness::listener(&sluice, "public"));
 
@@ -83,15 +82,13 @@ async fn https_listener_serves_h1_and_h2_by_alpn() {
     support::install_crypto_provider();
     let tls = TlsFixture::new().unwrap();
     let upstream = NamedUpstream::start("beta").await.unwrap();
-    let port = free_port();
-    let yaml = format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
-         listeners:\n  - {{ name: public, listen: 127.0.0.1:{port}, protocol: https, \
-         cert: \"{}\", key: \"{}\" }}\n{}",
+    let files = format!(
+        "cert: \"{}\", key: \"{}\"",
         path_yaml(&tls.cert_path()),
-        path_yaml(&tls.key_path()),
-        cluster_and_route(upstream.addr(), ""),
+        path_yaml(&tls.key_path())
     );
+    let https = TestConfig::new().listener("public", "https", &files);
+    let yaml = cluster_and_route(https, upstream.addr(), "");
     let sluice = harness::start(&yaml);
     let addr = harness::listener(&sluice, "public");
     let url = format!("https://localhost:{}/tls", addr.port());
@@ -121,9 +118,8 @@ async fn https_listener_serves_h1_and_h2_by_alpn() {
 
 /// Sluice on a plain http listener in front of `up` reached over TLS with `tls_yaml`.
 async fn through_tls_cluster(upstream: &NamedUpstream, tls_yaml: &str) -> (u16, Value) {
-    let port = free_port();
-    let yaml = harness::http_listener_yaml(port)
-        + &cluster_and_route(upstream.addr(), &format!(", tls: {tls_yaml}"));
+    let tls = format!("tls: {tls_yaml}");
+    let yaml = cluster_and_route(TestConfig::http(), upstream.addr(), &tls);
     let sluice = harness::start(&yaml);
     let url = format!("http://{}/secure", harness::listener(&sluice, "public"));
     let response = reqwest::Client::new()

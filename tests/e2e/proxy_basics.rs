@@ -7,21 +7,34 @@ use futures_util::StreamExt;
 use rand::RngCore;
 use serde_json::Value;
 
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
-use crate::support::{free_port, sha256_hex, NamedUpstream, UpstreamOptions};
+use sluice_cli::{MockLlm, MockLlmOptions};
+use sluice_proxy::Sluice;
 
-fn one_route(port: u16, endpoints: &str, timeouts: &str) -> String {
-    format!(
-        "{}clusters:\n  - {{ name: up, kind: http, version: v1, endpoints: [{endpoints}]{timeouts} }}\nroutes:\n  - {{ name: all, listener: public, match: {{ path_prefix: /v1/ }}, split: {{ up: 100 }} }}\n",
-        http_listener_yaml(port)
-    )
+use crate::harness::{get_with_header, listener, metrics_when, start, Admin, TestConfig};
+use crate::support::{free_port, sha256_hex, NamedUpstream};
+
+/// Cluster `up` (`kind: http`, plus `extra` keys) on `endpoints`, and route `all` for `/v1/`.
+fn one_route<T: std::fmt::Display>(endpoints: impl IntoIterator<Item = T>, extra: &str) -> String {
+    let keys = match extra {
+        "" => "version: v1".to_owned(),
+        extra => format!("version: v1, {extra}"),
+    };
+    TestConfig::http()
+        .cluster_with("up", "http", endpoints, &keys)
+        .route_with("all", "up: 100", "match: { path_prefix: /v1/ }")
+        .yaml()
+}
+
+/// The echo upstream `a` behind [`one_route`].
+async fn echo_route() -> (NamedUpstream, Sluice) {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&one_route([up.addr()], ""));
+    (up, sluice)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_post_arrive_unchanged() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let port = free_port();
-    let sluice = start(&one_route(port, &up.addr().to_string(), ""));
+    let (_up, sluice) = echo_route().await;
     let base = format!("http://{}", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 
@@ -53,8 +66,7 @@ async fn get_and_post_arrive_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_bodies_arrive_byte_exact() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
+    let (_up, sluice) = echo_route().await;
     let base = format!("http://{}", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     for size in [1 << 20, 8 << 20] {
@@ -74,16 +86,29 @@ async fn large_bodies_arrive_byte_exact() {
     }
 }
 
-/// Arrival time of every body chunk of a GET.
-async fn chunk_times(url: &str) -> Vec<Duration> {
+/// Arrival time of every body chunk of a streamed chat that carries content.
+/// Each must carry one content event: two in one chunk were coalesced.
+async fn content_chunk_times(url: &str) -> Vec<Duration> {
+    let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
     let start = Instant::now();
-    let r = reqwest::get(url).await.unwrap();
+    let r = reqwest::Client::new()
+        .post(url)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let mut stream = r.bytes_stream();
     let mut times = Vec::new();
     while let Some(chunk) = stream.next().await {
-        assert!(!chunk.unwrap().is_empty());
-        times.push(start.elapsed());
+        let chunk = chunk.unwrap();
+        let contents = String::from_utf8_lossy(&chunk)
+            .matches("\"content\":")
+            .count();
+        assert!(contents <= 1, "{contents} content events in one chunk");
+        if contents == 1 {
+            times.push(start.elapsed());
+        }
     }
     times
 }
@@ -97,17 +122,18 @@ fn median_gap(times: &[Duration]) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sse_chunks_pass_one_by_one_with_their_spacing() {
     let gap = Duration::from_millis(40);
-    let up = NamedUpstream::start_with("a", UpstreamOptions::default().with_sse(15, gap))
+    let gap_ms = gap.as_millis() as u64;
+    let up = MockLlm::start(MockLlmOptions::paced_ms(gap_ms, gap_ms, 15))
         .await
         .unwrap();
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: up, kind: llm, endpoints: [{}] }}\nroutes:\n  - {{ name: all, listener: public, split: {{ up: 100 }} }}\n",
-        http_listener_yaml(free_port()),
-        up.addr()
-    );
-    let sluice = start(&yaml);
-    let direct = chunk_times(&format!("{}/sse", up.url())).await;
-    let proxied = chunk_times(&format!("http://{}/sse", listener(&sluice, "public"))).await;
+    let sluice = TestConfig::http()
+        .cluster("up", "llm", [up.addr()])
+        .route("all", "up: 100")
+        .start();
+    let path = "/v1/chat/completions";
+    let direct = content_chunk_times(&format!("http://{}{path}", up.addr())).await;
+    let proxied =
+        content_chunk_times(&format!("http://{}{path}", listener(&sluice, "public"))).await;
     assert_eq!(direct.len(), 15);
     // Same count: nothing coalesced, nothing split.
     assert_eq!(proxied.len(), direct.len());
@@ -119,30 +145,22 @@ async fn sse_chunks_pass_one_by_one_with_their_spacing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_id_is_kept_or_generated() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
+    let (_up, sluice) = echo_route().await;
     let url = format!("http://{}/v1/x", listener(&sluice, "public"));
-    let client = reqwest::Client::new();
-
-    let r = client
-        .get(&url)
-        .header("x-request-id", "abc-123")
-        .send()
-        .await
-        .unwrap();
+    let r = get_with_header(&url, "x-request-id", "abc-123").await;
     assert_eq!(r.headers()["x-request-id"], "abc-123");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["headers"]["x-request-id"], "abc-123");
 
-    let r = client.get(&url).send().await.unwrap();
+    let r = reqwest::get(&url).await.unwrap();
     let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
     assert!(!id.is_empty());
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["headers"]["x-request-id"], id.as_str());
 }
 
-async fn error_of(url: &str) -> (u16, Value, Option<String>) {
-    let r = reqwest::get(url).await.unwrap();
+async fn error_of(request: reqwest::RequestBuilder) -> (u16, Value, Option<String>) {
+    let r = request.send().await.unwrap();
     let status = r.status().as_u16();
     let connection = r
         .headers()
@@ -153,10 +171,9 @@ async fn error_of(url: &str) -> (u16, Value, Option<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_route_is_404_json_and_keeps_the_connection() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&one_route(free_port(), &up.addr().to_string(), ""));
-    let (status, body, connection) =
-        error_of(&format!("http://{}/other", listener(&sluice, "public"))).await;
+    let (up, sluice) = echo_route().await;
+    let url = format!("http://{}/other", listener(&sluice, "public"));
+    let (status, body, connection) = error_of(reqwest::Client::new().get(url)).await;
     assert_eq!(status, 404);
     assert_eq!(body["error"], "no_route");
     assert_ne!(connection.as_deref(), Some("close"));
@@ -166,8 +183,9 @@ async fn no_route_is_404_json_and_keeps_the_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_upstream_is_502_and_counted() {
     let dead = format!("127.0.0.1:{}", free_port());
-    let sluice = start(&one_route(free_port(), &dead, ""));
-    let (status, body, _) = error_of(&format!("http://{}/v1/x", listener(&sluice, "public"))).await;
+    let sluice = start(&one_route([dead], ""));
+    let url = format!("http://{}/v1/x", listener(&sluice, "public"));
+    let (status, body, _) = error_of(reqwest::Client::new().get(url)).await;
     assert_eq!(status, 502);
     assert_eq!(body["error"], "connect_error");
     let connect_error =
@@ -186,15 +204,14 @@ async fn dead_upstream_is_502_and_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_upstream_is_504() {
-    let up = NamedUpstream::start_with(
-        "slow",
-        UpstreamOptions::default().with_delay(Duration::from_secs(3)),
-    )
-    .await
-    .unwrap();
-    let timeouts = ", timeouts: { first_byte: 300ms }";
-    let sluice = start(&one_route(free_port(), &up.addr().to_string(), timeouts));
-    let (status, body, _) = error_of(&format!("http://{}/v1/x", listener(&sluice, "public"))).await;
+    // A whole answer comes after its TTFT: 3 s, ten times the proxy's wait.
+    let up = MockLlm::start(MockLlmOptions::paced_ms(3000, 0, 1))
+        .await
+        .unwrap();
+    let timeouts = "timeouts: { first_byte: 300ms }";
+    let sluice = start(&one_route([up.addr()], timeouts));
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    let (status, body, _) = error_of(reqwest::Client::new().post(url).body("{}")).await;
     assert_eq!(status, 504);
     assert_eq!(body["error"], "upstream_timeout");
 }
@@ -202,8 +219,8 @@ async fn slow_upstream_is_504() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_endpoint_is_skipped_for_the_next() {
     let up = NamedUpstream::start("live").await.unwrap();
-    let endpoints = format!("127.0.0.1:{}, {}", free_port(), up.addr());
-    let sluice = start(&one_route(free_port(), &endpoints, ""));
+    let refused = format!("127.0.0.1:{}", free_port());
+    let sluice = start(&one_route([refused, up.addr().to_string()], ""));
     let url = format!("http://{}/v1/x", listener(&sluice, "public"));
     for _ in 0..20 {
         let r = reqwest::get(&url).await.unwrap();
@@ -247,7 +264,7 @@ async fn closing_upstream() -> std::net::SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn posts_survive_upstreams_that_close_pooled_connections() {
     let up = closing_upstream().await;
-    let sluice = start(&one_route(free_port(), &up.to_string(), ""));
+    let sluice = start(&one_route([up], ""));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     for i in 0..200 {

@@ -9,8 +9,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::harness;
-use crate::support::{self, RedisServer};
-use crate::tcp::{echo_after_eof, metrics_until, redis_cli, run, sample, tcp_yaml, text};
+use crate::tcp::{
+    echo_after_eof, metrics_until, redis_behind_sluice, redis_cli, run, sample,
+    send_then_read_to_eof, tcp_yaml, text,
+};
 
 /// `field:value` lines of `INFO section`, asked of Redis directly.
 async fn info(port: u16, section: &str) -> String {
@@ -77,11 +79,9 @@ fn resp(metrics: &str, name: &str, labels: &[&str]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resp_metrics_match_redis_benchmark_and_redis_own_counts() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    };
     let port = harness::listener(&sluice, "cache").port();
     let before = redis_counts(redis.port()).await;
 
@@ -124,7 +124,7 @@ async fn resp_metrics_match_redis_benchmark_and_redis_own_counts() {
             &["command=\"set\"", "result=\"ok\""],
         ),
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| observed(m) == sent).await;
+    let metrics = metrics_until(&sluice, |m| observed(m) == sent).await;
     assert_eq!(observed(&metrics), sent, "{metrics}");
     for command in ["get", "set"] {
         let label = format!("command=\"{command}\"");
@@ -183,11 +183,9 @@ async fn read_until(stream: &mut TcpStream, tail: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((_redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    };
     let addr = harness::listener(&sluice, "cache");
 
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -220,7 +218,7 @@ async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
         resp(m, "sluice_resp_commands_total", &labels)
     };
     let all_seen = |m: &str| want.iter().all(|(c, r, n)| count(m, c, r) == *n);
-    let metrics = metrics_until(sluice.admin_addr, all_seen).await;
+    let metrics = metrics_until(&sluice, all_seen).await;
     assert!(all_seen(&metrics), "{metrics}");
     assert_eq!(
         resp(&metrics, "sluice_resp_get_total", &["result=\"hit\""]),
@@ -235,22 +233,14 @@ async fn a_resp3_pipeline_split_anywhere_is_paired_with_redis_replies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
     let (echo, echo_task) = echo_after_eof().await;
-    let sluice = harness::start(&tcp_yaml("cache", echo));
+    let sluice = harness::start(&tcp_yaml("cache", echo, "cache"));
     let addr = harness::listener(&sluice, "cache");
 
     // `*` promises an array, and what follows is no count: not RESP.
     let mut garbage = b"*\xff\x00not resp at all\r\n".to_vec();
     garbage.extend((0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&garbage).await.unwrap();
-    stream.shutdown().await.unwrap();
-    let mut back = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
-        .await
-        .expect("the echo and its EOF come back")
-        .unwrap();
+    let back = send_then_read_to_eof(addr, &garbage).await;
     assert!(back == garbage, "the bytes came back changed");
-    drop(stream);
 
     let fallback = |m: &str| {
         resp(
@@ -264,7 +254,7 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
         let labels = ["listener=\"cache\"", &format!("direction=\"{direction}\"")];
         sample(m, "sluice_tcp_bytes_total", &labels)
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         fallback(m) == 1 && bytes(m, "downstream") == Some(want)
     })
     .await;
@@ -286,22 +276,12 @@ async fn a_non_resp_client_on_a_cache_cluster_is_copied_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clusters_of_other_kinds_are_copied_unobserved() {
     let (echo, echo_task) = echo_after_eof().await;
-    let yaml = tcp_yaml("cache", echo).replace("kind: cache", "kind: http");
-    assert!(yaml.contains("kind: http"), "{yaml}");
-    let sluice = harness::start(&yaml);
+    let sluice = harness::start(&tcp_yaml("cache", echo, "http"));
     let addr = harness::listener(&sluice, "cache");
 
     // Were it observed, the echoed request would be a reply that is not RESP.
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(b"PING\r\n").await.unwrap();
-    stream.shutdown().await.unwrap();
-    let mut back = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
-        .await
-        .expect("the echo and its EOF come back")
-        .unwrap();
+    let back = send_then_read_to_eof(addr, b"PING\r\n").await;
     assert_eq!(back, b"PING\r\n");
-    drop(stream);
 
     let downstream = |m: &str| {
         sample(
@@ -310,7 +290,7 @@ async fn clusters_of_other_kinds_are_copied_unobserved() {
             &["listener=\"cache\"", "direction=\"downstream\""],
         )
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| downstream(m) == Some(6.0)).await;
+    let metrics = metrics_until(&sluice, |m| downstream(m) == Some(6.0)).await;
     assert_eq!(downstream(&metrics), Some(6.0), "{metrics}");
     assert!(!metrics.contains("sluice_resp_"), "{metrics}");
     echo_task.abort();

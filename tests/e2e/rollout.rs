@@ -8,37 +8,34 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::free_port;
+use crate::harness::{listener, start, Admin, TestConfig};
 
 async fn mock(model: &str, ttft_ms: u64) -> MockLlm {
     MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(ttft_ms),
-        itl: Duration::from_millis(2),
-        tokens: 2,
         model: model.into(),
-        ..MockLlmOptions::default()
+        ..MockLlmOptions::paced_ms(ttft_ms, 2, 2)
     })
     .await
     .unwrap()
 }
 
 fn yaml(stable: &MockLlm, canary: &MockLlm, steps: &str) -> String {
-    format!(
-        "{}clusters:
-  - {{ name: stable, kind: llm, version: v1, endpoints: [{}] }}
-  - {{ name: canary, kind: llm, version: v2, endpoints: [{}] }}
-routes:
-  - {{ name: chat, listener: public, split: {{ stable: 100, canary: 0 }}, sticky: {{ header: x-session-id }}, allow_version_header: true }}
-rollouts:
-  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, steps: {steps}, hold: 1s,
-      min_requests: 5, interval: 100ms, window: 2s, gates: {{ ttft_p95: 150ms }} }}
-",
-        http_listener_yaml(free_port()),
-        stable.addr(),
-        canary.addr()
-    )
+    TestConfig::http()
+        .cluster_with("stable", "llm", [stable.addr()], "version: v1")
+        .cluster_with("canary", "llm", [canary.addr()], "version: v2")
+        .route_with(
+            "chat",
+            "stable: 100, canary: 0",
+            "sticky: { header: x-session-id }, allow_version_header: true",
+        )
+        .section(
+            "rollouts",
+            format!(
+                "\n  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, steps: {steps}, \
+                 hold: 1s, min_requests: 5, interval: 100ms, window: 2s, gates: {{ ttft_p95: 150ms }} }}"
+            ),
+        )
+        .yaml()
 }
 
 /// Which model answered a streamed chat: "v1" or "v2".

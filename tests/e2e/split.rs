@@ -7,33 +7,36 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::{free_port, NamedUpstream};
+use sluice_proxy::Sluice;
+
+use crate::harness::{listener, Admin, TestConfig};
+use crate::support::NamedUpstream;
 
 struct Pair {
     a: NamedUpstream,
     b: NamedUpstream,
 }
 
-async fn pair() -> Pair {
-    Pair {
+/// Echo upstreams `a` (v1) and `b` (v2) behind route `chat` split `a: b`, sticky by
+/// `x-session-id` or not; the control API, and the route's URL.
+async fn split(a: u32, b: u32, sticky: bool) -> (Pair, Sluice, Admin, String) {
+    let p = Pair {
         a: NamedUpstream::start("a").await.unwrap(),
         b: NamedUpstream::start("b").await.unwrap(),
-    }
-}
-
-fn split_yaml(p: &Pair, a: u32, b: u32, sticky: bool) -> String {
+    };
     let sticky = if sticky {
-        ", sticky: { header: x-session-id }"
+        "sticky: { header: x-session-id }"
     } else {
         ""
     };
-    format!(
-        "{}clusters:\n  - {{ name: a, kind: llm, version: v1, endpoints: [{}] }}\n  - {{ name: b, kind: llm, version: v2, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ a: {a}, b: {b} }}{sticky} }}\n",
-        http_listener_yaml(free_port()),
-        p.a.addr(),
-        p.b.addr()
-    )
+    let sluice = TestConfig::http()
+        .cluster_with("a", "llm", [p.a.addr()], "version: v1")
+        .cluster_with("b", "llm", [p.b.addr()], "version: v2")
+        .route_with("chat", &format!("a: {a}, b: {b}"), sticky)
+        .start();
+    let admin = Admin::new(&sluice);
+    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    (p, sluice, admin, url)
 }
 
 /// Sends `n` requests (optionally with a session header) and counts answers per upstream.
@@ -59,10 +62,7 @@ async fn tally(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weights_change_at_run_time() {
-    let p = pair().await;
-    let sluice = start(&split_yaml(&p, 100, 0, false));
-    let admin = Admin::new(&sluice);
-    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let (_pair, _sluice, admin, url) = split(100, 0, false).await;
     let client = reqwest::Client::new();
 
     assert_eq!(
@@ -89,10 +89,7 @@ async fn weights_change_at_run_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sticky_sessions_stay_put_and_move_only_when_their_cluster_empties() {
-    let p = pair().await;
-    let sluice = start(&split_yaml(&p, 80, 20, true));
-    let admin = Admin::new(&sluice);
-    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let (_pair, _sluice, admin, url) = split(80, 20, true).await;
     let client = reqwest::Client::new();
 
     let sessions: Vec<String> = (0..200).map(|i| format!("session-{i}")).collect();
@@ -134,13 +131,10 @@ async fn sticky_sessions_stay_put_and_move_only_when_their_cluster_empties() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zero_failures_while_weights_swap_under_load() {
-    let p = pair().await;
-    let sluice = start(&split_yaml(&p, 50, 50, false));
-    let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
+    let (p, _sluice, admin, url) = split(50, 50, false).await;
     let stop = Arc::new(AtomicBool::new(false));
 
     // 200 swaps through the control API, as fast as it answers.
-    let admin = Admin::new(&sluice);
     let swapper = {
         let stop = stop.clone();
         tokio::spawn(async move {

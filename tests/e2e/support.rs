@@ -1,6 +1,6 @@
-//! Helpers the end-to-end tests share: free ports and readiness polling, fake upstreams
-//! (plain, h2c, TLS, slow, SSE), TLS material, a Redis child process, a Prometheus server,
-//! the venv Python.
+//! Helpers the end-to-end tests share: free ports and readiness polling, the echo upstream
+//! (plain, h2c, TLS), TLS material, a Redis child process, a Prometheus server, the venv
+//! Python. The fake LLM is `sluice_cli::MockLlm`, the one the binary serves.
 //!
 //! Everything binds 127.0.0.1 only, reports its address, and stops when its handle drops.
 // The tests that use these helpers live in sibling modules and not every helper (or
@@ -8,9 +8,11 @@
 #![allow(dead_code, unused_imports)]
 
 mod net;
+mod process;
 mod prometheus_server;
 mod python;
 mod redis;
+mod temp;
 mod tls;
 mod upstream;
 
@@ -18,11 +20,13 @@ mod upstream;
 mod tests;
 
 pub use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub use process::Process;
 pub use prometheus_server::{have, Prometheus};
-pub use python::{python, workspace_root};
+pub use python::{python, run_json, workspace_root};
 pub use redis::{redis_available, RedisServer};
+pub use temp::TempDir;
 pub use tls::{install_crypto_provider, TlsFixture};
-pub use upstream::{sha256_hex, NamedUpstream, SseOptions, UpstreamOptions};
+pub use upstream::{sha256_hex, NamedUpstream};
 
 /// Whether a test that needs `what` should run. When it is missing the test is skipped
 /// with a note on stderr, except in CI (`CI` set), where a missing part is a failure:

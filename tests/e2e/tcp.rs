@@ -3,23 +3,24 @@
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use sluice_proxy::Sluice;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::harness;
-use crate::support::{self, free_port, RedisServer, WAIT_POLL};
+use crate::harness::{self, TestConfig};
+use crate::support::{self, RedisServer};
 
-/// One tcp listener `name` on a free port in front of a one-endpoint `kind: cache` cluster.
-pub(crate) fn tcp_yaml(name: &str, upstream: SocketAddr) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
-         listeners:\n  - {{ name: {name}, listen: 127.0.0.1:{}, protocol: tcp, cluster: {name}-up }}\n\
-         clusters:\n  - {{ name: {name}-up, kind: cache, endpoints: [\"{upstream}\"] }}\n",
-        free_port()
-    )
+/// One tcp listener `name` on a loopback port in front of cluster `{name}-up` of `kind`
+/// with one endpoint, `upstream`.
+pub(crate) fn tcp_yaml(name: &str, upstream: SocketAddr, kind: &str) -> String {
+    let cluster = format!("{name}-up");
+    TestConfig::new()
+        .listener(name, "tcp", &format!("cluster: {cluster}"))
+        .cluster(&cluster, kind, [upstream])
+        .yaml()
 }
 
 /// Runs a command to completion off the runtime's worker threads.
@@ -63,31 +64,27 @@ pub(crate) fn sample(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> 
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
-/// Polls `/metrics` until `ok` holds for it (the counters are bumped just after the
-/// proxy's side of a connection closes, which may be a moment after the client's).
-pub(crate) async fn metrics_until(admin: SocketAddr, ok: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = reqwest::get(format!("http://{admin}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if ok(&text) || Instant::now() >= deadline {
-            return text;
-        }
-        tokio::time::sleep(WAIT_POLL).await;
+/// Redis behind the tcp listener `cache`; `None`, and the test skips, without `redis-server`.
+pub(crate) async fn redis_behind_sluice() -> Option<(RedisServer, Sluice)> {
+    if !support::require("redis-server", support::redis_available()) {
+        return None;
     }
+    let redis = RedisServer::start().await.unwrap();
+    let sluice = harness::start(&tcp_yaml("cache", redis.addr(), "cache"));
+    Some((redis, sluice))
+}
+
+/// `/metrics` once `ok` holds for it (the counters are bumped just after the proxy's side
+/// of a connection closes, which may be a moment after the client's), 10 s at most.
+pub(crate) async fn metrics_until(sluice: &Sluice, ok: impl Fn(&str) -> bool) -> String {
+    harness::metrics_within(sluice, Duration::from_secs(10), ok).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_through_a_tcp_listener() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = harness::start(&tcp_yaml("cache", redis.addr()));
+    };
     let port = harness::listener(&sluice, "cache").port();
 
     let set = run("redis-cli", redis_cli(port, &["SET", "k", "v"])).await;
@@ -115,7 +112,7 @@ async fn redis_through_a_tcp_listener() {
         assert!(out.contains(&format!("{test}: ")), "{out}");
     }
 
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         sample(m, "sluice_tcp_bytes_total", &["direction=\"downstream\""]).unwrap_or(0.0) > 0.0
     })
     .await;
@@ -147,25 +144,31 @@ pub(crate) async fn echo_after_eof() -> (SocketAddr, JoinHandle<()>) {
     (addr, task)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn half_close_is_passed_on_and_bytes_are_counted() {
-    let (echo, echo_task) = echo_after_eof().await;
-    let sluice = harness::start(&tcp_yaml("echo", echo));
-    let addr = harness::listener(&sluice, "echo");
-
-    // Larger than any one buffer on the way, so it crosses in many reads.
-    let payload: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+/// Sends `bytes` to `addr`, half-closes, and reads until the other side closes (20 s at
+/// most): what an [`echo_after_eof`] behind a tcp listener sends back.
+pub(crate) async fn send_then_read_to_eof(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&payload).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
     stream.shutdown().await.unwrap();
     let mut back = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut back))
         .await
         .expect("the echo's answer and EOF arrive once our EOF reached it")
         .unwrap();
+    back
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_close_is_passed_on_and_bytes_are_counted() {
+    let (echo, echo_task) = echo_after_eof().await;
+    let sluice = harness::start(&tcp_yaml("echo", echo, "cache"));
+    let addr = harness::listener(&sluice, "echo");
+
+    // Larger than any one buffer on the way, so it crosses in many reads.
+    let payload: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let back = send_then_read_to_eof(addr, &payload).await;
     assert_eq!(back.len(), payload.len());
     assert!(back == payload, "echoed bytes differ");
-    drop(stream);
 
     let want = payload.len() as f64;
     let counted = |m: &str, direction: &str| {
@@ -176,7 +179,7 @@ async fn half_close_is_passed_on_and_bytes_are_counted() {
         ];
         sample(m, "sluice_tcp_bytes_total", &labels)
     };
-    let metrics = metrics_until(sluice.admin_addr, |m| {
+    let metrics = metrics_until(&sluice, |m| {
         counted(m, "upstream") == Some(want) && counted(m, "downstream") == Some(want)
     })
     .await;

@@ -7,20 +7,15 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{http_listener_yaml, listener, metrics_when, start, Admin};
-use crate::support::free_port;
+use crate::harness::{json_of, listener, llm_config, metric_value, metrics_when, Admin};
 
-/// The value of the series `name` whose labels include every pair in `labels`.
-pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .find(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+/// The tokens of `kind` (`input`, `output`) route `chat` counted, all or only those
+/// `estimated` (counted chunks) or not (the server's usage).
+pub fn token_usage(text: &str, kind: &str, estimated: Option<bool>) -> Option<f64> {
+    let estimated = estimated.map(|e| e.to_string());
+    let mut labels = vec![("route", "chat"), ("gen_ai_token_type", kind)];
+    labels.extend(estimated.as_deref().map(|e| ("estimated", e)));
+    metric_value(text, "gen_ai_client_token_usage_sum", &labels)
 }
 
 /// Streams one chat completion; returns the client-side TTFT (first content
@@ -56,24 +51,17 @@ async fn stream_chat(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_stats_and_access_log_agree_with_the_client() {
-    let mock = MockLlm::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ttft: Duration::from_millis(80),
-        itl: Duration::from_millis(15),
-        tokens: 10,
-        ..MockLlmOptions::default()
-    })
-    .await
-    .unwrap();
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(80, 15, 10))
+        .await
+        .unwrap();
     let log_path = std::env::temp_dir().join(format!("sluice-access-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log_path);
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: llm, kind: llm, version: v1, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 100 }} }}\ntelemetry:\n  access_log: {{ path: {} }}\n",
-        http_listener_yaml(free_port()),
-        mock.addr(),
-        log_path.display()
-    );
-    let sluice = start(&yaml);
+    let sluice = llm_config(mock.addr())
+        .section(
+            "telemetry",
+            format!("{{ access_log: {{ path: {} }} }}", log_path.display()),
+        )
+        .start();
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 
@@ -86,15 +74,8 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
     let (ttft, contents) = stream_chat(&client, &url, false).await;
     assert_eq!(contents, 10);
     client_ttfts.push(ttft.as_secs_f64());
-    let r: Value = client
-        .post(&url)
-        .json(&json!({"model": "mock-7b", "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let whole = json!({"model": "mock-7b", "messages": [{"role": "user", "content": "hi"}]});
+    let r = json_of(client.post(&url).json(&whole)).await;
     assert_eq!(r["usage"]["completion_tokens"], 10);
 
     let text = metrics_when(&sluice, |t| {
@@ -130,25 +111,12 @@ async fn metrics_stats_and_access_log_agree_with_the_client() {
         (0.080..=client_mean).contains(&proxy_mean),
         "proxy {proxy_mean} client {client_mean}"
     );
-    let exact = [
-        ("gen_ai_token_type", "output"),
-        ("estimated", "false"),
-        ("route", "chat"),
-    ];
     assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &exact),
+        token_usage(&text, "output", Some(false)),
         Some(60.0),
         "5 streams with usage + 1 plain"
     );
-    let estimated = [
-        ("gen_ai_token_type", "output"),
-        ("estimated", "true"),
-        ("route", "chat"),
-    ];
-    assert_eq!(
-        metric_value(&text, "gen_ai_client_token_usage_sum", &estimated),
-        Some(10.0)
-    );
+    assert_eq!(token_usage(&text, "output", Some(true)), Some(10.0));
     let chunks = metric_value(
         &text,
         "gen_ai_client_operation_time_per_output_chunk_seconds_count",

@@ -18,10 +18,10 @@ use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_benches::{free_port, stream_once, Summary};
+use sluice_benches::{client_runtime, free_port, stream_many, Summary};
 use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::{Config, SnapshotStore, Stats};
-use sluice_filters::{FaultKind, FaultTarget, Metrics, RequestView};
+use sluice_filters::{FaultKind, FaultTarget, Metrics, RequestParts};
 use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
@@ -96,19 +96,7 @@ async fn load(url: &str, connections: usize, seconds: u64) -> anyhow::Result<f64
 }
 
 /// A request with one header, for the decision-cost loop.
-struct Req;
-
-impl RequestView for Req {
-    fn path(&self) -> &str {
-        "/v1/models"
-    }
-    fn host(&self) -> Option<&str> {
-        None
-    }
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        (name == "x-tenant").then_some(b"a".as_slice())
-    }
-}
+const REQUEST: RequestParts<'static> = RequestParts::new("/v1/models", &[("x-tenant", "a")]);
 
 /// CPU time of the data plane's decision over `n` never-matching
 /// experiments, per request: what the throughput comparison cannot
@@ -130,7 +118,7 @@ fn decision_ns(n: usize) -> f64 {
         route: Some("r"),
         cluster: Some("up"),
         model: None,
-        request: Some(&Req),
+        request: Some(&REQUEST),
     };
     let rounds = 200_000u32;
     let started = Instant::now();
@@ -153,10 +141,7 @@ fn decision_ns(n: usize) -> f64 {
 #[allow(clippy::print_stdout)]
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
+    let runtime = client_runtime()?;
 
     // 1. Cost of experiments that never match.
     let mock = MockThread::start(MockLlmOptions::default())?;
@@ -204,12 +189,7 @@ fn main() -> anyhow::Result<()> {
 
     // 2. Pacing: asked vs observed gap.
     let gap = args.upstream_gap_ms;
-    let mock = MockThread::start(MockLlmOptions {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(gap),
-        tokens: args.tokens,
-        ..MockLlmOptions::default()
-    })?;
+    let mock = MockThread::start(MockLlmOptions::paced_ms(20, gap, args.tokens))?;
     println!(
         "| asked gap (ms) | token_delay (ms) | observed p50 (ms) | observed p99 (ms) | gaps | coalesced chunks |"
     );
@@ -221,21 +201,8 @@ fn main() -> anyhow::Result<()> {
         );
         let proxy = sluice(mock.addr, "llm", &faults)?;
         let url = format!("http://{}/v1/chat/completions", proxy.listeners[0].1);
-        let timings = runtime.block_on(async {
-            let client = Client::builder(TokioExecutor::new()).build_http();
-            let mut tasks = Vec::new();
-            for _ in 0..args.streams {
-                let (client, url) = (client.clone(), url.clone());
-                tasks.push(tokio::spawn(
-                    async move { stream_once(&client, &url).await },
-                ));
-            }
-            let mut out = Vec::new();
-            for t in tasks {
-                out.push(t.await??);
-            }
-            Ok::<_, anyhow::Error>(out)
-        })?;
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        let timings = runtime.block_on(stream_many(&client, &url, args.streams))?;
         let mut gaps: Vec<Duration> = timings.iter().flat_map(|t| t.gaps.clone()).collect();
         let coalesced: usize = timings.iter().map(|t| t.coalesced).sum();
         let count = gaps.len();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_benches::{percentile, stream_once};
+use sluice_benches::{client_runtime, percentile, stream_once};
 use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::Config;
 use sluice_proxy::{Sluice, StartOptions};
@@ -36,12 +36,8 @@ const SLOW: Duration = Duration::from_millis(400);
 
 fn mock(ttft_ms: u64, model: &str) -> anyhow::Result<MockThread> {
     MockThread::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse()?,
-        ttft: Duration::from_millis(ttft_ms),
-        itl: Duration::from_millis(2),
-        tokens: 4,
         model: model.into(),
-        ..MockLlmOptions::default()
+        ..MockLlmOptions::paced_ms(ttft_ms, 2, 4)
     })
 }
 
@@ -112,10 +108,7 @@ rollouts:
 #[allow(clippy::print_stdout)]
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
+    let runtime = client_runtime()?;
     let mut from_change = Vec::new();
     for rep in 0..args.reps {
         let took = one_rep(&args, &runtime)?;

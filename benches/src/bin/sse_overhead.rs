@@ -5,12 +5,13 @@
 //! cargo run --release -p sluice-benches --bin sse_overhead -- --streams 32 --rounds 3
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use clap::Parser;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_benches::{free_port, stream_once, StreamTiming, Summary};
+use sluice_benches::{
+    client_runtime, free_port, stream_many, PooledTimings, StreamTiming, Summary,
+};
 use sluice_cli::{MockLlmOptions, MockThread};
 use sluice_control::Config;
 use sluice_proxy::{Sluice, StartOptions};
@@ -43,59 +44,18 @@ async fn measure(url: &str, streams: usize) -> anyhow::Result<Vec<StreamTiming>>
     let client = Client::builder(TokioExecutor::new()).build_http();
     // Warm the pools (client → proxy → upstream) with as many connections as
     // will be used, so that connection setup is not measured.
-    let mut warm = Vec::new();
-    for _ in 0..streams {
-        let (client, url) = (client.clone(), url.to_string());
-        warm.push(tokio::spawn(
-            async move { stream_once(&client, &url).await },
-        ));
-    }
-    for w in warm {
-        w.await??;
-    }
-    let mut tasks = Vec::new();
-    for _ in 0..streams {
-        let (client, url) = (client.clone(), url.to_string());
-        tasks.push(tokio::spawn(
-            async move { stream_once(&client, &url).await },
-        ));
-    }
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await??);
-    }
-    Ok(out)
-}
-
-#[derive(Default)]
-struct Pool {
-    ttft: Vec<Duration>,
-    gaps: Vec<Duration>,
-    coalesced: usize,
-    events: usize,
-}
-
-impl Pool {
-    fn add(&mut self, timings: Vec<StreamTiming>) {
-        for t in timings {
-            self.ttft.push(t.ttft);
-            self.gaps.extend(t.gaps);
-            self.coalesced += t.coalesced;
-            self.events += t.content_events;
-        }
-    }
+    stream_many(&client, url, streams).await?;
+    stream_many(&client, url, streams).await
 }
 
 #[allow(clippy::print_stdout)]
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mock = MockThread::start(MockLlmOptions {
-        listen: "127.0.0.1:0".parse()?,
-        ttft: Duration::from_millis(args.ttft_ms),
-        itl: Duration::from_millis(args.itl_ms),
-        tokens: args.tokens,
-        ..MockLlmOptions::default()
-    })?;
+    let mock = MockThread::start(MockLlmOptions::paced_ms(
+        args.ttft_ms,
+        args.itl_ms,
+        args.tokens,
+    ))?;
     let off = sluice_for(mock.addr, "http")?;
     let on = sluice_for(mock.addr, "llm")?;
     let path = "/v1/chat/completions";
@@ -110,14 +70,13 @@ fn main() -> anyhow::Result<()> {
             format!("http://{}{path}", on.listeners[0].1),
         ),
     ];
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let mut pools: Vec<Pool> = targets.iter().map(|_| Pool::default()).collect();
+    let runtime = client_runtime()?;
+    let mut pools: Vec<PooledTimings> = targets.iter().map(|_| PooledTimings::default()).collect();
     for _ in 0..args.rounds {
         for (i, (_, url)) in targets.iter().enumerate() {
-            pools[i].add(runtime.block_on(measure(url, args.streams))?);
+            for timing in runtime.block_on(measure(url, args.streams))? {
+                pools[i].add(timing);
+            }
         }
     }
     let mut direct_ttft = pools[0].ttft.clone();

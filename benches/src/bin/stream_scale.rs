@@ -30,7 +30,9 @@ use clap::{Parser, ValueEnum};
 use http_body_util::Full;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use sluice_benches::{free_port, read_stream, StreamTiming, Summary, CHAT_BODY};
+use sluice_benches::{
+    client_runtime, free_port, read_stream, PooledTimings, StreamTiming, Summary, CHAT_BODY,
+};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
@@ -328,10 +330,7 @@ async fn measure(args: &Args, addr: SocketAddr, n: usize, watch: Option<&Proc>) 
 
 #[derive(Default)]
 struct Pool {
-    ttft: Vec<Duration>,
-    gaps: Vec<Duration>,
-    coalesced: usize,
-    events: usize,
+    timings: PooledTimings,
     ok: usize,
     errors: usize,
     rss_open_kib: Vec<u64>,
@@ -341,12 +340,9 @@ impl Pool {
     fn add(&mut self, run: Run) {
         self.errors += run.errors;
         self.rss_open_kib.extend(run.rss_open_kib);
+        self.ok += run.timings.len();
         for t in run.timings {
-            self.ok += 1;
-            self.ttft.push(t.ttft);
-            self.gaps.extend(t.gaps);
-            self.coalesced += t.coalesced;
-            self.events += t.content_events;
+            self.timings.add(t);
         }
     }
 }
@@ -371,10 +367,7 @@ fn main() -> anyhow::Result<()> {
         None,
     )?;
     wait_listening(mock_addr)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
+    let runtime = client_runtime()?;
     println!(
         "| streams | target | ok | errors | TTFT p50 (ms) | TTFT p99 (ms) | TTFT overhead p50 / p99 (ms) | gap p50 (ms) | gap p99 (ms) | coalesced | sluice RSS idle → open (MiB) | RSS per open stream (KiB) |"
     );
@@ -401,14 +394,14 @@ fn main() -> anyhow::Result<()> {
                 peer.add(runtime.block_on(measure(&args, *addr, n, None)));
             }
         }
-        let base_ttft = Summary::of(&mut direct.ttft);
+        let base_ttft = Summary::of(&mut direct.timings.ttft);
         let mut rows = vec![("direct", &mut direct), ("sluice", &mut through)];
         if nginx.is_some() {
             rows.push(("nginx", &mut peer));
         }
         for (name, pool) in rows {
-            let ttft = Summary::of(&mut pool.ttft);
-            let gaps = Summary::of(&mut pool.gaps);
+            let ttft = Summary::of(&mut pool.timings.ttft);
+            let gaps = Summary::of(&mut pool.timings.gaps);
             let overhead = if name == "direct" {
                 "-".to_string()
             } else {
@@ -439,8 +432,8 @@ fn main() -> anyhow::Result<()> {
                 ttft.p99_us / 1e3,
                 gaps.p50_us / 1e3,
                 gaps.p99_us / 1e3,
-                pool.coalesced,
-                pool.events,
+                pool.timings.coalesced,
+                pool.timings.events,
                 memory.0,
                 memory.1,
             );

@@ -15,6 +15,7 @@ use tracing::debug;
 
 use super::body::{jittered, next_token, MockBody, SseStream, StreamPlan};
 use super::openai::{error_body, model_list, AnswerMeta, CompletionRequest, Endpoint};
+use super::record::{Recorder, SeenRequest};
 use super::MockLlmOptions;
 
 /// Bodies beyond this are refused: a test server should not buffer whatever it is sent.
@@ -25,6 +26,8 @@ pub(super) struct Shared {
     pub opts: MockLlmOptions,
     /// What can change while serving (the demo slows a canary down).
     pub knobs: Arc<MockKnobs>,
+    /// Every request, when `opts.record` is on.
+    pub recorder: Arc<Recorder>,
     /// Numbers requests in arrival order; each one's RNG is seeded from it, so a run with the
     /// same seed and the same request order draws the same errors, text and jitter, without a lock.
     requests: AtomicU64,
@@ -73,6 +76,7 @@ impl Shared {
     pub fn new(opts: MockLlmOptions) -> Self {
         Shared {
             knobs: Arc::new(MockKnobs::new(&opts)),
+            recorder: Arc::new(Recorder::default()),
             opts,
             requests: AtomicU64::new(0),
         }
@@ -89,23 +93,39 @@ impl Shared {
 }
 
 /// The service function: never fails, every problem becomes an OpenAI-style error answer.
+/// The body is read before routing, so that a recording mock keeps every request whole,
+/// whatever its path.
 pub(super) async fn handle(
     req: Request<Incoming>,
     shared: &Shared,
 ) -> Result<Response<MockBody>, Infallible> {
-    let endpoint = match (req.method(), req.uri().path()) {
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            debug!(error = %e, "mock llm could not read request body");
+            let msg = "request body unreadable or too large";
+            return Ok(error(StatusCode::BAD_REQUEST, msg, "invalid_request_error"));
+        }
+    };
+    if shared.opts.record {
+        shared.recorder.push(SeenRequest {
+            method: parts.method.clone(),
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers.clone(),
+            body: bytes.clone(),
+        });
+    }
+    let endpoint = match (&parts.method, parts.uri.path()) {
         (&Method::GET, "/v1/models") => {
             let list = model_list(&shared.opts.model, unix_now());
             return Ok(json_response(StatusCode::OK, &list));
         }
         (&Method::POST, "/v1/chat/completions") => Endpoint::Chat,
         (&Method::POST, "/v1/completions") => Endpoint::Text,
-        (_, "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
-            let msg = format!(
-                "Method {} not allowed on {}",
-                req.method(),
-                req.uri().path()
-            );
+        (method, path @ ("/v1/models" | "/v1/chat/completions" | "/v1/completions")) => {
+            let msg = format!("Method {method} not allowed on {path}");
             return Ok(error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 &msg,
@@ -117,7 +137,7 @@ pub(super) async fn handle(
             return Ok(error(StatusCode::NOT_FOUND, &msg, "invalid_request_error"));
         }
     };
-    Ok(complete(endpoint, req, shared)
+    Ok(complete(endpoint, &parts.headers, &bytes, shared)
         .await
         .unwrap_or_else(|reject| error(reject.status, &reject.message, reject.kind)))
 }
@@ -142,27 +162,17 @@ impl Reject {
 /// Answers a completion request; `Err` says which error answer to send instead.
 async fn complete(
     endpoint: Endpoint,
-    req: Request<Incoming>,
+    headers: &HeaderMap,
+    bytes: &[u8],
     shared: &Shared,
 ) -> Result<Response<MockBody>, Reject> {
     let opts = &shared.opts;
-    let ttft = header_ms(req.headers(), "x-mock-ttft-ms")?.unwrap_or(shared.knobs.ttft());
+    let ttft = header_ms(headers, "x-mock-ttft-ms")?.unwrap_or(shared.knobs.ttft());
     let error_rate = shared.knobs.error_rate();
-    let itl = header_ms(req.headers(), "x-mock-itl-ms")?.unwrap_or(opts.itl);
-    let natural = header_u32(req.headers(), "x-mock-tokens")?.unwrap_or(opts.tokens);
+    let itl = header_ms(headers, "x-mock-itl-ms")?.unwrap_or(opts.itl);
+    let natural = header_u32(headers, "x-mock-tokens")?.unwrap_or(opts.tokens);
 
-    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            debug!(error = %e, "mock llm could not read request body");
-            let msg = "request body unreadable or too large".to_owned();
-            return Err(Reject::bad_request(msg));
-        }
-    };
-    let parsed: CompletionRequest = serde_json::from_slice(&bytes).map_err(|e| {
+    let parsed: CompletionRequest = serde_json::from_slice(bytes).map_err(|e| {
         Reject::bad_request(format!(
             "We could not parse the JSON body of your request: {e}"
         ))

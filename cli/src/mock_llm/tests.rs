@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 
 use super::{MockLlm, MockLlmOptions};
 
+mod record;
+
 type TestClient = Client<HttpConnector, Full<Bytes>>;
 
 fn fast() -> MockLlmOptions {

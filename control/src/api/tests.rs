@@ -5,26 +5,13 @@ use std::net::SocketAddr;
 use http::Method;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
-use sluice_filters::Metrics;
 use tokio::net::TcpStream;
 
 use super::*;
-use crate::config::Config;
 use crate::observers::Observers;
-use crate::stats::Stats;
+use crate::testing;
 
 const TOKEN: &str = "s3cret-token";
-
-const CONFIG: &str = r#"
-runtime: { threads: 1 }
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: chat, listener: public, split: { a: 100, b: 0 }, sticky: { header: x-session-id } }
-"#;
 
 /// A running control API on loopback; stops when dropped.
 struct Server {
@@ -41,11 +28,7 @@ impl Server {
 
     /// With `observe`, the GPU watcher and upstream scraper run too.
     async fn start_with(observe: bool) -> Server {
-        let store = SnapshotStore::new(
-            Config::from_yaml(CONFIG).unwrap(),
-            Metrics::new().unwrap(),
-            Stats::new(),
-        );
+        let store = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
         let cancel = CancellationToken::new();
         let observers = match observe {
             true => Observers::new(&store).unwrap(),
@@ -99,6 +82,14 @@ impl Server {
         let (status, headers, bytes) = self.call(method, path, Some(TOKEN), body).await;
         assert_eq!(headers["content-type"], "application/json");
         (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// The action of every event in the audit log, oldest first.
+    async fn actions(&self) -> Vec<String> {
+        let (_, events) = self.json(Method::GET, "/v1/events", "").await;
+        let events = events["events"].as_array().unwrap();
+        let action = |e: &Value| e["action"].as_str().unwrap().to_owned();
+        events.iter().map(action).collect()
     }
 
     async fn stop(mut self) {

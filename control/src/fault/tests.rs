@@ -3,14 +3,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_filters::{FaultTarget, Metrics, RequestView, Skip};
+use sluice_filters::{FaultTarget, RequestParts, Skip};
 use tokio_util::sync::CancellationToken;
 
 use super::halt::evaluate;
 use super::*;
-use crate::config::{Config, RawFault};
-use crate::stats::{Sample, Stats};
+use crate::config::RawFault;
+use crate::stats::Sample;
 use crate::store::SnapshotStore;
+use crate::testing;
 
 const CONFIG: &str = r#"
 listeners:
@@ -28,36 +29,21 @@ faults:
     action: { delay: { delay: 10ms } }
 "#;
 
-struct NoHeaders;
+/// A request to `/` without headers.
+static NO_HEADERS: RequestParts<'static> = RequestParts::new("/", &[]);
 
-impl RequestView for NoHeaders {
-    fn path(&self) -> &str {
-        "/"
-    }
-    fn host(&self) -> Option<&str> {
-        None
-    }
-    fn header(&self, _: &str) -> Option<&[u8]> {
-        None
-    }
-}
-
-fn target() -> FaultTarget<'static, NoHeaders> {
+fn target() -> FaultTarget<'static, RequestParts<'static>> {
     FaultTarget {
         listener: "public",
         route: Some("chat"),
         cluster: Some("a"),
         model: None,
-        request: Some(&NoHeaders),
+        request: Some(&NO_HEADERS),
     }
 }
 
 fn store() -> Arc<SnapshotStore> {
-    SnapshotStore::new(
-        Config::from_yaml(CONFIG).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    )
+    testing::store(CONFIG)
 }
 
 #[test]

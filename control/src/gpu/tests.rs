@@ -215,11 +215,7 @@ async fn auto_mode_reports_what_the_machine_has() {
         assert!(view["reason"].is_string(), "{view}");
         assert!(!t.contains("sluice_gpu_memory_total_bytes{"), "{t}");
     }
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(5), task)
-        .await
-        .unwrap()
-        .unwrap();
+    crate::testing::stop(&cancel, task).await;
 }
 
 #[test]

@@ -1,21 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use sluice_filters::Metrics;
-
 use super::*;
-use crate::config::Config;
-use crate::stats::Stats;
-
-const CONFIG: &str = r#"
-runtime: { threads: 1 }
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: chat, listener: public, split: { a: 100, b: 0 } }
-"#;
+use crate::testing::{self, ab_chat};
 
 /// A config file in the temp dir, removed on drop.
 struct TempFile(PathBuf);
@@ -40,11 +26,7 @@ impl Drop for TempFile {
 }
 
 fn store() -> Arc<SnapshotStore> {
-    SnapshotStore::new(
-        Config::from_yaml(CONFIG).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    )
+    testing::store(&ab_chat(""))
 }
 
 fn split(store: &SnapshotStore) -> Vec<(String, u32)> {
@@ -54,8 +36,8 @@ fn split(store: &SnapshotStore) -> Vec<(String, u32)> {
 #[test]
 fn a_changed_file_is_applied_and_a_broken_one_rejected() {
     let s = store();
-    let file = TempFile::new("once", CONFIG);
-    file.write(&CONFIG.replace("b: 0", "b: 10"));
+    let file = TempFile::new("once", &ab_chat(""));
+    file.write(&ab_chat("").replace("b: 0", "b: 10"));
     assert_eq!(reload_from_file(&s, &file.0, "file"), Ok(2));
     assert_eq!(split(&s), [("a".to_string(), 100), ("b".to_string(), 10)]);
 
@@ -64,7 +46,7 @@ fn a_changed_file_is_applied_and_a_broken_one_rejected() {
     assert_eq!(err.0.len(), 1);
     assert_eq!(s.load().version, 2);
 
-    file.write(&CONFIG.replace("a: 100", "a: 0"));
+    file.write(&ab_chat("").replace("a: 100", "a: 0"));
     let err = reload_from_file(&s, &file.0, "file").unwrap_err();
     assert_eq!(err.to_string(), "routes[0].split: weights sum to 0");
 
@@ -132,7 +114,7 @@ static SIGNAL_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 async fn the_watcher_reloads_on_change_only() {
     let _serial = SIGNAL_TESTS.lock().await;
     let s = store();
-    let file = TempFile::new("watch", CONFIG);
+    let file = TempFile::new("watch", &ab_chat(""));
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
 
@@ -140,7 +122,7 @@ async fn the_watcher_reloads_on_change_only() {
     advance(3).await;
     assert!(file_results(&s).is_empty());
 
-    file.write(&CONFIG.replace("b: 0", "b: 5"));
+    file.write(&ab_chat("").replace("b: 0", "b: 5"));
     advance(2).await;
     assert_eq!(file_results(&s), ["applied"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
@@ -152,7 +134,7 @@ async fn the_watcher_reloads_on_change_only() {
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
 
     // Fixing it applies it.
-    file.write(&CONFIG.replace("b: 0", "b: 7"));
+    file.write(&ab_chat("").replace("b: 0", "b: 7"));
     advance(2).await;
     assert_eq!(file_results(&s), ["applied", "rejected", "applied"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 7));
@@ -170,7 +152,7 @@ async fn sighup_reloads_at_once() {
     // process, so sending one before the watcher listens is harmless.
     let _ours = signal(SignalKind::hangup()).unwrap();
     let s = store();
-    let file = TempFile::new("sighup", CONFIG);
+    let file = TempFile::new("sighup", &ab_chat(""));
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
     // Same content: only the signal can make this reload.

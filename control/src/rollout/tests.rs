@@ -13,25 +13,14 @@ mod walk;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_filters::Metrics;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{RolloutStatus, Rollouts, Signals, State};
-use crate::config::Config;
-use crate::stats::{Sample, Stats, StatsKey, TokenSample};
+use crate::stats::{Sample, StatsKey, TokenSample};
 use crate::store::SnapshotStore;
-
-const BASE: &str = r#"
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: stable, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: canary, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: chat, listener: public, split: { stable: 100, canary: 0 } }
-"#;
+use crate::testing::{self, stable_canary};
 
 /// GPU and model-server readings the test sets.
 #[derive(Default)]
@@ -95,11 +84,10 @@ impl Harness {
     /// started as at boot.
     async fn start(rollouts: &str) -> Harness {
         let text = match rollouts {
-            "" => BASE.to_string(),
-            r => format!("{BASE}rollouts:\n{r}"),
+            "" => stable_canary(),
+            r => format!("{}rollouts:\n{r}", stable_canary()),
         };
-        let config = Config::from_yaml(&text).unwrap();
-        let store = SnapshotStore::new(config, Metrics::new().unwrap(), Stats::new());
+        let store = testing::store(&text);
         let signals = Arc::new(FakeSignals::default());
         let rollouts = Rollouts::with_signals(store.clone(), signals.clone());
         let cancel = CancellationToken::new();

@@ -1,42 +1,28 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use sluice_filters::RequestParts;
 
-const CONFIG: &str = r#"
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: admin, listener: public, match: { path_prefix: /admin }, split: { a: 100 } }
-  - { name: chat, listener: public, split: { a: 100, b: 0 }, sticky: { header: x-session-id },
-      allow_version_header: true }
+use crate::testing::{self, two_clusters};
+
+/// Clusters `a` and `b` with a route of its own ahead of `chat`, sticky and version-forcible, under a
+/// rollout.
+fn config() -> String {
+    let head = two_clusters("a", "b");
+    format!(
+        "{head}routes:
+  - {{ name: admin, listener: public, match: {{ path_prefix: /admin }}, split: {{ a: 100 }} }}
+  - {{ name: chat, listener: public, split: {{ a: 100, b: 0 }}, sticky: {{ header: x-session-id }},
+      allow_version_header: true }}
 rollouts:
-  - { name: r, route: chat, stable: a, canary: b, gates: { ttft_p95: 1s } }
-"#;
-
-struct Req(&'static str, Vec<(&'static str, &'static str)>);
-
-impl RequestView for Req {
-    fn path(&self) -> &str {
-        self.0
-    }
-    fn host(&self) -> Option<&str> {
-        None
-    }
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.1
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_bytes())
-    }
+  - {{ name: r, route: chat, stable: a, canary: b, gates: {{ ttft_p95: 1s }} }}
+"
+    )
 }
 
 fn snapshot() -> Snapshot {
-    let config = crate::config::Config::from_yaml(CONFIG).unwrap();
     Snapshot::build(
-        Arc::new(config),
+        Arc::new(testing::config(&config())),
         1,
         None,
         &Metrics::new().unwrap(),
@@ -52,29 +38,38 @@ fn cluster_of(s: &Snapshot, route: usize, target: Option<usize>) -> &str {
 #[test]
 fn routes_match_in_order_and_versions_can_be_forced() {
     let s = snapshot();
-    assert_eq!(s.match_route(0, &Req("/admin/x", vec![])), Some(0));
-    let chat = s.match_route(0, &Req("/v1/chat", vec![])).unwrap();
+    assert_eq!(
+        s.match_route(0, &RequestParts::new("/admin/x", &[])),
+        Some(0)
+    );
+    let chat = s
+        .match_route(0, &RequestParts::new("/v1/chat", &[]))
+        .unwrap();
     assert_eq!(chat, 1);
     let route = &s.routes[chat];
     // Weight 0 for b: every pick is a, sticky or not...
     for r in [0, u64::MAX / 2, u64::MAX] {
         assert_eq!(
-            cluster_of(&s, chat, route.pick_target(&Req("/", vec![]), r)),
+            cluster_of(&s, chat, route.pick_target(&RequestParts::new("/", &[]), r)),
             "a"
         );
     }
-    let session = Req("/", vec![("x-session-id", "s1")]);
+    let session = RequestParts::new("/", &[("x-session-id", "s1")]);
     assert_eq!(cluster_of(&s, chat, route.pick_target(&session, 7)), "a");
     // ...unless a tester names the canary (or its version).
     for v in ["canary", "v2"] {
-        let forced = Req("/", vec![("x-sluice-version", v), ("x-session-id", "s1")]);
+        let headers = [("x-sluice-version", v), ("x-session-id", "s1")];
+        let forced = RequestParts::new("/", &headers);
         assert_eq!(cluster_of(&s, chat, route.pick_target(&forced, 7)), "b");
     }
     assert_eq!(
         cluster_of(
             &s,
             chat,
-            route.pick_target(&Req("/", vec![("x-sluice-version", "stable")]), 7)
+            route.pick_target(
+                &RequestParts::new("/", &[("x-sluice-version", "stable")]),
+                7
+            )
         ),
         "a"
     );
@@ -83,7 +78,7 @@ fn routes_match_in_order_and_versions_can_be_forced() {
         cluster_of(
             &s,
             chat,
-            route.pick_target(&Req("/", vec![("x-sluice-version", "v9")]), 7)
+            route.pick_target(&RequestParts::new("/", &[("x-sluice-version", "v9")]), 7)
         ),
         "a"
     );

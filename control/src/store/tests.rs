@@ -1,24 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-
-const CONFIG: &str = r#"
-runtime: { threads: 1 }
-listeners:
-  - { name: public, listen: 127.0.0.1:18080, protocol: http }
-clusters:
-  - { name: a, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }
-  - { name: b, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }
-routes:
-  - { name: chat, listener: public, split: { a: 100, b: 0 } }
-"#;
+use crate::testing;
 
 fn store() -> Arc<SnapshotStore> {
-    SnapshotStore::new(
-        Config::from_yaml(CONFIG).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    )
+    testing::store(&testing::ab_chat(""))
 }
 
 fn set_b(weight: u32) -> impl FnOnce(&mut RawConfig) -> Result<(), ConfigErrors> {

@@ -7,13 +7,11 @@ use std::net::SocketAddr;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use sluice_filters::Metrics;
 use tokio::net::TcpListener;
 
 use super::parse::{endpoint_load, sample, samples};
 use super::*;
 use crate::config::RawConfig;
-use crate::stats::Stats;
 
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
@@ -214,11 +212,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     let llama = MetricsServer::start(LLAMACPP_TEXT.to_string()).await;
     let dead = dead_addr().await;
     let yaml = config(&[vllm.addr, dead], Some(llama.addr));
-    let store = SnapshotStore::new(
-        Config::from_yaml(&yaml).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    );
+    let store = crate::testing::store(&yaml);
     let scraper = UpstreamScraper::new(store.metrics.registry()).unwrap();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(scraper.clone().run(store.clone(), cancel.clone()));
@@ -293,11 +287,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     })
     .await;
 
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(5), task)
-        .await
-        .unwrap()
-        .unwrap();
+    crate::testing::stop(&cancel, task).await;
 }
 
 #[test]

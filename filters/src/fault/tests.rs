@@ -1,22 +1,11 @@
 use std::time::Duration;
 
 use super::*;
+use crate::matcher::RequestParts;
 
-struct Req(Vec<(&'static str, &'static str)>);
-
-impl RequestView for Req {
-    fn path(&self) -> &str {
-        "/v1/chat/completions"
-    }
-    fn host(&self) -> Option<&str> {
-        None
-    }
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.0
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_bytes())
-    }
+/// A chat request with `headers`.
+fn chat_request<'a>(headers: &'a [(&'a str, &'a str)]) -> RequestParts<'a> {
+    RequestParts::new("/v1/chat/completions", headers)
 }
 
 fn experiment(matcher: FaultMatch) -> Experiment {
@@ -31,7 +20,7 @@ fn experiment(matcher: FaultMatch) -> Experiment {
     }
 }
 
-fn target<'a>(req: Option<&'a Req>) -> FaultTarget<'a, Req> {
+fn target<'a>(req: Option<&'a RequestParts<'a>>) -> FaultTarget<'a, RequestParts<'a>> {
     FaultTarget {
         listener: "public",
         route: Some("chat"),
@@ -52,7 +41,7 @@ fn clock(elapsed_ms: u64) -> FaultClock {
 #[test]
 fn an_empty_match_fires_on_everything_until_the_ttl() {
     let e = experiment(FaultMatch::default());
-    let req = Req(vec![]);
+    let req = chat_request(&[]);
     assert_eq!(e.decide(&target(Some(&req)), clock(0), 0), Ok(()));
     assert_eq!(e.decide(&target(None), clock(9_999), 7), Ok(()));
     assert_eq!(
@@ -76,8 +65,8 @@ fn every_match_condition_must_hold() {
         model: Some("gpt".into()),
     };
     let e = experiment(m.clone());
-    let yes = Req(vec![("x-tenant", "a")]);
-    let no = Req(vec![("x-tenant", "b")]);
+    let yes = chat_request(&[("x-tenant", "a")]);
+    let no = chat_request(&[("x-tenant", "b")]);
     assert_eq!(e.decide(&target(Some(&yes)), clock(0), 0), Ok(()));
     assert_eq!(
         e.decide(&target(Some(&no)), clock(0), 0),
@@ -190,7 +179,7 @@ fn every_action_name_round_trips_and_unknown_ones_list_the_table() {
 
 #[test]
 fn fault_headers_are_read_and_bad_values_ignored() {
-    let req = Req(vec![
+    let req = chat_request(&[
         (HEADER_DELAY, "200ms"),
         (HEADER_ABORT, "503"),
         (HEADER_TOKEN_DELAY, "0.03s"),
@@ -203,15 +192,15 @@ fn fault_headers_are_read_and_bad_values_ignored() {
             token_delay: Some(Duration::from_millis(30)),
         }
     );
-    let bad = Req(vec![
+    let bad = chat_request(&[
         (HEADER_DELAY, "soon"),
         (HEADER_ABORT, "99"),
         (HEADER_TOKEN_DELAY, "2h"),
     ]);
     assert!(header_faults(&bad).is_empty());
     assert_eq!(
-        header_faults(&Req(vec![(HEADER_DELAY, "15")])).delay,
+        header_faults(&chat_request(&[(HEADER_DELAY, "15")])).delay,
         Some(Duration::from_millis(15))
     );
-    assert!(header_faults(&Req(vec![])).is_empty());
+    assert!(header_faults(&chat_request(&[])).is_empty());
 }

@@ -10,41 +10,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{add, show};
-use crate::harness::{listener, start, Admin};
-use crate::support::{self, free_port, RedisServer};
-
-fn tcp_yaml(redis: SocketAddr) -> String {
-    format!(
-        "admin: {{ listen: 127.0.0.1:0 }}\nruntime: {{ threads: 2, grace_period: 5s }}\n\
-         listeners:\n  - {{ name: cache, listen: 127.0.0.1:{}, protocol: tcp, cluster: redis }}\n\
-         clusters:\n  - {{ name: redis, kind: cache, endpoints: [\"{redis}\"] }}\n",
-        free_port()
-    )
-}
+use crate::harness::{listener, Admin};
+use crate::tcp::{self, redis_behind_sluice};
 
 /// `redis-cli -p PORT args...`, run off the runtime; (success, stdout+stderr).
 async fn redis_cli(port: u16, args: &[&str]) -> (bool, String) {
-    let mut all = vec![
-        "-h".to_string(),
-        "127.0.0.1".into(),
-        "-p".into(),
-        port.to_string(),
-    ];
-    all.extend(args.iter().map(|a| a.to_string()));
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("redis-cli")
-            .args(&all)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let out = tcp::run("redis-cli", tcp::redis_cli(port, args)).await;
+    (out.status.success(), tcp::text(&out))
 }
 
 /// Round trips of `n` PINGs on one connection.
@@ -69,11 +41,9 @@ async fn ping_round_trips(addr: SocketAddr, n: usize) -> Vec<Duration> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_toxics_latency_reset_peer_and_bandwidth() {
-    if !support::require("redis-server", support::redis_available()) {
+    let Some((redis, sluice)) = redis_behind_sluice().await else {
         return;
-    }
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = start(&tcp_yaml(redis.addr()));
+    };
     let admin = Admin::new(&sluice);
     let proxy = listener(&sluice, "cache");
     let port = proxy.port();

@@ -6,15 +6,13 @@ use std::time::{Duration, Instant};
 use hyper::StatusCode;
 use serde_json::json;
 
-use super::{abort, add, show, yaml};
-use crate::harness::{listener, metrics_when, start, Admin};
-use crate::support::{NamedUpstream, UpstreamOptions};
+use super::{abort, add, faulted, show, yaml};
+use crate::harness::{get_with_header, listener, metrics_when, start};
+use crate::support::NamedUpstream;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_at_half_answers_about_half_and_keeps_the_connection() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (up, sluice, admin) = faulted().await;
     let id = add(
         &admin,
         json!({"id": "half", "percent": 50, "ttl": "5m", "match": {"route": "chat"}, "action": abort(503)}),
@@ -59,9 +57,7 @@ async fn abort_at_half_answers_about_half_and_keeps_the_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delay_holds_the_request_then_serves_it() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (up, sluice, admin) = faulted().await;
     add(
         &admin,
         json!({"id": "slow", "ttl": "5m", "action": {"delay": {"delay": "300ms", "jitter": "20ms", "distribution": "normal"}}}),
@@ -82,9 +78,7 @@ async fn a_delay_holds_the_request_then_serves_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_experiment_fires_within_its_ttl_and_never_after() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (_up, sluice, admin) = faulted().await;
     let id = add(
         &admin,
         json!({"id": "short", "ttl": "2s", "action": abort(503)}),
@@ -127,9 +121,7 @@ async fn an_experiment_fires_within_its_ttl_and_never_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_active_caps_the_requests_faulted_at_once() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (_up, sluice, admin) = faulted().await;
     add(
         &admin,
         json!({"id": "capped", "ttl": "5m", "max_active": 2, "action": {"delay": {"delay": "3s"}}}),
@@ -160,9 +152,7 @@ async fn max_active_caps_the_requests_faulted_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn halt_if_stops_an_experiment_that_pushes_the_error_rate_over_its_bound() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (_up, sluice, admin) = faulted().await;
     let id = add(
         &admin,
         json!({"id": "harsh", "ttl": "5m", "match": {"route": "chat"},
@@ -204,9 +194,7 @@ async fn halt_if_stops_an_experiment_that_pushes_the_error_rate_over_its_bound()
 async fn close_ends_with_a_fin_and_reset_with_a_rst_unanswered() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (up, sluice, admin) = faulted().await;
     let addr = listener(&sluice, "public");
     for action in ["close", "reset"] {
         let id = add(
@@ -242,27 +230,14 @@ async fn close_ends_with_a_fin_and_reset_with_a_rst_unanswered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_faults_work_only_where_the_route_allows_them() {
-    let up = NamedUpstream::start_with("a", UpstreamOptions::default())
-        .await
-        .unwrap();
+    let up = NamedUpstream::start("a").await.unwrap();
     for allowed in [false, true] {
         let sluice = start(&yaml(&up, allowed));
         let url = format!("http://{}/v1/chat", listener(&sluice, "public"));
-        let client = reqwest::Client::new();
-        let r = client
-            .get(&url)
-            .header("x-sluice-fault-abort", "503")
-            .send()
-            .await
-            .unwrap();
+        let r = get_with_header(&url, "x-sluice-fault-abort", "503").await;
         assert_eq!(r.status().as_u16(), if allowed { 503 } else { 200 });
         let started = Instant::now();
-        let r = client
-            .get(&url)
-            .header("x-sluice-fault-delay", "250ms")
-            .send()
-            .await
-            .unwrap();
+        let r = get_with_header(&url, "x-sluice-fault-delay", "250ms").await;
         assert_eq!(r.status(), 200);
         if allowed {
             assert!(started.elapsed() >= Duration::from_millis(250));
@@ -288,9 +263,7 @@ async fn header_faults_work_only_where_the_route_allows_them() {
 /// another model reaches the upstream with its body byte-exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_named_only_in_the_body_is_matched() {
-    let up = NamedUpstream::start("a").await.unwrap();
-    let sluice = start(&yaml(&up, false));
-    let admin = Admin::new(&sluice);
+    let (up, sluice, admin) = faulted().await;
     let id = add(
         &admin,
         json!({"id": "by-model", "ttl": "5m", "match": {"model": "victim-model"}, "action": abort(503)}),

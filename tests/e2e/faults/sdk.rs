@@ -1,8 +1,6 @@
 //! The official OpenAI Python SDK as the client of faulted streams: an
 //! abrupt truncation makes it raise; a clean one ends its loop quietly.
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
 use super::add;
@@ -30,22 +28,9 @@ print(json.dumps({"chunks": chunks, "error": error}))
 
 async fn run_sdk(port: u16) -> Value {
     let python = support::python().expect("checked by the caller");
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .args(["-c", SCRIPT, &port.to_string()])
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout:\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", SCRIPT, &port.to_string()]);
+    support::run_json(command).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,14 +4,14 @@
 //! the rest.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::real::sample;
-use crate::harness::{listener, metrics_when, start, Admin};
-use crate::support::{free_port, python, require, wait_for_tcp};
+use crate::harness::{listener, metrics_when, Admin};
+use crate::support::{free_port, python, require, wait_for_tcp, Process, TempDir};
 
 const GROUPS: usize = 5;
 const PER_GROUP: usize = 4;
@@ -28,7 +28,7 @@ fn chroma_bin() -> Option<PathBuf> {
 
 /// `chroma run` on a free loopback port over `dir`; killed on drop.
 struct Chroma {
-    child: Child,
+    child: Process,
     port: u16,
 }
 
@@ -50,7 +50,10 @@ impl Chroma {
             .stderr(Stdio::null())
             .spawn()
             .expect("start chroma");
-        let chroma = Chroma { child, port };
+        let chroma = Chroma {
+            child: Process::new(child),
+            port,
+        };
         wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(60))
             .await
             .unwrap();
@@ -89,34 +92,6 @@ impl Chroma {
     }
 }
 
-impl Drop for Chroma {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A scratch directory under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-mirror-{name}-{}-{}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -147,8 +122,11 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
         require("chroma (pip chromadb in .venv)", false);
         return;
     };
-    let (a_dir, b_dir) = (Scratch::new("primary"), Scratch::new("shadow"));
-    let seed = Chroma::start(&bin, &a_dir.0).await;
+    let (a_dir, b_dir) = (
+        TempDir::new("chroma-primary"),
+        TempDir::new("chroma-shadow"),
+    );
+    let seed = Chroma::start(&bin, a_dir.path()).await;
     let created = seed
         .post(
             COLLECTIONS,
@@ -173,9 +151,9 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
     seed.stop();
     // The shadow starts as a copy (same collection id), then group 0's
     // vectors move far away.
-    copy_dir(&a_dir.0, &b_dir.0);
-    let primary = Chroma::start(&bin, &a_dir.0).await;
-    let shadow = Chroma::start(&bin, &b_dir.0).await;
+    copy_dir(a_dir.path(), b_dir.path());
+    let primary = Chroma::start(&bin, a_dir.path()).await;
+    let shadow = Chroma::start(&bin, b_dir.path()).await;
     let moved: Vec<String> = (0..PER_GROUP).map(|k| doc_id(0, k)).collect();
     let far: Vec<Vec<f64>> = (0..PER_GROUP).map(|_| vec![-50.0; GROUPS]).collect();
     shadow
@@ -185,16 +163,19 @@ async fn a_chroma_shadow_with_changed_vectors_has_recall_below_1_only_where_they
         )
         .await;
 
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: chroma-a, kind: vector, endpoints: [127.0.0.1:{}] }}\n  \
-- {{ name: chroma-b, kind: vector, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
-- {{ name: chat, listener: public, split: {{ chroma-a: 100 }}, \
-mirror: {{ cluster: chroma-b, compare: {{ ids: /ids/0/* }} }} }}\n",
-        super::listener_yaml(),
-        primary.port,
-        shadow.port
-    );
-    let sluice = start(&yaml);
+    let sluice = super::head()
+        .cluster(
+            "chroma-a",
+            "vector",
+            [format!("127.0.0.1:{}", primary.port)],
+        )
+        .cluster("chroma-b", "vector", [format!("127.0.0.1:{}", shadow.port)])
+        .route_with(
+            "chat",
+            "chroma-a: 100",
+            "mirror: { cluster: chroma-b, compare: { ids: /ids/0/* } }",
+        )
+        .start();
     let query = format!(
         "http://{}{COLLECTIONS}/{id}/query",
         listener(&sluice, "public")

@@ -6,10 +6,11 @@ use bytes::Bytes;
 use serde_json::json;
 use sluice_filters::TraceContext;
 
-use super::shadow::{Behaviour, Shadow};
-use super::{config, config_after, drive, metrics_when_counted, mirror_count};
-use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::{free_port, NamedUpstream};
+use super::{
+    at_once, config_after, copies, drive, metrics_when_counted, mirror_count, mirrored, shadow,
+};
+use crate::harness::{listener, start, Admin, TestConfig};
+use crate::support::NamedUpstream;
 
 // Every config here lets 1000 copies be out at once: on a busy machine the
 // default 64 can be reached, and a copy dropped (and counted as `in_flight`)
@@ -18,13 +19,8 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_marked() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
-        "{ cluster: shadow, percent: 100, copies: 3, max_in_flight: 1000 }",
-    ));
+    let (primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, percent: 100, copies: 3, max_in_flight: 1000 }").await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
         &url,
@@ -42,18 +38,18 @@ async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_mark
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     assert_eq!(primary.requests(), 100);
 
-    let seen = shadow.wait_for(300).await;
+    let seen = copies(&shadow, 300).await;
     assert_eq!(seen.len(), 300);
     let mut by_request: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let parent = TraceContext::parse(PARENT.as_bytes()).unwrap();
     let mut spans = HashSet::new();
     for s in &seen {
         by_request
-            .entry(s.request_id.clone().unwrap())
+            .entry(s.header("x-request-id").unwrap().to_owned())
             .or_default()
-            .push(s.shadow.clone().unwrap());
+            .push(s.header("x-sluice-shadow").unwrap().to_owned());
         // A child of the client's span: same trace, a span of its own.
-        let tp = TraceContext::parse(s.traceparent.as_deref().unwrap().as_bytes()).unwrap();
+        let tp = TraceContext::parse(s.header("traceparent").unwrap().as_bytes()).unwrap();
         assert_eq!(tp.trace_id, parent.trace_id);
         assert_ne!(tp.span_id, parent.span_id);
         assert!(tp.sampled);
@@ -71,13 +67,7 @@ async fn a_hundred_requests_at_three_copies_reach_the_shadow_300_times_each_mark
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
-        "{ cluster: shadow, percent: 0 }",
-    ));
+    let (_primary, shadow, sluice) = mirrored("{ cluster: shadow, percent: 0 }").await;
     let admin = Admin::new(&sluice);
     let (status, body) = admin
         .put(
@@ -89,42 +79,39 @@ async fn ten_percent_set_through_the_api_mirrors_10_percent_of_2000() {
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(&url, 2000, 8, |_| Vec::new(), Bytes::from_static(b"{}")).await;
     assert!(statuses.iter().all(|s| *s == 200));
-    let seen = shadow.wait_for(200).await;
+    let seen = copies(&shadow, 200).await;
     // 10% ± 2%.
     assert!((160..=240).contains(&seen.len()), "{}", seen.len());
-    assert!(seen.iter().all(|s| s.shadow.as_deref() == Some("1")));
+    assert!(seen
+        .iter()
+        .all(|s| s.header("x-sluice-shadow") == Some("1")));
 }
 
 /// Every other mirror test runs the sender at normal priority (see
-/// `super::listener_yaml`); this one keeps the default, `idle`, and shows
+/// `super::head`); this one keeps the default, `idle`, and shows
 /// copies still go out and are answered when the machine has CPU to spare.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_idle_sender_still_delivers() {
     let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
+    let shadow = shadow(at_once()).await;
     let sluice = start(&config_after(
-        http_listener_yaml(free_port()),
+        TestConfig::http(),
         primary.addr(),
-        shadow.addr,
+        shadow.addr(),
         "{ cluster: shadow, percent: 100, timeout: 30s }",
     ));
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(&url, 20, 2, |_| vec![], Bytes::from_static(b"{}")).await;
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
-    assert_eq!(shadow.wait_for(20).await.len(), 20);
+    assert_eq!(copies(&shadow, 20).await.len(), 20);
     let metrics = metrics_when_counted(&sluice, "ok", 20).await;
     assert_eq!(mirror_count(&metrics, "ok"), 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_and_a_half_copies_average_two_and_a_half() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
-        "{ cluster: shadow, copies: 2.5, max_in_flight: 1000 }",
-    ));
+    let (_primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, copies: 2.5, max_in_flight: 1000 }").await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let statuses = drive(
         &url,
@@ -135,13 +122,13 @@ async fn two_and_a_half_copies_average_two_and_a_half() {
     )
     .await;
     assert!(statuses.iter().all(|s| *s == 200));
-    let seen = shadow.wait_for(1000).await;
+    let seen = copies(&shadow, 1000).await;
     let ratio = seen.len() as f64 / 400.0;
     assert!((2.35..=2.65).contains(&ratio), "{ratio}");
     let mut per_request: BTreeMap<String, usize> = BTreeMap::new();
     for s in &seen {
         *per_request
-            .entry(s.request_id.clone().unwrap())
+            .entry(s.header("x-request-id").unwrap().to_owned())
             .or_default() += 1;
     }
     assert_eq!(per_request.len(), 400);
@@ -150,13 +137,9 @@ async fn two_and_a_half_copies_average_two_and_a_half() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_by_mirrors_whole_sessions_or_none_of_them() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
-        "{ cluster: shadow, percent: 30, sample_by: x-session-id, max_in_flight: 1000 }",
-    ));
+    let (_primary, shadow, sluice) =
+        mirrored("{ cluster: shadow, percent: 30, sample_by: x-session-id, max_in_flight: 1000 }")
+            .await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     // 40 sessions of 5 requests each, interleaved.
     let statuses = drive(
@@ -174,7 +157,9 @@ async fn sample_by_mirrors_whole_sessions_or_none_of_them() {
     let seen = shadow.seen();
     let mut per_session: BTreeMap<String, usize> = BTreeMap::new();
     for s in &seen {
-        *per_session.entry(s.session.clone().unwrap()).or_default() += 1;
+        *per_session
+            .entry(s.header("x-session-id").unwrap().to_owned())
+            .or_default() += 1;
     }
     assert!(
         per_session.values().all(|n| *n == 5),

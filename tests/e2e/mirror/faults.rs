@@ -5,8 +5,9 @@
 use bytes::Bytes;
 use rand::RngCore;
 
-use super::shadow::{Behaviour, Shadow};
-use super::{config, drive, metrics_when_counted, mirror_count};
+use sluice_cli::MockLlmOptions;
+
+use super::{at_once, config, copies, drive, metrics_when_counted, mirror_count, mirrored, shadow};
 use crate::harness::{listener, start};
 use crate::support::{free_port, sha256_hex, NamedUpstream};
 
@@ -20,13 +21,7 @@ fn random_body(len: usize) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_mib_bodies_arrive_byte_exact_and_two_mib_are_not_mirrored() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
-        "{ cluster: shadow, max_body: 1MiB }",
-    ));
+    let (_primary, shadow, sluice) = mirrored("{ cluster: shadow, max_body: 1MiB }").await;
     let url = format!("http://{}/v1/embeddings", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     let mut sent = Vec::new();
@@ -36,12 +31,12 @@ async fn one_mib_bodies_arrive_byte_exact_and_two_mib_are_not_mirrored() {
         let r = client.post(&url).body(body).send().await.unwrap();
         assert_eq!(r.status(), 200);
     }
-    let seen = shadow.wait_for(3).await;
-    let mut got: Vec<String> = seen.iter().map(|s| s.body_sha256.clone()).collect();
+    let seen = copies(&shadow, 3).await;
+    let mut got: Vec<String> = seen.iter().map(|s| sha256_hex(&s.body)).collect();
     got.sort();
     sent.sort();
     assert_eq!(got, sent, "the shadow got the same bytes");
-    assert!(seen.iter().all(|s| s.body_len == MIB));
+    assert!(seen.iter().all(|s| s.body.len() == MIB));
 
     // Twice the limit: the primary gets all of it, the shadow nothing.
     let big = random_body(2 * MIB);
@@ -53,18 +48,15 @@ async fn one_mib_bodies_arrive_byte_exact_and_two_mib_are_not_mirrored() {
     let metrics = metrics_when_counted(&sluice, "body_too_large", 1).await;
     assert_eq!(mirror_count(&metrics, "body_too_large"), 1);
     assert_eq!(mirror_count(&metrics, "ok"), 3);
-    assert_eq!(shadow.count(), 3);
+    assert_eq!(shadow.seen().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_carry_the_rewritten_model_and_headers() {
-    let primary = NamedUpstream::start("primary").await.unwrap();
-    let shadow = Shadow::start(Behaviour::Answer).await;
-    let sluice = start(&config(
-        primary.addr(),
-        shadow.addr,
+    let (_primary, shadow, sluice) = mirrored(
         "{ cluster: shadow, rewrite: { model: shadow-model, headers: { x-env: shadow } } }",
-    ));
+    )
+    .await;
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
     let body = br#"{"model":"prod-model","messages":[{"role":"user","content":"hi"}]}"#;
     let r = reqwest::Client::new()
@@ -77,10 +69,10 @@ async fn copies_carry_the_rewritten_model_and_headers() {
     let echo: serde_json::Value = r.json().await.unwrap();
     // The primary saw the request untouched.
     assert_eq!(echo["body_sha256"], sha256_hex(body).as_str());
-    let seen = shadow.wait_for(1).await;
+    let seen = copies(&shadow, 1).await;
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].model.as_deref(), Some("shadow-model"));
-    assert_eq!(seen[0].env.as_deref(), Some("shadow"));
+    assert_eq!(seen[0].model().as_deref(), Some("shadow-model"));
+    assert_eq!(seen[0].header("x-env"), Some("shadow"));
 }
 
 /// Runs 60 requests through a route mirroring ×3 into `shadow`; every one
@@ -135,11 +127,11 @@ async fn a_dead_shadow_leaves_the_primary_error_free() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadow_answering_in_5s_leaves_the_primary_error_free() {
-    let slow = Shadow::start(Behaviour::Slow(std::time::Duration::from_secs(5))).await;
+    let slow = shadow(MockLlmOptions::paced_ms(5000, 0, 1)).await;
     // With 4 copies in flight at most, the rest are dropped; those sent
     // time out before the shadow answers.
     primary_unharmed(
-        slow.addr,
+        slow.addr(),
         "{ cluster: shadow, copies: 3, timeout: 4s, max_in_flight: 4 }",
         &["in_flight", "timeout"],
         false,
@@ -149,12 +141,16 @@ async fn a_shadow_answering_in_5s_leaves_the_primary_error_free() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resetting_shadow_leaves_the_primary_error_free() {
-    let reset = Shadow::start(Behaviour::Reset).await;
+    let reset = shadow(MockLlmOptions {
+        reset: true,
+        ..at_once()
+    })
+    .await;
     // The reset reaches the copy with its request on the wire (`error`) or, on
     // a busy machine, while the client still sets the connection up (reading
     // its addresses fails: `connect_error`). Either way the copy fails.
     primary_unharmed(
-        reset.addr,
+        reset.addr(),
         "{ cluster: shadow, copies: 3 }",
         &["error|connect_error"],
         true,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::{listener, metrics_when, start, Admin};
+use crate::harness::{listener, metrics_when, Admin};
 use crate::llama_cpp::LlamaServer;
 use crate::support::{python, require};
 
@@ -71,18 +71,17 @@ async fn a_llama_cpp_shadow_at_another_temperature_differs_and_an_identical_one_
     })
     .await
     .unwrap();
-    let yaml = format!(
-        "{}clusters:\n  - {{ name: primary, kind: llm, endpoints: [127.0.0.1:{}] }}\n  \
-- {{ name: hot, kind: llm, endpoints: [127.0.0.1:{}] }}\n  \
-- {{ name: cold, kind: llm, endpoints: [127.0.0.1:{}] }}\nroutes:\n  \
-- {{ name: chat, listener: public, split: {{ primary: 100 }}, \
-mirror: {{ cluster: hot, timeout: 60s, compare: {{ keep_text: true }} }} }}\n",
-        super::listener_yaml(),
-        primary.port,
-        hot.port,
-        cold.port
-    );
-    let sluice = start(&yaml);
+    let port = |s: &LlamaServer| format!("127.0.0.1:{}", s.port);
+    let sluice = super::head()
+        .cluster("primary", "llm", [port(&primary)])
+        .cluster("hot", "llm", [port(&hot)])
+        .cluster("cold", "llm", [port(&cold)])
+        .route_with(
+            "chat",
+            "primary: 100",
+            "mirror: { cluster: hot, timeout: 60s, compare: { keep_text: true } }",
+        )
+        .start();
     let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
 
     // A shadow sampling at 1.5 answers the same prompts differently.

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::support::{self, free_port, WAIT_POLL};
+use crate::support::{self, free_port, Process, TempDir, WAIT_POLL};
 
 /// The `rotel-agent` binary that the pip package ships, if it is installed.
 pub fn rotel_agent() -> Option<PathBuf> {
@@ -32,7 +32,7 @@ pub fn rotel_agent() -> Option<PathBuf> {
 
 /// A running rotel agent; killed when dropped.
 pub struct Collector {
-    child: Child,
+    _child: Process,
     grpc: SocketAddr,
     output: Arc<Mutex<String>>,
     _dir: TempDir,
@@ -53,10 +53,10 @@ impl Collector {
     }
 
     async fn try_start(agent: &PathBuf) -> anyhow::Result<Collector> {
-        let dir = TempDir::new()?;
+        let dir = TempDir::new("rotel");
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let mut child = Command::new(agent)
+        let child = Command::new(agent)
             .arg("start")
             .args(["--otlp-grpc-endpoint", &grpc.to_string()])
             .args(["--otlp-http-endpoint", &http.to_string()])
@@ -64,15 +64,16 @@ impl Collector {
             .args(["--debug-log", "traces", "--debug-log-verbosity", "detailed"])
             .args(["--batch-timeout", "50ms"])
             .arg("--pid-file")
-            .arg(dir.0.join("rotel.pid"))
+            .arg(dir.path().join("rotel.pid"))
             .arg("--log-file")
-            .arg(dir.0.join("rotel.log"))
+            .arg(dir.path().join("rotel.log"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .context("spawn rotel-agent")?;
+        let mut child = Process::new(child);
         let output = Arc::new(Mutex::new(String::new()));
         for pipe in [
             child
@@ -109,14 +110,12 @@ impl Collector {
                 break;
             }
             if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
                 bail!("rotel did not accept on {grpc} within 15s");
             }
             tokio::time::sleep(WAIT_POLL).await;
         }
         Ok(Collector {
-            child,
+            _child: child,
             grpc,
             output,
             _dir: dir,
@@ -163,6 +162,20 @@ impl Collector {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The two spans of one proxied request in trace `trace_id`, (server, client), once
+    /// both arrived (30 s at most).
+    pub async fn request_spans(&self, trace_id: &str) -> (ReceivedSpan, ReceivedSpan) {
+        let spans = self
+            .wait_for_trace(trace_id, 2, Duration::from_secs(30))
+            .await;
+        let kind = |kind: &str| {
+            let span = spans.iter().find(|s| s.kind == kind);
+            span.unwrap_or_else(|| panic!("no {kind} span in {spans:?}"))
+                .clone()
+        };
+        (kind("SPAN_KIND_SERVER"), kind("SPAN_KIND_CLIENT"))
     }
 }
 
@@ -244,34 +257,6 @@ fn unwrap_value(value: &str) -> &str {
         .split_once('(')
         .and_then(|(_, rest)| rest.strip_suffix(')'))
         .unwrap_or(value)
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A scratch directory for rotel's pid and log files, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> anyhow::Result<TempDir> {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-rotel-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir)?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Removes terminal colour sequences (`ESC [ ... m`).

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::net::{free_port, wait_for_tcp};
+use super::process::Process;
 
 /// Whether `bin --version` runs.
 pub fn have(bin: &str) -> bool {
@@ -19,7 +20,7 @@ pub fn have(bin: &str) -> bool {
 }
 
 pub struct Prometheus {
-    child: std::process::Child,
+    _child: Process,
     dir: std::path::PathBuf,
     port: u16,
 }
@@ -54,7 +55,11 @@ impl Prometheus {
         wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(30))
             .await
             .unwrap();
-        Prometheus { child, dir, port }
+        Prometheus {
+            _child: Process::new(child),
+            dir,
+            port,
+        }
     }
 
     /// The base URL of its HTTP API.
@@ -79,8 +84,6 @@ impl Prometheus {
 
 impl Drop for Prometheus {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -1,4 +1,5 @@
-//! The Python interpreter with the test packages (the openai SDK), from the repo's venv.
+//! The Python interpreter with the test packages (the openai SDK), from the repo's venv,
+//! and a way to run a script on it that answers in JSON.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,4 +38,23 @@ fn imports_openai(python: &Path) -> bool {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+}
+
+/// Runs `command` (a script on [`python`]) off the runtime, with loopback kept off any
+/// proxy, and parses the JSON it prints; a run that prints anything else fails the test
+/// with its status and both of its streams.
+pub async fn run_json(mut command: Command) -> serde_json::Value {
+    command.env("NO_PROXY", "127.0.0.1,localhost");
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("the script's task")
+        .expect("run the script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{e} ({}): stdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        )
+    })
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use super::net::{free_port, WAIT_POLL};
+use super::process::Process;
 
 /// Whether `redis-server` is on PATH.
 pub fn redis_available() -> bool {
@@ -21,7 +22,7 @@ pub fn redis_available() -> bool {
 
 /// `redis-server` without persistence on 127.0.0.1; killed when dropped.
 pub struct RedisServer {
-    child: Child,
+    child: Process,
     addr: SocketAddr,
 }
 
@@ -32,7 +33,7 @@ impl RedisServer {
         let mut last = None;
         for _ in 0..3 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-            let mut child = Command::new("redis-server")
+            let child = Command::new("redis-server")
                 .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no"])
                 .stdin(Stdio::null())
@@ -40,13 +41,10 @@ impl RedisServer {
                 .stderr(Stdio::null())
                 .spawn()
                 .context("spawn redis-server (is it installed? scripts/install-deps.sh)")?;
+            let mut child = Process::new(child);
             match wait_ready(&mut child, addr).await {
                 Ok(()) => return Ok(Self { child, addr }),
-                Err(err) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last = Some(err);
-                }
+                Err(err) => last = Some(err),
             }
         }
         Err(last.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
@@ -63,13 +61,6 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

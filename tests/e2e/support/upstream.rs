@@ -1,24 +1,23 @@
-//! Fake upstreams: hyper servers on 127.0.0.1:0 that say who they are and what they got.
+//! The echo upstream: a hyper server on 127.0.0.1:0 that says who it is and what it got,
+//! for the tests of what the proxy passes on (methods, paths, bodies, headers, protocol
+//! versions, TLS to a cluster) and of which cluster answered.
 //!
-//! Every request is answered `200` (or [`UpstreamOptions::status`]) with the header
-//! `x-upstream: <name>` and a JSON body
+//! Every request is answered `200` with the header `x-upstream: <name>` and a JSON body
 //! `{"upstream", "method", "path", "query", "version", "body_len", "body_sha256", "headers"}`,
 //! after reading the whole request body. HTTP/1.1 and h2 are both served: h2c by prior
-//! knowledge on the plain server, h2 by ALPN on the TLS one.
+//! knowledge on the plain server, h2 by ALPN on the TLS one. It is not an LLM: tests that need
+//! model answers, pacing, delays or a record of requests use `sluice_cli::MockLlm`.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -28,52 +27,6 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 use super::tls::TlsFixture;
-
-/// How a fake upstream behaves.
-#[derive(Clone, Debug)]
-pub struct UpstreamOptions {
-    /// Wait this long after reading the request body, before the response head.
-    pub delay: Duration,
-    /// Status of every (non-SSE) response.
-    pub status: StatusCode,
-    /// When set, `GET|POST /sse` streams events instead of the JSON echo.
-    pub sse: Option<SseOptions>,
-}
-
-/// `/sse` answers `text/event-stream` with `events` events `data: {"i":n}\n\n`
-/// (n = 0, 1, ...), each its own body frame: the first at once, the rest `gap` apart.
-#[derive(Clone, Copy, Debug)]
-pub struct SseOptions {
-    pub events: usize,
-    pub gap: Duration,
-}
-
-impl Default for UpstreamOptions {
-    fn default() -> Self {
-        Self {
-            delay: Duration::ZERO,
-            status: StatusCode::OK,
-            sse: None,
-        }
-    }
-}
-
-impl UpstreamOptions {
-    pub fn with_delay(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    pub fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
-    }
-
-    pub fn with_sse(mut self, events: usize, gap: Duration) -> Self {
-        self.sse = Some(SseOptions { events, gap });
-        self
-    }
-}
 
 /// A plain-TCP fake upstream (HTTP/1.1 and h2c). Stops on drop.
 pub struct NamedUpstream {
@@ -86,28 +39,19 @@ pub struct NamedUpstream {
 }
 
 impl NamedUpstream {
-    /// Starts with default options: immediate 200 JSON echo.
     pub async fn start(name: &str) -> anyhow::Result<Self> {
-        Self::start_with(name, UpstreamOptions::default()).await
-    }
-
-    pub async fn start_with(name: &str, options: UpstreamOptions) -> anyhow::Result<Self> {
-        Self::spawn(name, options, None).await
+        Self::spawn(name, None).await
     }
 
     /// The same upstream behind TLS (certificate from a [`TlsFixture`]; ALPN h2, http/1.1).
     pub async fn start_tls(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
         let acceptor = TlsAcceptor::from(Arc::new(tls.server_config()?));
-        Self::spawn(name, UpstreamOptions::default(), Some(acceptor)).await
+        Self::spawn(name, Some(acceptor)).await
     }
 
-    async fn spawn(
-        name: &str,
-        options: UpstreamOptions,
-        tls: Option<TlsAcceptor>,
-    ) -> anyhow::Result<Self> {
+    async fn spawn(name: &str, tls: Option<TlsAcceptor>) -> anyhow::Result<Self> {
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let (addr, requests, task) = spawn_server(name, options, tls).await?;
+        let (addr, requests, task) = spawn_server(name, tls).await?;
         Ok(Self {
             name: name.to_owned(),
             addr,
@@ -144,13 +88,11 @@ impl Drop for NamedUpstream {
 
 struct State {
     name: String,
-    options: UpstreamOptions,
     requests: Arc<AtomicU64>,
 }
 
 async fn spawn_server(
     name: &str,
-    options: UpstreamOptions,
     tls: Option<TlsAcceptor>,
 ) -> anyhow::Result<(SocketAddr, Arc<AtomicU64>, JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -158,7 +100,6 @@ async fn spawn_server(
     let requests = Arc::new(AtomicU64::new(0));
     let state = Arc::new(State {
         name: name.to_owned(),
-        options,
         requests: requests.clone(),
     });
     let task = tokio::spawn(accept_loop(listener, tls, state));
@@ -205,7 +146,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, state: Arc
 async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
-) -> Result<Response<UpstreamBody>, Infallible> {
+) -> Result<Response<Full<Bytes>>, Infallible> {
     state.requests.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
@@ -216,26 +157,10 @@ async fn handle(
                 &state.name,
                 StatusCode::BAD_REQUEST,
                 "text/plain",
-                UpstreamBody::full(msg),
+                msg,
             ));
         }
     };
-    if !state.options.delay.is_zero() {
-        tokio::time::sleep(state.options.delay).await;
-    }
-    if let (Some(sse), "/sse") = (state.options.sse, parts.uri.path()) {
-        let body = UpstreamBody::Sse(SseBody {
-            next: 0,
-            options: sse,
-            sleep: None,
-        });
-        return Ok(respond(
-            &state.name,
-            StatusCode::OK,
-            "text/event-stream",
-            body,
-        ));
-    }
     let mut headers = BTreeMap::<String, String>::new();
     for (name, value) in &parts.headers {
         let value = String::from_utf8_lossy(value.as_bytes());
@@ -257,22 +182,22 @@ async fn handle(
         "body_sha256": sha256_hex(&body),
         "headers": headers,
     });
-    let body = UpstreamBody::full(echo.to_string());
     Ok(respond(
         &state.name,
-        state.options.status,
+        StatusCode::OK,
         "application/json",
-        body,
+        echo.to_string(),
     ))
 }
 
+/// A whole body: `Full` has an exact size, so HTTP/1.1 gets a content-length.
 fn respond(
     name: &str,
     status: StatusCode,
     content_type: &str,
-    body: UpstreamBody,
-) -> Response<UpstreamBody> {
-    let mut response = Response::new(body);
+    body: String,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     if let Ok(v) = content_type.parse() {
@@ -290,64 +215,4 @@ pub fn sha256_hex(data: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// A whole body (exact size, so HTTP/1.1 gets a content-length) or the paced SSE stream.
-enum UpstreamBody {
-    Full(Option<Bytes>),
-    Sse(SseBody),
-}
-
-impl UpstreamBody {
-    fn full(data: impl Into<Bytes>) -> Self {
-        Self::Full(Some(data.into()))
-    }
-}
-
-/// Paced on its own timer so each event leaves as its own frame (a chunk in HTTP/1.1).
-struct SseBody {
-    next: usize,
-    options: SseOptions,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl Body for UpstreamBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Self::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            Self::Sse(sse) => {
-                if sse.next >= sse.options.events {
-                    return Poll::Ready(None);
-                }
-                if let Some(sleep) = sse.sleep.as_mut() {
-                    ready!(sleep.as_mut().poll(cx));
-                }
-                let event = format!("data: {{\"i\":{}}}\n\n", sse.next);
-                sse.next += 1;
-                sse.sleep = Some(Box::pin(tokio::time::sleep(sse.options.gap)));
-                Poll::Ready(Some(Ok(Frame::data(Bytes::from(event)))))
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Self::Full(data) => data.is_none(),
-            Self::Sse(sse) => sse.next >= sse.options.events,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Self::Full(Some(data)) => SizeHint::with_exact(data.len() as u64),
-            Self::Full(None) => SizeHint::with_exact(0),
-            Self::Sse(_) => SizeHint::default(),
-        }
-    }
 }

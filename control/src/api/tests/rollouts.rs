@@ -74,13 +74,7 @@ async fn a_rollout_added_over_the_api_runs_and_answers_commands() {
     let metrics = String::from_utf8_lossy(&metrics);
     assert!(metrics.contains(r#"sluice_rollout_state{rollout="chat-v2",state="aborted"} 1"#));
     assert!(metrics.contains(r#"sluice_rollout_weight{rollout="chat-v2"} 0"#));
-    let (_, events) = s.json(Method::GET, "/v1/events", "").await;
-    let actions: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let actions = s.actions().await;
     assert_eq!(
         actions[1..],
         [

@@ -17,15 +17,13 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice_filters::Metrics;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::config::Config;
 use crate::rollout::{Command, Rollouts, State};
-use crate::stats::Stats;
 use crate::store::SnapshotStore;
+use crate::testing::{self, stable_canary};
 
 const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
 const TOKEN: &str = "fleet-secret";
@@ -261,21 +259,14 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     std::env::set_var(TOKEN_ENV, TOKEN);
     let (good, flaky) = (FakeApi::start(0).await, FakeApi::start(3).await);
     let yaml = format!(
-        "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
-         clusters:\n  - {{ name: stable, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }}\n\
-         \x20 - {{ name: canary, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }}\n\
-         routes:\n  - {{ name: chat, listener: public, split: {{ stable: 100, canary: 0 }} }}\n\
-         rollouts:\n  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, \
+        "{}rollouts:\n  - {{ name: chat-v2, route: chat, stable: stable, canary: canary, \
          steps: [10, 100], interval: 20ms, gates: {{ ttft_p95: 1s }}, \
          targets: [{}, {}], target_token_env: {TOKEN_ENV} }}\n",
+        stable_canary(),
         good.url(),
         flaky.url()
     );
-    let store = SnapshotStore::new(
-        Config::from_yaml(&yaml).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    );
+    let store = testing::store(&yaml);
     let rollouts = Rollouts::new(store.clone(), crate::observers::Observers::default());
     let cancel = CancellationToken::new();
     let task = tokio::spawn(rollouts.clone().run(cancel.clone()));

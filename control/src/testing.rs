@@ -1,0 +1,64 @@
+//! Setup the control plane's unit tests share: the configs most of them start from, the store
+//! built on a config as at boot.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_filters::Metrics;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::stats::Stats;
+use crate::store::SnapshotStore;
+
+/// Listener `public` and clusters `first` (v1) and `second` (v2), no route: the head of
+/// the configs of tests that split, reload, match or roll out between two clusters.
+pub(crate) fn two_clusters(first: &str, second: &str) -> String {
+    format!(
+        "listeners:
+  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}
+clusters:
+  - {{ name: {first}, kind: llm, version: v1, endpoints: [127.0.0.1:18001] }}
+  - {{ name: {second}, kind: llm, version: v2, endpoints: [127.0.0.1:18002] }}
+"
+    )
+}
+
+/// [`two_clusters`] `stable` and `canary` with route `chat` all on `stable`: where every
+/// rollout test starts. `rollouts:` may follow.
+pub(crate) fn stable_canary() -> String {
+    let head = two_clusters("stable", "canary");
+    format!("{head}routes:\n  - {{ name: chat, listener: public, split: {{ stable: 100, canary: 0 }} }}\n")
+}
+
+/// [`two_clusters`] `a` and `b` with route `chat` split `a: 100, b: 0`, and `extra` keys on
+/// the route (`sticky: { header: x-session-id }`).
+pub(crate) fn ab_chat(extra: &str) -> String {
+    let head = two_clusters("a", "b");
+    let extra = match extra {
+        "" => String::new(),
+        extra => format!(", {extra}"),
+    };
+    format!(
+        "{head}routes:\n  - {{ name: chat, listener: public, split: {{ a: 100, b: 0 }}{extra} }}\n"
+    )
+}
+
+/// Cancels `cancel` and waits for `task`, a background loop, to end (5 s at most).
+pub(crate) async fn stop(cancel: &CancellationToken, task: JoinHandle<()>) {
+    cancel.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(5), task).await;
+    ended.expect("the loop ends when cancelled").unwrap();
+}
+
+/// `yaml` parsed and validated; a test's config that does not parse is the test's bug.
+pub(crate) fn config(yaml: &str) -> Config {
+    Config::from_yaml(yaml).unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{yaml}"))
+}
+
+/// The store on `yaml`, with fresh metrics and stats, as `Sluice::start` builds it.
+pub(crate) fn store(yaml: &str) -> Arc<SnapshotStore> {
+    SnapshotStore::new(config(yaml), Metrics::new().unwrap(), Stats::new())
+}
