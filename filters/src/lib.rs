@@ -56,12 +56,12 @@ pub use resp::{
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,
     RequestParser as RespRequestParser, RespError, RespSession,
 };
+#[doc(hidden)]
+pub use serde as __serde;
 pub use trace::{
     format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
     LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,
 };
-#[doc(hidden)]
-pub use serde as __serde;
 pub use trace_context::{sample, TraceContext};
 pub use units::{format_duration, parse_duration, parse_percent, parse_size};
 pub use weighted::{StickyTable, WeightedTable};

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use crate::cli::{sluice, TempDir};
+use crate::cli::sluice;
+use crate::support::TempDir;
 
 const AZURE: &str = "TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:15:46.6805900,374,44

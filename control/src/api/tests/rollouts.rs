@@ -173,11 +173,7 @@ async fn call(api: &AdminApi, method: Method, path: &str, body: &str) -> (Status
 
 #[tokio::test(start_paused = true)]
 async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() {
-    let store = SnapshotStore::new(
-        Config::from_yaml(CONFIG).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    );
+    let store = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
     let api = AdminApi::new(store.clone(), TOKEN.into(), Arc::new(Readiness::new()));
     let cancel = CancellationToken::new();
     let tasks = [
