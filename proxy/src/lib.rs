@@ -12,6 +12,6 @@ mod server;
 mod tcp_proxy;
 mod telemetry;
 
-pub use lifecycle::Stop;
 pub use server::{Sluice, StartOptions};
+pub use sluice_control::Stop;
 pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, RequestTrace, Tracer};

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::{MirrorPriority, SnapshotStore};
+use sluice_control::{MirrorDiffs, MirrorPriority};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -66,8 +66,9 @@ pub struct MirrorSender {
 }
 
 impl MirrorSender {
+    /// Differing answers are kept in `diffs`.
     pub fn start(
-        store: Arc<SnapshotStore>,
+        diffs: Arc<MirrorDiffs>,
         priority: MirrorPriority,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
@@ -84,7 +85,7 @@ impl MirrorSender {
             .name("sluice-mirror".into())
             .spawn(move || {
                 set_priority();
-                runtime.block_on(run(rx, store, token));
+                runtime.block_on(run(rx, diffs, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
         Ok((
@@ -145,7 +146,7 @@ fn set_sender_priority(priority: MirrorPriority) {
 /// no mirror traffic has no thread waking 200 times a second.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(5);
 
-async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: CancellationToken) {
+async fn run(mut rx: mpsc::Receiver<Job>, diffs: Arc<MirrorDiffs>, cancel: CancellationToken) {
     info!(capacity = QUEUE_CAPACITY, "mirror sender started");
     let shadow = Shadow::new();
     let mut limits = Limits::default();
@@ -156,11 +157,11 @@ async fn run(mut rx: mpsc::Receiver<Job>, store: Arc<SnapshotStore>, cancel: Can
             return;
         }
         let shadow = shadow.clone();
-        let store = store.clone();
+        let diffs = diffs.clone();
         let job = Arc::new(job);
         tracker.spawn(async move {
             let answers = shadow.send_all(job.clone(), admitted).await;
-            report::report(&job, answers, &store.mirror_diffs);
+            report::report(&job, answers, &diffs);
         });
     };
     'park: loop {

@@ -307,3 +307,5 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
     assert!(error.contains("listener `public`"), "{error}");
     assert!(error.contains("certificate"), "{error}");
 }
+
+mod in_process;

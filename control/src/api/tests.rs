@@ -4,13 +4,11 @@ use std::net::SocketAddr;
 
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
-use sluice_filters::Metrics;
 use tokio::net::TcpStream;
 
 use super::*;
 use crate::config::Config;
 use crate::observers::Observers;
-use crate::stats::Stats;
 
 const TOKEN: &str = "s3cret-token";
 
@@ -40,20 +38,21 @@ impl Server {
 
     /// With `observe`, the GPU watcher and upstream scraper run too.
     async fn start_with(observe: bool) -> Server {
-        let store = SnapshotStore::new(
-            Config::from_yaml(CONFIG).unwrap(),
-            Metrics::new().unwrap(),
-            Stats::new(),
-        );
+        let shared = Shared::new().unwrap();
+        let store = SnapshotStore::new(Config::from_yaml(CONFIG).unwrap(), &shared);
         let cancel = CancellationToken::new();
         let observers = match observe {
-            true => Observers::new(&store).unwrap(),
+            true => {
+                let gpu = store.load().config.gpu;
+                Observers::new(gpu, shared.metrics.registry()).unwrap()
+            }
             false => Observers::default(),
         };
         observers.spawn(&TaskTracker::new(), &store, &cancel);
-        let api =
-            AdminApi::with_observers(store, TOKEN.into(), Arc::new(Readiness::new()), observers);
-        tokio::spawn(api.rollouts.clone().run(cancel.clone()));
+        let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+        tokio::spawn(rollouts.clone().run(cancel.clone()));
+        let readiness = Arc::new(Readiness::new());
+        let api = AdminApi::new(store, shared, rollouts, observers, readiness, TOKEN.into());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));

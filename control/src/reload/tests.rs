@@ -1,10 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use sluice_filters::Metrics;
-
 use super::*;
 use crate::config::Config;
-use crate::stats::Stats;
+use crate::events::EventLog;
+use crate::shared::Shared;
 
 const CONFIG: &str = r#"
 runtime: { threads: 1 }
@@ -39,12 +38,10 @@ impl Drop for TempFile {
     }
 }
 
-fn store() -> Arc<SnapshotStore> {
-    SnapshotStore::new(
-        Config::from_yaml(CONFIG).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    )
+fn store() -> (Arc<SnapshotStore>, Shared) {
+    let shared = Shared::new().unwrap();
+    let store = SnapshotStore::new(Config::from_yaml(CONFIG).unwrap(), &shared);
+    (store, shared)
 }
 
 fn split(store: &SnapshotStore) -> Vec<(String, u32)> {
@@ -53,7 +50,7 @@ fn split(store: &SnapshotStore) -> Vec<(String, u32)> {
 
 #[test]
 fn a_changed_file_is_applied_and_a_broken_one_rejected() {
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("once", CONFIG);
     file.write(&CONFIG.replace("b: 0", "b: 10"));
     assert_eq!(reload_from_file(&s, &file.0, "file"), Ok(2));
@@ -75,7 +72,7 @@ fn a_changed_file_is_applied_and_a_broken_one_rejected() {
 
     assert_eq!(s.load().version, 2);
     assert_eq!(split(&s), [("a".to_string(), 100), ("b".to_string(), 10)]);
-    let events: Vec<(String, String, String)> = s
+    let events: Vec<(String, String, String)> = shared
         .events
         .list()
         .into_iter()
@@ -114,9 +111,8 @@ async fn advance(secs: u64) {
 
 /// The results of the changes the file poll made (a SIGHUP sent by another
 /// test reaches every watcher in the process, so those are left out).
-fn file_results(store: &SnapshotStore) -> Vec<String> {
-    store
-        .events
+fn file_results(events: &EventLog) -> Vec<String> {
+    events
         .list()
         .into_iter()
         .filter(|e| e.source == "file")
@@ -131,30 +127,33 @@ static SIGNAL_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[tokio::test(start_paused = true)]
 async fn the_watcher_reloads_on_change_only() {
     let _serial = SIGNAL_TESTS.lock().await;
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("watch", CONFIG);
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
 
     // Unchanged content is not reloaded, however long it sits.
     advance(3).await;
-    assert!(file_results(&s).is_empty());
+    assert!(file_results(&shared.events).is_empty());
 
     file.write(&CONFIG.replace("b: 0", "b: 5"));
     advance(2).await;
-    assert_eq!(file_results(&s), ["applied"]);
+    assert_eq!(file_results(&shared.events), ["applied"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
 
     // A broken file is rejected once, not once a second.
     file.write("{");
     advance(3).await;
-    assert_eq!(file_results(&s), ["applied", "rejected"]);
+    assert_eq!(file_results(&shared.events), ["applied", "rejected"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
 
     // Fixing it applies it.
     file.write(&CONFIG.replace("b: 0", "b: 7"));
     advance(2).await;
-    assert_eq!(file_results(&s), ["applied", "rejected", "applied"]);
+    assert_eq!(
+        file_results(&shared.events),
+        ["applied", "rejected", "applied"]
+    );
     assert_eq!(split(&s)[1], ("b".to_string(), 7));
 
     cancel.cancel();
@@ -169,7 +168,7 @@ async fn sighup_reloads_at_once() {
     // Once any SIGHUP handler is installed the signal no longer ends the
     // process, so sending one before the watcher listens is harmless.
     let _ours = signal(SignalKind::hangup()).unwrap();
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("sighup", CONFIG);
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
@@ -183,7 +182,7 @@ async fn sighup_reloads_at_once() {
             .unwrap();
         assert!(status.success());
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let events = s.events.list();
+        let events = shared.events.list();
         if let Some(e) = events.iter().find(|e| e.source == "sighup") {
             assert_eq!(e.action, ACTION);
             assert_eq!(e.result, "applied");

@@ -23,6 +23,7 @@ use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
 use crate::config::{Config, ConfigError, ConfigErrors, RawConfig, RolloutConfig, RolloutSource};
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -33,12 +34,13 @@ const HISTORY: usize = 200;
 /// What every rollout of one sluice shares.
 pub(crate) struct Env {
     pub store: Arc<SnapshotStore>,
+    pub shared: Shared,
     pub signals: Arc<dyn Signals>,
 }
 
 impl Env {
     fn metrics(&self) -> &RolloutMetrics {
-        &self.store.metrics.rollout
+        &self.shared.metrics.rollout
     }
 }
 
@@ -193,7 +195,7 @@ impl Cell {
                 // Applied by the task, outside the lock: see `push`.
                 inner.want = Some(w);
                 inner.targets.want();
-                env.store
+                env.shared
                     .events
                     .push(source, &action, env.store.load().version, Vec::new());
             }
@@ -204,7 +206,7 @@ impl Cell {
                 }
             }
             None => env
-                .store
+                .shared
                 .events
                 .push(source, &action, env.store.load().version, Vec::new()),
         }
@@ -258,7 +260,7 @@ impl Cell {
                 "rollout {}: weight {} not applied on {} of {total} target(s); retrying",
                 self.name, job.weight, round.failed
             );
-            env.store
+            env.shared
                 .events
                 .push("rollout", &action, version, round.first_failures);
         }
@@ -269,7 +271,7 @@ impl Cell {
                 "rollout {}: weight {} applied on all {total} target(s)",
                 self.name, job.weight
             );
-            env.store
+            env.shared
                 .events
                 .push("rollout", &action, version, Vec::new());
         }
@@ -357,7 +359,7 @@ fn drift(live: &Config, c: &RolloutConfig, weight: u32) -> Option<String> {
 fn apply_weight(env: &Env, source: &str, c: &RolloutConfig, weight: u32, action: &str) -> bool {
     let live = env.store.load();
     if drift(&live.config, c, weight).is_none() && live.config.route(&c.route).is_some() {
-        env.store
+        env.shared
             .events
             .push(source, action, live.version, Vec::new());
         return true;

@@ -13,14 +13,14 @@ mod walk;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_filters::Metrics;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{RolloutStatus, Rollouts, Signals, State};
 use crate::config::Config;
-use crate::stats::{Sample, Stats, StatsKey, TokenSample};
+use crate::shared::Shared;
+use crate::stats::{Sample, StatsKey, TokenSample};
 use crate::store::SnapshotStore;
 
 const BASE: &str = r#"
@@ -75,6 +75,7 @@ const GOOD: Shape = Shape {
 
 pub(super) struct Harness {
     store: Arc<SnapshotStore>,
+    shared: Shared,
     rollouts: Arc<Rollouts>,
     signals: Arc<FakeSignals>,
     cancel: CancellationToken,
@@ -99,20 +100,22 @@ impl Harness {
             r => format!("{BASE}rollouts:\n{r}"),
         };
         let config = Config::from_yaml(&text).unwrap();
-        let store = SnapshotStore::new(config, Metrics::new().unwrap(), Stats::new());
+        let shared = Shared::new().unwrap();
+        let store = SnapshotStore::new(config, &shared);
         let signals = Arc::new(FakeSignals::default());
-        let rollouts = Rollouts::with_signals(store.clone(), signals.clone());
+        let rollouts = Rollouts::with_signals(store.clone(), shared.clone(), signals.clone());
         let cancel = CancellationToken::new();
         let tasks = vec![
-            tokio::spawn(store.stats.clone().run_aggregator(cancel.clone())),
+            tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone())),
             tokio::spawn(rollouts.clone().run(cancel.clone())),
         ];
         let keys = (
-            store.stats.key("chat", "stable", "v1"),
-            store.stats.key("chat", "canary", "v2"),
+            shared.stats.key("chat", "stable", "v1"),
+            shared.stats.key("chat", "canary", "v2"),
         );
         let mut h = Harness {
             store,
+            shared,
             rollouts,
             signals,
             cancel,
@@ -180,11 +183,11 @@ impl Harness {
         let shape = canary(canary_w);
         for _ in 0..to_canary {
             let s = self.sample(self.keys.1, shape);
-            self.store.stats.record(s);
+            self.shared.stats.record(s);
         }
         for _ in 0..to_stable {
             let s = self.sample(self.keys.0, GOOD);
-            self.store.stats.record(s);
+            self.shared.stats.record(s);
         }
         if to_canary > 0 && self.first_canary.is_none() {
             self.first_canary = Some(Instant::now());
@@ -215,13 +218,13 @@ impl Harness {
     }
 
     fn metrics(&self) -> String {
-        self.store.metrics.encode()
+        self.shared.metrics.encode()
     }
 
     /// The audit log's entries about the rollout's transitions, with their
     /// source (`rollout`, or `api` for an operator's command).
     fn audit(&self) -> Vec<String> {
-        self.store
+        self.shared
             .events
             .list()
             .into_iter()

@@ -7,13 +7,12 @@ use std::net::SocketAddr;
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use sluice_filters::Metrics;
 use tokio::net::TcpListener;
 
 use super::parse::{endpoint_load, sample, samples};
 use super::*;
 use crate::config::RawConfig;
-use crate::stats::Stats;
+use crate::shared::Shared;
 
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
@@ -214,19 +213,16 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     let llama = MetricsServer::start(LLAMACPP_TEXT.to_string()).await;
     let dead = dead_addr().await;
     let yaml = config(&[vllm.addr, dead], Some(llama.addr));
-    let store = SnapshotStore::new(
-        Config::from_yaml(&yaml).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    );
-    let scraper = UpstreamScraper::new(store.metrics.registry()).unwrap();
+    let shared = Shared::new().unwrap();
+    let store = SnapshotStore::new(Config::from_yaml(&yaml).unwrap(), &shared);
+    let scraper = UpstreamScraper::new(shared.metrics.registry()).unwrap();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(scraper.clone().run(store.clone(), cancel.clone()));
 
     let errors =
         format!("sluice_upstream_scrape_errors_total{{cluster=\"vllm\",endpoint=\"{dead}\"}} ");
     eventually("two failed scrapes of the dead endpoint", || {
-        let text = store.metrics.encode();
+        let text = shared.metrics.encode();
         text.lines()
             .find_map(|l| l.strip_prefix(&errors))
             .is_some_and(|n| n.parse::<u64>().unwrap() >= 2)
@@ -237,7 +233,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     })
     .await;
 
-    let text = store.metrics.encode();
+    let text = shared.metrics.encode();
     let v = vllm.addr;
     let l = llama.addr;
     for line in [
@@ -289,7 +285,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     let raw = RawConfig::from_yaml(&config(&[vllm.addr, dead], None)).unwrap();
     store.replace("test", raw).unwrap();
     eventually("llama forgotten", || {
-        scraper.latest("llama").is_none() && !store.metrics.encode().contains("cluster=\"llama\"")
+        scraper.latest("llama").is_none() && !shared.metrics.encode().contains("cluster=\"llama\"")
     })
     .await;
 

@@ -17,14 +17,14 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice_filters::Metrics;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::Config;
+use crate::events::EventLog;
 use crate::rollout::{Command, Rollouts, State};
-use crate::stats::Stats;
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 
 const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
@@ -271,12 +271,13 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         good.url(),
         flaky.url()
     );
-    let store = SnapshotStore::new(
-        Config::from_yaml(&yaml).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
+    let shared = Shared::new().unwrap();
+    let store = SnapshotStore::new(Config::from_yaml(&yaml).unwrap(), &shared);
+    let rollouts = Rollouts::new(
+        store.clone(),
+        shared.clone(),
+        crate::observers::Observers::default(),
     );
-    let rollouts = Rollouts::new(store.clone(), crate::observers::Observers::default());
     let cancel = CancellationToken::new();
     let task = tokio::spawn(rollouts.clone().run(cancel.clone()));
 
@@ -292,7 +293,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     // The fake API stores the split before it answers, so the controller
     // records "applied" a moment after the split is visible here.
     wait_for_audit(
-        &store,
+        &shared.events,
         "rollout chat-v2: weight 10 applied on all 2 target(s)",
     )
     .await;
@@ -309,7 +310,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let audit: Vec<String> = store
+    let audit: Vec<String> = shared
         .events
         .list()
         .into_iter()
@@ -323,7 +324,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     assert!(audit.contains(&failed), "{audit:#?}");
     // The task ends once the abort is on every target.
     wait_for_audit(
-        &store,
+        &shared.events,
         "rollout chat-v2: weight 0 applied on all 2 target(s)",
     )
     .await;
@@ -341,13 +342,13 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     task.await.unwrap();
 }
 
-async fn wait_for_audit(store: &SnapshotStore, action: &str) {
-    let recorded = || store.events.list().iter().any(|e| e.action == action);
+async fn wait_for_audit(events: &EventLog, action: &str) {
+    let recorded = || events.list().iter().any(|e| e.action == action);
     tokio::time::timeout(Duration::from_secs(5), async {
         while !recorded() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("`{action}` never recorded: {:#?}", store.events.list()));
+    .unwrap_or_else(|_| panic!("`{action}` never recorded: {:#?}", events.list()));
 }
