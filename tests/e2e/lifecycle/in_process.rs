@@ -23,8 +23,8 @@ async fn mock(itl: Duration, tokens: u32) -> MockLlm {
     .unwrap()
 }
 
-fn chat(stream: bool) -> serde_json::Value {
-    json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+fn chat() -> serde_json::Value {
+    json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +50,7 @@ async fn two_port_0_listeners_report_distinct_bound_ports_and_serve() {
     for addr in [one, two] {
         let r = client
             .post(format!("http://{addr}/v1/chat/completions"))
-            .json(&chat(false))
+            .json(&chat())
             .send()
             .await
             .unwrap();
@@ -80,16 +80,7 @@ async fn readyz_is_503_while_stop_drain_waits_for_the_stream_in_flight() {
     let client = reqwest::Client::new();
     assert_eq!(client.get(&readyz).send().await.unwrap().status(), 200);
 
-    let mut response = client
-        .post(format!("http://{proxy}/v1/chat/completions"))
-        .json(&chat(true))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut streamed = String::new();
-    let first = response.chunk().await.unwrap().expect("a first chunk");
-    streamed.push_str(&String::from_utf8_lossy(&first));
+    let (mut response, mut streamed) = super::start_stream(proxy).await;
 
     let stopping = tokio::task::spawn_blocking(move || sluice.stop(Stop::Drain));
     let deadline = Instant::now() + Duration::from_secs(5);
