@@ -132,51 +132,42 @@ pub struct Ports {
     pub admin_preferred: bool,
 }
 
-/// Starts sluice on 8080/9901 when free, else on ephemeral ports. Another
-/// process (a parallel test, a second demo) can take a port between the
-/// check and pingora's bind, so a failed start is retried on fresh ports.
+/// Starts sluice on 8080/9901 when free, else on ports the system picks
+/// (sluice binds port 0 and reports what it got). Another process can take
+/// a usual port between the look and the bind; then the start is tried
+/// once more on picked ports, which nothing can take first.
 fn start_sluice(stable: SocketAddr, canary: SocketAddr) -> anyhow::Result<(Sluice, Ports)> {
-    let mut last = None;
-    for attempt in 0..3 {
-        let (listen, proxy_preferred) = match attempt {
-            0 => pick(PROXY_PORT)?,
-            _ => (ephemeral()?, false),
-        };
-        let (admin, admin_preferred) = match attempt {
-            0 => pick(ADMIN_PORT)?,
-            // Port 0: sluice binds the admin socket itself and reports it.
-            _ => (SocketAddr::from(([127, 0, 0, 1], 0)), false),
-        };
-        let yaml = demo_config_yaml(listen, admin, stable, canary);
-        let config = Config::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("demo config: {e}"))?;
-        match Sluice::start(config, StartOptions::default()) {
-            Ok(sluice) => {
-                let ports = Ports {
-                    proxy_preferred,
-                    admin_preferred,
-                };
-                return Ok((sluice, ports));
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| anyhow::anyhow!("sluice did not start")))
-        .context("starting sluice for the demo")
-}
-
-/// `port` on loopback if nothing listens there, else an ephemeral one.
-fn pick(port: u16) -> anyhow::Result<(SocketAddr, bool)> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    match TcpListener::bind(addr) {
-        Ok(_) => Ok((addr, true)),
-        Err(_) => Ok((ephemeral()?, false)),
+    let preferred = Ports {
+        proxy_preferred: is_free(PROXY_PORT),
+        admin_preferred: is_free(ADMIN_PORT),
+    };
+    let picked = Ports {
+        proxy_preferred: false,
+        admin_preferred: false,
+    };
+    match start_on(&preferred, stable, canary) {
+        Ok(sluice) => Ok((sluice, preferred)),
+        // Picked ports already: another try would fail the same way.
+        Err(e) if !preferred.proxy_preferred && !preferred.admin_preferred => Err(e),
+        Err(_) => Ok((start_on(&picked, stable, canary)?, picked)),
     }
 }
 
-/// A port free now: pingora needs a concrete one in the config.
-fn ephemeral() -> anyhow::Result<SocketAddr> {
-    let socket = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    Ok(socket.local_addr()?)
+fn start_on(ports: &Ports, stable: SocketAddr, canary: SocketAddr) -> anyhow::Result<Sluice> {
+    let port = |preferred, port| match preferred {
+        true => SocketAddr::from(([127, 0, 0, 1], port)),
+        false => SocketAddr::from(([127, 0, 0, 1], 0)),
+    };
+    let listen = port(ports.proxy_preferred, PROXY_PORT);
+    let admin = port(ports.admin_preferred, ADMIN_PORT);
+    let yaml = demo_config_yaml(listen, admin, stable, canary);
+    let config = Config::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("demo config: {e}"))?;
+    Sluice::start(config, StartOptions::default()).context("starting sluice for the demo")
+}
+
+/// Whether nothing listens on `port` on loopback now.
+fn is_free(port: u16) -> bool {
+    TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).is_ok()
 }
 
 /// Two versions of one model behind one route; the split starts all on

@@ -119,6 +119,8 @@ impl MockLlm {
         let shared = Arc::new(Shared::new(opts));
         let knobs = shared.knobs.clone();
         let recorder = shared.recorder.clone();
+        // Kept in `task` and joined when the mock stops.
+        #[allow(clippy::disallowed_methods)]
         let task = tokio::spawn(accept_loop(listener, shared, cancel.clone()));
         Ok(MockLlm {
             addr,

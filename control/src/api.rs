@@ -33,6 +33,7 @@ use tracing::{debug, info, warn};
 
 use crate::observers::Observers;
 use crate::rollout::Rollouts;
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 use endpoints::Resolved;
 use respond::ApiResponse;
@@ -73,14 +74,19 @@ impl Readiness {
     }
 }
 
+/// The API over the control plane's parts. It runs none of them: the
+/// rollout registry and the watchers are started by the control plane (see
+/// [`crate::ControlPlane::start`]) and only read and commanded here.
 pub struct AdminApi {
     pub store: Arc<SnapshotStore>,
-    token: String,
-    pub readiness: Arc<Readiness>,
+    /// `/metrics`, `/v1/stats`, `/v1/events`, `/v1/mirror/diffs`.
+    pub shared: Shared,
+    /// `/v1/rollouts`.
+    pub rollouts: Arc<Rollouts>,
     /// What `/v1/gpu` and `/v1/upstreams` read.
     pub observers: Observers,
-    /// `/v1/rollouts`; its controllers run once [`Rollouts::run`] is spawned.
-    pub rollouts: Arc<Rollouts>,
+    pub readiness: Arc<Readiness>,
+    token: String,
 }
 
 #[derive(Serialize)]
@@ -91,24 +97,21 @@ struct Status {
 impl AdminApi {
     /// `token` is the resolved bearer token (see [`resolve_token`]); an empty
     /// one admits nobody to `/v1/`.
-    pub fn new(store: Arc<SnapshotStore>, token: String, readiness: Arc<Readiness>) -> Arc<Self> {
-        Self::with_observers(store, token, readiness, Observers::default())
-    }
-
-    /// As [`AdminApi::new`], with the watchers `/v1/gpu` and
-    /// `/v1/upstreams` report, which the rollout gates read too.
-    pub fn with_observers(
+    pub fn new(
         store: Arc<SnapshotStore>,
-        token: String,
-        readiness: Arc<Readiness>,
+        shared: Shared,
+        rollouts: Arc<Rollouts>,
         observers: Observers,
+        readiness: Arc<Readiness>,
+        token: String,
     ) -> Arc<Self> {
         Arc::new(AdminApi {
-            rollouts: Rollouts::new(store.clone(), observers.clone()),
             store,
-            token,
-            readiness,
+            shared,
+            rollouts,
             observers,
+            readiness,
+            token,
         })
     }
 
@@ -170,7 +173,7 @@ impl AdminApi {
             ApiEndpoint::Metrics => respond::with_type(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
-                Bytes::from(self.store.metrics.encode()),
+                Bytes::from(self.shared.metrics.encode()),
             ),
             ApiEndpoint::GetConfig => v1::get_config(store),
             ApiEndpoint::PutConfig => v1::put_config(store, body),
@@ -178,9 +181,9 @@ impl AdminApi {
             ApiEndpoint::PutSplit => v1::put_split(store, arg(0), body),
             ApiEndpoint::PutMirror => mirror::put(store, arg(0), Some(body)),
             ApiEndpoint::DeleteMirror => mirror::put(store, arg(0), None),
-            ApiEndpoint::MirrorDiffs => mirror::get_diffs(store),
-            ApiEndpoint::Stats => v1::get_stats(store),
-            ApiEndpoint::Events => v1::get_events(store),
+            ApiEndpoint::MirrorDiffs => mirror::get_diffs(&self.shared.mirror_diffs),
+            ApiEndpoint::Stats => v1::get_stats(&self.shared.stats),
+            ApiEndpoint::Events => v1::get_events(&self.shared.events),
             ApiEndpoint::Gpu => v1::get_gpu(self.observers.gpu.as_deref()),
             ApiEndpoint::Upstreams => v1::get_upstreams(self.observers.upstreams.as_deref()),
             ApiEndpoint::ListFaults => faults::list(store),

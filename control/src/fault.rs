@@ -61,7 +61,7 @@ impl FaultRuntime {
             .with_label_values(&[experiment.id.as_str(), experiment.action.name()]);
         FaultRuntime {
             experiment,
-            started: Instant::now(),
+            started: tokio::time::Instant::now().into_std(),
             injected: AtomicU64::new(0),
             active: AtomicU32::new(0),
             halted: AtomicBool::new(false),
@@ -84,7 +84,7 @@ impl FaultRuntime {
         if !self.experiment.matcher.matches(target) {
             return Err(Skip::NoMatch);
         }
-        self.try_fire_at(target, random(), Instant::now())
+        self.try_fire_at(target, random(), tokio::time::Instant::now().into_std())
     }
 
     pub fn try_fire_at<R: RequestView>(
@@ -118,7 +118,8 @@ impl FaultRuntime {
     /// Whether a fault already under way should go on: false once the
     /// experiment expired, halted or was removed.
     pub fn still_on(&self) -> bool {
-        self.state_at(Instant::now()) == FaultState::Active && !self.removed.load(Ordering::Acquire)
+        self.state_at(tokio::time::Instant::now().into_std()) == FaultState::Active
+            && !self.removed.load(Ordering::Acquire)
     }
 
     pub fn state_at(&self, now: Instant) -> FaultState {

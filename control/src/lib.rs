@@ -1,6 +1,8 @@
 //! The sluice control plane: config, the live snapshot store, the control
 //! API, the stats the API and the rollouts read, and the rollout
-//! controllers. Never imports the proxy or pingora.
+//! controllers, all started and stopped together by [`ControlPlane::start`].
+//! Never imports the proxy or pingora: what it needs of the data plane is
+//! the [`DataPlane`] trait.
 
 mod api;
 mod config;
@@ -8,10 +10,13 @@ mod events;
 mod fault;
 mod gpu;
 mod http_client;
+mod lifecycle;
 mod mirror;
 mod observers;
+mod plane;
 mod reload;
 mod rollout;
+mod shared;
 mod snapshot;
 mod stats;
 mod store;
@@ -19,7 +24,7 @@ mod store;
 mod testing;
 mod upstream_metrics;
 
-pub use api::{resolve_token, serve_admin, AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};
+pub use api::{AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
@@ -30,15 +35,18 @@ pub use config::{
     TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 pub use events::{Event, EventLog};
-pub use fault::{new_fault_id, run_fault_loop, FaultGuard, FaultRuntime, FaultState};
+pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
+pub use lifecycle::{DataPlane, Stop};
 pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
 pub use observers::Observers;
-pub use reload::{reload_from_file, watch_config_file};
+pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};
+pub use reload::reload_from_file;
 pub use rollout::{
     Command, Figure, Figures, GateReading, Observation, Policy, RolloutError, RolloutEvent,
     RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
+pub use shared::Shared;
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{
     Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_WINDOW_SECONDS,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::config::GpuConfig;
 use crate::gpu::GpuWatcher;
 use crate::store::SnapshotStore;
 use crate::upstream_metrics::UpstreamScraper;
@@ -20,12 +21,14 @@ pub struct Observers {
 }
 
 impl Observers {
-    /// Both watchers, their families registered in the store's registry.
-    /// The GPU settings are read once: changing them needs a restart.
-    pub fn new(store: &SnapshotStore) -> Result<Observers, prometheus::Error> {
-        let registry = store.metrics.registry();
+    /// Both watchers, their families registered in `registry`. The GPU
+    /// settings are read once: changing them needs a restart.
+    pub fn new(
+        gpu: GpuConfig,
+        registry: &prometheus::Registry,
+    ) -> Result<Observers, prometheus::Error> {
         Ok(Observers {
-            gpu: Some(GpuWatcher::new(store.load().config.gpu, registry)?),
+            gpu: Some(GpuWatcher::new(gpu, registry)?),
             upstreams: Some(UpstreamScraper::new(registry)?),
         })
     }

@@ -1,49 +1,42 @@
 //! The live snapshot and the one way to change it: every change (API, file
 //! reload, SIGHUP) edits a copy of the config as written, validates the whole
 //! of it, builds a new snapshot and swaps it in, or changes nothing and says
-//! why. Writers are serialised; readers never wait.
+//! why. Writers are serialised; readers never wait. The store holds nothing
+//! else: the parts a change is counted and logged in are [`Shared`], which
+//! it keeps a clone of for that alone.
 
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use sluice_filters::Metrics;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::config::{Config, ConfigError, ConfigErrors, RawConfig};
-use crate::events::EventLog;
-use crate::mirror::MirrorDiffs;
+use crate::shared::Shared;
 use crate::snapshot::Snapshot;
-use crate::stats::Stats;
 
 pub struct SnapshotStore {
     current: ArcSwap<Snapshot>,
     /// Serialises writers so that no change is lost between load and swap.
     write: Mutex<()>,
-    pub metrics: Metrics,
-    pub stats: Arc<Stats>,
-    pub events: EventLog,
-    /// Recent shadow answers that differed from the primary's.
-    pub mirror_diffs: MirrorDiffs,
+    /// Where snapshots resolve their handles and changes are counted and
+    /// logged.
+    shared: Shared,
     /// The live snapshot's version, for tasks that follow changes (rollouts).
     changes: watch::Sender<u64>,
 }
 
 impl SnapshotStore {
-    pub fn new(config: Config, metrics: Metrics, stats: Arc<Stats>) -> Arc<SnapshotStore> {
-        let snapshot = Snapshot::build(Arc::new(config), 1, None, &metrics, &stats);
-        metrics.snapshot_version.set(1);
-        let store = SnapshotStore {
+    pub fn new(config: Config, shared: &Shared) -> Arc<SnapshotStore> {
+        let snapshot = Snapshot::build(Arc::new(config), 1, None, &shared.metrics, &shared.stats);
+        shared.metrics.snapshot_version.set(1);
+        shared.events.push("startup", "load config", 1, Vec::new());
+        Arc::new(SnapshotStore {
             current: ArcSwap::from_pointee(snapshot),
             write: Mutex::new(()),
-            metrics,
-            stats,
-            events: EventLog::default(),
-            mirror_diffs: MirrorDiffs::default(),
+            shared: shared.clone(),
             changes: watch::Sender::new(1),
-        };
-        store.events.push("startup", "load config", 1, Vec::new());
-        Arc::new(store)
+        })
     }
 
     /// The live snapshot. The data plane calls this once per request and
@@ -73,12 +66,14 @@ impl SnapshotStore {
                 let snapshot = Arc::new(snapshot);
                 self.current.store(snapshot.clone());
                 self.changes.send_replace(snapshot.version);
-                self.metrics.snapshot_version.set(snapshot.version as i64);
-                self.metrics
+                let metrics = &self.shared.metrics;
+                metrics.snapshot_version.set(snapshot.version as i64);
+                metrics
                     .config_changes
                     .with_label_values(&[source, "applied"])
                     .inc();
-                self.events
+                self.shared
+                    .events
                     .push(source, action, snapshot.version, Vec::new());
                 info!(
                     source,
@@ -89,13 +84,14 @@ impl SnapshotStore {
                 Ok(snapshot)
             }
             Err(errors) => {
-                self.metrics
+                self.shared
+                    .metrics
                     .config_changes
                     .with_label_values(&[source, "rejected"])
                     .inc();
                 let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
                 warn!(source, action, errors = %errors, "config change rejected");
-                self.events.push(source, action, old.version, lines);
+                self.shared.events.push(source, action, old.version, lines);
                 Err(errors)
             }
         }
@@ -122,8 +118,8 @@ impl SnapshotStore {
             Arc::new(config),
             old.version + 1,
             Some(old),
-            &self.metrics,
-            &self.stats,
+            &self.shared.metrics,
+            &self.shared.stats,
         ))
     }
 }

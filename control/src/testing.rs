@@ -5,12 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_filters::Metrics;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::stats::Stats;
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 
 /// Listener `public` and clusters `first` (v1) and `second` (v2), no route: the head of
@@ -59,6 +58,8 @@ pub(crate) fn config(yaml: &str) -> Config {
 }
 
 /// The store on `yaml`, with fresh metrics and stats, as `Sluice::start` builds it.
-pub(crate) fn store(yaml: &str) -> Arc<SnapshotStore> {
-    SnapshotStore::new(config(yaml), Metrics::new().unwrap(), Stats::new())
+pub(crate) fn store(yaml: &str) -> (Arc<SnapshotStore>, Shared) {
+    let shared = Shared::new().unwrap();
+    let store = SnapshotStore::new(config(yaml), &shared);
+    (store, shared)
 }

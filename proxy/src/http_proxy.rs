@@ -22,7 +22,7 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
-use sluice_control::{ClusterKind, SnapshotStore};
+use sluice_control::{ClusterKind, Shared, SnapshotStore};
 use sluice_filters::{error_body, Failure, Operation, RequestView};
 use tracing::{debug, debug_span};
 
@@ -40,6 +40,8 @@ pub struct HttpProxy {
     listener: usize,
     store: Arc<SnapshotStore>,
     lifecycle: Arc<Lifecycle>,
+    /// The metrics and stats windows outcomes are recorded into.
+    shared: Shared,
     access_log: Option<Arc<AccessLog>>,
     tracer: Tracer,
     mirror: Option<MirrorQueue>,
@@ -49,6 +51,7 @@ pub struct HttpProxy {
 /// What every listener's proxy shares besides the snapshot store.
 #[derive(Clone)]
 pub struct Observability {
+    pub shared: Shared,
     pub access_log: Option<Arc<AccessLog>>,
     pub tracer: Tracer,
     /// The shadow sender's queue.
@@ -69,6 +72,7 @@ impl HttpProxy {
             listener,
             store,
             lifecycle,
+            shared: observability.shared,
             access_log: observability.access_log,
             tracer: observability.tracer,
             mirror: observability.mirror,
@@ -162,12 +166,12 @@ impl ProxyHttp for HttpProxy {
             .get(self.listener)
             .map_or("", |l| l.name.as_str());
         model_peek::read_if_needed(session, ctx).await;
-        match faults::before_upstream(listener, &self.store.metrics, session, ctx).await {
+        match faults::before_upstream(listener, &self.shared.metrics, session, ctx).await {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),
             faults::Verdict::Drop => return Err(faults::dropped()),
         }
-        let Some(fault) = faults::stream_fault(listener, &self.store.metrics, session, ctx) else {
+        let Some(fault) = faults::stream_fault(listener, &self.shared.metrics, session, ctx) else {
             return Ok(false);
         };
         let now_ms = || self.lifecycle.now_ms();

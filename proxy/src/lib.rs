@@ -13,6 +13,6 @@ mod tcp_proxy;
 mod telemetry;
 mod upstream;
 
-pub use lifecycle::Stop;
 pub use server::{Sluice, StartOptions};
+pub use sluice_control::Stop;
 pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, RequestTrace, Tracer};

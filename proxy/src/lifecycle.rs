@@ -1,23 +1,16 @@
-//! Process lifecycle shared by the data plane and the control plane:
-//! in-flight request count, the draining flag, a monotonic clock in
-//! milliseconds, and the shutdown signal handed to pingora.
+//! The data plane's lifecycle: in-flight request count, the draining flag,
+//! a monotonic clock in milliseconds, and the shutdown signal handed to
+//! pingora. The control plane drains and stops it through
+//! [`sluice_control::DataPlane`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use pingora::server::{ShutdownSignal, ShutdownSignalWatch};
+use sluice_control::{DataPlane, Stop};
 use tokio::sync::watch;
-
-/// How sluice is asked to stop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// Finish in-flight requests (up to the grace period), then stop.
-    Drain,
-    /// Stop now.
-    Fast,
-}
 
 pub struct Lifecycle {
     started: Instant,
@@ -59,16 +52,6 @@ impl Lifecycle {
         self.draining.store(true, Ordering::Relaxed);
     }
 
-    /// Waits until nothing is in flight or `grace` has passed; returns the
-    /// number still in flight.
-    pub async fn wait_idle(&self, grace: Duration) -> usize {
-        let deadline = tokio::time::Instant::now() + grace;
-        while self.inflight() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.inflight()
-    }
-
     /// Asks pingora to stop its services (after any draining is done).
     pub fn stop_services(&self, how: Stop) {
         self.stop_tx.send_replace(Some(how));
@@ -77,6 +60,20 @@ impl Lifecycle {
     /// The watch pingora's `Server::run` waits on instead of Unix signals.
     pub fn signal_watch(&self) -> Box<dyn ShutdownSignalWatch + Send + Sync> {
         Box::new(StopWatch(self.stop_tx.subscribe()))
+    }
+}
+
+impl DataPlane for Lifecycle {
+    fn inflight(&self) -> usize {
+        Lifecycle::inflight(self)
+    }
+
+    fn begin_drain(&self) {
+        self.set_draining();
+    }
+
+    fn stop(&self, how: Stop) {
+        self.stop_services(how);
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::{MirrorPriority, SnapshotStore};
+use sluice_control::{Config, MirrorDiffs, MirrorPriority};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -68,12 +68,15 @@ pub struct MirrorSender {
 }
 
 impl MirrorSender {
+    /// Copies go to the shadow clusters of `config` (TLS and timeouts from
+    /// there); differing answers are kept in `diffs`.
     pub fn start(
-        store: Arc<SnapshotStore>,
+        config: &Config,
+        diffs: Arc<MirrorDiffs>,
         priority: MirrorPriority,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let shadow = Shadow::new(&store.load().config).map_err(std::io::Error::other)?;
+        let shadow = Shadow::new(config).map_err(std::io::Error::other)?;
         let set_priority = move || set_sender_priority(priority);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)
@@ -87,7 +90,7 @@ impl MirrorSender {
             .name("sluice-mirror".into())
             .spawn(move || {
                 set_priority();
-                runtime.block_on(run(rx, store, shadow, token));
+                runtime.block_on(run(rx, diffs, shadow, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
         Ok((
@@ -150,7 +153,7 @@ const DRAIN_INTERVAL: Duration = Duration::from_millis(5);
 
 async fn run(
     mut rx: mpsc::Receiver<Job>,
-    store: Arc<SnapshotStore>,
+    diffs: Arc<MirrorDiffs>,
     shadow: Shadow,
     cancel: CancellationToken,
 ) {
@@ -163,11 +166,11 @@ async fn run(
             return;
         }
         let shadow = shadow.clone();
-        let store = store.clone();
+        let diffs = diffs.clone();
         let job = Arc::new(job);
         tracker.spawn(async move {
             let answers = shadow.send_all(job.clone(), admitted).await;
-            report::report(&job, answers, &store.mirror_diffs);
+            report::report(&job, answers, &diffs);
         });
     };
     'park: loop {

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use pingora::apps::ServerApp;
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
-use sluice_control::{ClusterKind, SnapshotStore};
+use sluice_control::{ClusterKind, Shared, SnapshotStore};
 use sluice_filters::RespHandles;
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
@@ -27,6 +27,8 @@ pub struct TcpProxy {
     listener: String,
     cluster: String,
     store: Arc<SnapshotStore>,
+    /// The connection counters are recorded into its metrics.
+    shared: Shared,
     lifecycle: Arc<Lifecycle>,
     /// Resolved on the first connection to a cache cluster.
     resp: OnceLock<Arc<RespHandles>>,
@@ -37,12 +39,14 @@ impl TcpProxy {
         listener: String,
         cluster: String,
         store: Arc<SnapshotStore>,
+        shared: Shared,
         lifecycle: Arc<Lifecycle>,
     ) -> Self {
         Self {
             listener,
             cluster,
             store,
+            shared,
             lifecycle,
             resp: OnceLock::new(),
         }
@@ -59,7 +63,7 @@ impl TcpProxy {
             return None;
         }
         let handles = self.resp.get_or_init(|| {
-            self.store
+            self.shared
                 .metrics
                 .resp
                 .handles(&self.listener, &self.cluster)
@@ -114,7 +118,7 @@ impl ServerApp for TcpProxy {
         _shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
         let _inflight = self.lifecycle.enter();
-        let metrics = &self.store.metrics;
+        let metrics = &self.shared.metrics;
         let labels = [self.listener.as_str(), self.cluster.as_str()];
         metrics.tcp_connections.with_label_values(&labels).inc();
         let active = metrics

@@ -113,6 +113,23 @@ impl Running {
     }
 }
 
+/// Starts a streaming chat completion through the proxy at `proxy`: the
+/// response, and what its first chunk carried.
+async fn start_stream(proxy: SocketAddr) -> (reqwest::Response, String) {
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let mut response = reqwest::Client::new()
+        .post(format!("http://{proxy}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let first = response.chunk().await.unwrap().expect("a first chunk");
+    let streamed = String::from_utf8_lossy(&first).into_owned();
+    (response, streamed)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
     let mock = MockLlm::start(MockLlmOptions::paced_ms(20, 100, 20))
@@ -127,18 +144,8 @@ async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
     );
     sluice.ready().await;
 
-    let body =
-        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-    let mut response = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut streamed = String::new();
-    let first = response.chunk().await.unwrap().expect("a first chunk");
-    streamed.push_str(&String::from_utf8_lossy(&first));
+    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+    let (mut response, mut streamed) = start_stream(proxy).await;
 
     let pid = sluice.child.id().to_string();
     let kill = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
@@ -302,3 +309,5 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
     assert!(error.contains("listener `public`"), "{error}");
     assert!(error.contains("certificate"), "{error}");
 }
+
+mod in_process;

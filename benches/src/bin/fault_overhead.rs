@@ -20,8 +20,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use sluice_benches::{client_runtime, free_port, stream_many, Summary};
 use sluice_cli::{MockLlmOptions, MockThread};
-use sluice_control::{Config, SnapshotStore, Stats};
-use sluice_filters::{FaultKind, FaultTarget, Metrics, RequestParts};
+use sluice_control::{Config, Shared, SnapshotStore};
+use sluice_filters::{FaultKind, FaultTarget, RequestParts};
 use sluice_proxy::{Sluice, StartOptions};
 
 #[derive(Parser)]
@@ -108,10 +108,10 @@ fn decision_ns(n: usize) -> f64 {
     )) else {
         return f64::NAN;
     };
-    let Ok(metrics) = Metrics::new() else {
+    let Ok(shared) = Shared::new() else {
         return f64::NAN;
     };
-    let store = SnapshotStore::new(config, metrics, Stats::new());
+    let store = SnapshotStore::new(config, &shared);
     let snapshot = store.load();
     let target = FaultTarget {
         listener: "public",

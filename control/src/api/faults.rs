@@ -53,7 +53,7 @@ fn view<'a>(spec: &'a RawFault, runtime: &FaultRuntime, now: Instant) -> FaultVi
 
 pub fn list(store: &SnapshotStore) -> ApiResponse {
     let snapshot = store.load();
-    let now = Instant::now();
+    let now = tokio::time::Instant::now().into_std();
     let faults = snapshot
         .config
         .raw
@@ -75,9 +75,10 @@ pub fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
         .zip(&snapshot.faults)
         .find(|(spec, _)| spec.id.as_deref() == Some(id));
     match found {
-        Some((spec, runtime)) => {
-            respond::json(StatusCode::OK, &view(spec, runtime, Instant::now()))
-        }
+        Some((spec, runtime)) => respond::json(
+            StatusCode::OK,
+            &view(spec, runtime, tokio::time::Instant::now().into_std()),
+        ),
         None => unknown(id),
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::respond::{self, ApiResponse};
 use super::v1::{edit_route, has_route, unknown_route, RouteEdit};
 use crate::config::RawMirror;
-use crate::mirror::{DiffRecord, DIFF_CAPACITY};
+use crate::mirror::{DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 use crate::store::SnapshotStore;
 
 #[derive(Serialize)]
@@ -28,8 +28,8 @@ struct MirrorSet<'a> {
     version: u64,
 }
 
-pub fn get_diffs(store: &SnapshotStore) -> ApiResponse {
-    let (diffs, total) = store.mirror_diffs.list();
+pub fn get_diffs(mirror_diffs: &MirrorDiffs) -> ApiResponse {
+    let (diffs, total) = mirror_diffs.list();
     respond::json(
         StatusCode::OK,
         &DiffsView {

@@ -1,3 +1,5 @@
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
@@ -28,16 +30,20 @@ impl Server {
 
     /// With `observe`, the GPU watcher and upstream scraper run too.
     async fn start_with(observe: bool) -> Server {
-        let store = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
+        let (store, shared) = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
         let cancel = CancellationToken::new();
         let observers = match observe {
-            true => Observers::new(&store).unwrap(),
+            true => {
+                let gpu = store.load().config.gpu;
+                Observers::new(gpu, shared.metrics.registry()).unwrap()
+            }
             false => Observers::default(),
         };
         observers.spawn(&TaskTracker::new(), &store, &cancel);
-        let api =
-            AdminApi::with_observers(store, TOKEN.into(), Arc::new(Readiness::new()), observers);
-        tokio::spawn(api.rollouts.clone().run(cancel.clone()));
+        let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+        tokio::spawn(rollouts.clone().run(cancel.clone()));
+        let readiness = Arc::new(Readiness::new());
+        let api = AdminApi::new(store, shared, rollouts, observers, readiness, TOKEN.into());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));

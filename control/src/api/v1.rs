@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::respond::{self, ApiResponse};
 use crate::config::{ConfigError, ConfigErrors, RawConfig, RawRoute, RouteConfig};
+use crate::events::EventLog;
 use crate::gpu::GpuWatcher;
-use crate::stats::{StatsRow, WINDOW_SECONDS};
+use crate::stats::{Stats, StatsRow, WINDOW_SECONDS};
 use crate::store::SnapshotStore;
 use crate::upstream_metrics::UpstreamScraper;
 
@@ -239,22 +240,22 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-pub fn get_stats(store: &SnapshotStore) -> ApiResponse {
+pub fn get_stats(stats: &Stats) -> ApiResponse {
     respond::json(
         StatusCode::OK,
         &StatsView {
             window_seconds: WINDOW_SECONDS,
-            dropped_samples: store.stats.dropped(),
-            stats: store.stats.rows(),
+            dropped_samples: stats.dropped(),
+            stats: stats.rows(),
         },
     )
 }
 
-pub fn get_events(store: &SnapshotStore) -> ApiResponse {
+pub fn get_events(events: &EventLog) -> ApiResponse {
     respond::json(
         StatusCode::OK,
         &EventsView {
-            events: store.events.list(),
+            events: events.list(),
         },
     )
 }

@@ -164,6 +164,15 @@ fn duplicate_address() {
 }
 
 #[test]
+fn port_0_may_be_asked_for_by_every_listener_and_the_admin_api() {
+    let yaml = "admin: { listen: 127.0.0.1:0 }\nlisteners:\n  \
+                - { name: a, listen: 127.0.0.1:0, protocol: http }\n  \
+                - { name: b, listen: 127.0.0.1:0, protocol: http }\n";
+    let config = Config::from_yaml(yaml).unwrap();
+    assert_eq!(config.listeners.len(), 2);
+}
+
+#[test]
 fn bad_addresses() {
     assert_eq!(
         errors_of("listen: 127.0.0.1:8080", "listen: 127.0.0.1"),

@@ -234,13 +234,16 @@ fn listeners(
 ) -> Vec<ListenerConfig> {
     let mut seen = HashMap::new();
     let mut addrs: HashMap<SocketAddr, String> = HashMap::new();
-    addrs.insert(admin.listen, "admin.listen".into());
+    // Port 0 is a fresh port for each socket: several may ask for it.
+    if admin.listen.port() != 0 {
+        addrs.insert(admin.listen, "admin.listen".into());
+    }
     let mut out = Vec::new();
     for (i, l) in raw.iter().enumerate() {
         let at = format!("listeners[{i}]");
         errs.item_name(&mut seen, &at, "listener", &l.name);
         let listen = errs.socket_addr(format!("{at}.listen"), &l.listen);
-        if let Some(addr) = listen {
+        if let Some(addr) = listen.filter(|a| a.port() != 0) {
             if let Some(first) = addrs.get(&addr) {
                 errs.push(
                     format!("{at}.listen"),

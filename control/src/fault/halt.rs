@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::{FaultRuntime, FaultState};
+use crate::shared::Shared;
 use crate::stats::{Stats, WindowView};
 use crate::store::SnapshotStore;
 
@@ -19,31 +20,31 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// the first request is not a rate.
 pub const HALT_MIN_REQUESTS: u64 = 5;
 
-pub async fn run_fault_loop(store: Arc<SnapshotStore>, cancel: CancellationToken) {
+pub async fn run_fault_loop(store: Arc<SnapshotStore>, shared: Shared, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,
-            _ = tick.tick() => evaluate(&store, Instant::now()),
+            _ = tick.tick() => evaluate(&store, &shared, tokio::time::Instant::now().into_std()),
         }
     }
 }
 
 /// One pass over the live experiments.
-pub(crate) fn evaluate(store: &SnapshotStore, now: Instant) {
+pub(crate) fn evaluate(store: &SnapshotStore, shared: &Shared, now: Instant) {
     let snapshot = store.load();
     let mut active = 0;
     for f in &snapshot.faults {
         match f.state_at(now) {
             FaultState::Active => {
-                if let Some(rate) = breached(f, &store.stats) {
+                if let Some(rate) = breached(f, &shared.stats) {
                     if f.halt() {
                         let id = &f.experiment.id;
                         info!(fault = %id, error_rate = rate, "fault experiment halted");
                         let action =
                             format!("halt fault {id}: route error rate {rate:.1}% passed halt_if");
-                        store
+                        shared
                             .events
                             .push("faults", &action, snapshot.version, Vec::new());
                     }
@@ -57,7 +58,7 @@ pub(crate) fn evaluate(store: &SnapshotStore, now: Instant) {
                     .swap(true, std::sync::atomic::Ordering::AcqRel)
                 {
                     let action = format!("expire fault {} (ttl ended)", f.experiment.id);
-                    store
+                    shared
                         .events
                         .push("faults", &action, snapshot.version, Vec::new());
                 }
@@ -65,7 +66,7 @@ pub(crate) fn evaluate(store: &SnapshotStore, now: Instant) {
             FaultState::Halted => {}
         }
     }
-    store.metrics.faults.active.set(active);
+    shared.metrics.faults.active.set(active);
 }
 
 /// The route's error rate when it passed the experiment's bound.

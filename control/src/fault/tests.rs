@@ -1,3 +1,5 @@
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -9,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::halt::evaluate;
 use super::*;
 use crate::config::RawFault;
+use crate::shared::Shared;
 use crate::stats::Sample;
 use crate::store::SnapshotStore;
 use crate::testing;
@@ -42,13 +45,13 @@ fn target() -> FaultTarget<'static, RequestParts<'static>> {
     }
 }
 
-fn store() -> Arc<SnapshotStore> {
+fn store() -> (Arc<SnapshotStore>, Shared) {
     testing::store(CONFIG)
 }
 
 #[test]
 fn fires_within_ttl_never_after_and_caps_concurrency() {
-    let s = store();
+    let (s, shared) = store();
     let f = s.load().faults[0].clone();
     let now = Instant::now();
     let first = f.try_fire_at(&target(), 0, now).unwrap();
@@ -69,13 +72,13 @@ fn fires_within_ttl_never_after_and_caps_concurrency() {
     );
     assert_eq!(f.state_at(later), FaultState::Expired);
     assert_eq!(f.time_left_at(later), Duration::ZERO);
-    let text = s.metrics.encode();
+    let text = shared.metrics.encode();
     assert!(text.contains("sluice_faults_injected_total{experiment=\"slow\",kind=\"delay\"} 3"));
 }
 
 #[test]
 fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
-    let s = store();
+    let (s, _shared) = store();
     let f = s.load().faults[0].clone();
     let _ = f.try_fire(&target(), || 0).unwrap();
     s.apply("api", "set split", |raw| {
@@ -97,15 +100,15 @@ fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
 
 #[tokio::test]
 async fn the_loop_halts_on_error_rate_and_notes_expiry() {
-    let s = store();
+    let (s, shared) = store();
     let cancel = CancellationToken::new();
-    let aggregator = tokio::spawn(s.stats.clone().run_aggregator(cancel.clone()));
+    let aggregator = tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone()));
     let f = s.load().faults[0].clone();
-    evaluate(&s, Instant::now());
-    assert_eq!(s.metrics.faults.active.get(), 1);
-    let key = s.stats.key("chat", "a", "v1");
+    evaluate(&s, &shared, Instant::now());
+    assert_eq!(shared.metrics.faults.active.get(), 1);
+    let key = shared.stats.key("chat", "a", "v1");
     for i in 0..10 {
-        s.stats.record(Sample {
+        shared.stats.record(Sample {
             key,
             status: if i < 8 { 503 } else { 200 },
             latency: Duration::from_millis(1),
@@ -114,15 +117,15 @@ async fn the_loop_halts_on_error_rate_and_notes_expiry() {
     }
     // The aggregator folds on its own timer; wait for it, bounded.
     for _ in 0..200 {
-        evaluate(&s, Instant::now());
+        evaluate(&s, &shared, Instant::now());
         if f.state_at(Instant::now()) == FaultState::Halted {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(f.state_at(Instant::now()), FaultState::Halted);
-    assert_eq!(s.metrics.faults.active.get(), 0);
-    let events = s.events.list();
+    assert_eq!(shared.metrics.faults.active.get(), 0);
+    let events = shared.events.list();
     assert!(
         events.iter().any(|e| e
             .action
@@ -139,9 +142,9 @@ async fn the_loop_halts_on_error_rate_and_notes_expiry() {
     })
     .unwrap();
     let later = Instant::now() + Duration::from_millis(50);
-    evaluate(&s, later);
-    evaluate(&s, later);
-    let noted = s
+    evaluate(&s, &shared, later);
+    evaluate(&s, &shared, later);
+    let noted = shared
         .events
         .list()
         .iter()

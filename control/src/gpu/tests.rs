@@ -1,3 +1,5 @@
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nvml_wrapper::bitmasks::device::ThrottleReasons;

@@ -1,6 +1,10 @@
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::events::EventLog;
+use crate::shared::Shared;
 use crate::testing::{self, ab_chat};
 
 /// A config file in the temp dir, removed on drop.
@@ -25,7 +29,7 @@ impl Drop for TempFile {
     }
 }
 
-fn store() -> Arc<SnapshotStore> {
+fn store() -> (Arc<SnapshotStore>, Shared) {
     testing::store(&ab_chat(""))
 }
 
@@ -35,7 +39,7 @@ fn split(store: &SnapshotStore) -> Vec<(String, u32)> {
 
 #[test]
 fn a_changed_file_is_applied_and_a_broken_one_rejected() {
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("once", &ab_chat(""));
     file.write(&ab_chat("").replace("b: 0", "b: 10"));
     assert_eq!(reload_from_file(&s, &file.0, "file"), Ok(2));
@@ -57,7 +61,7 @@ fn a_changed_file_is_applied_and_a_broken_one_rejected() {
 
     assert_eq!(s.load().version, 2);
     assert_eq!(split(&s), [("a".to_string(), 100), ("b".to_string(), 10)]);
-    let events: Vec<(String, String, String)> = s
+    let events: Vec<(String, String, String)> = shared
         .events
         .list()
         .into_iter()
@@ -96,9 +100,8 @@ async fn advance(secs: u64) {
 
 /// The results of the changes the file poll made (a SIGHUP sent by another
 /// test reaches every watcher in the process, so those are left out).
-fn file_results(store: &SnapshotStore) -> Vec<String> {
-    store
-        .events
+fn file_results(events: &EventLog) -> Vec<String> {
+    events
         .list()
         .into_iter()
         .filter(|e| e.source == "file")
@@ -113,30 +116,33 @@ static SIGNAL_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[tokio::test(start_paused = true)]
 async fn the_watcher_reloads_on_change_only() {
     let _serial = SIGNAL_TESTS.lock().await;
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("watch", &ab_chat(""));
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
 
     // Unchanged content is not reloaded, however long it sits.
     advance(3).await;
-    assert!(file_results(&s).is_empty());
+    assert!(file_results(&shared.events).is_empty());
 
     file.write(&ab_chat("").replace("b: 0", "b: 5"));
     advance(2).await;
-    assert_eq!(file_results(&s), ["applied"]);
+    assert_eq!(file_results(&shared.events), ["applied"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
 
     // A broken file is rejected once, not once a second.
     file.write("{");
     advance(3).await;
-    assert_eq!(file_results(&s), ["applied", "rejected"]);
+    assert_eq!(file_results(&shared.events), ["applied", "rejected"]);
     assert_eq!(split(&s)[1], ("b".to_string(), 5));
 
     // Fixing it applies it.
     file.write(&ab_chat("").replace("b: 0", "b: 7"));
     advance(2).await;
-    assert_eq!(file_results(&s), ["applied", "rejected", "applied"]);
+    assert_eq!(
+        file_results(&shared.events),
+        ["applied", "rejected", "applied"]
+    );
     assert_eq!(split(&s)[1], ("b".to_string(), 7));
 
     cancel.cancel();
@@ -151,7 +157,7 @@ async fn sighup_reloads_at_once() {
     // Once any SIGHUP handler is installed the signal no longer ends the
     // process, so sending one before the watcher listens is harmless.
     let _ours = signal(SignalKind::hangup()).unwrap();
-    let s = store();
+    let (s, shared) = store();
     let file = TempFile::new("sighup", &ab_chat(""));
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch_config_file(s.clone(), file.0.clone(), cancel.clone()));
@@ -165,7 +171,7 @@ async fn sighup_reloads_at_once() {
             .unwrap();
         assert!(status.success());
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let events = s.events.list();
+        let events = shared.events.list();
         if let Some(e) = events.iter().find(|e| e.source == "sighup") {
             assert_eq!(e.action, ACTION);
             assert_eq!(e.result, "applied");

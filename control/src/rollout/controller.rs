@@ -25,6 +25,7 @@ use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
 use crate::config::{RolloutConfig, RolloutSource};
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -35,12 +36,13 @@ const HISTORY: usize = 200;
 /// What every rollout of one sluice shares.
 pub(crate) struct Env {
     pub store: Arc<SnapshotStore>,
+    pub shared: Shared,
     pub signals: Arc<dyn Signals>,
 }
 
 impl Env {
     fn metrics(&self) -> &RolloutMetrics {
-        &self.store.metrics.rollout
+        &self.shared.metrics.rollout
     }
 }
 
@@ -237,7 +239,7 @@ impl Cell {
                 // Applied by the task, outside the lock: see `push`.
                 inner.want = Some(w);
                 inner.targets.want();
-                env.store
+                env.shared
                     .events
                     .push(source, &action, env.store.load().version, Vec::new());
             }
@@ -248,7 +250,7 @@ impl Cell {
                 }
             }
             None => env
-                .store
+                .shared
                 .events
                 .push(source, &action, env.store.load().version, Vec::new()),
         }
@@ -302,7 +304,7 @@ impl Cell {
                 "rollout {}: weight {} not applied on {} of {total} target(s); retrying",
                 self.name, job.weight, round.failed
             );
-            env.store
+            env.shared
                 .events
                 .push("rollout", &action, version, round.first_failures);
         }
@@ -313,7 +315,7 @@ impl Cell {
                 "rollout {}: weight {} applied on all {total} target(s)",
                 self.name, job.weight
             );
-            env.store
+            env.shared
                 .events
                 .push("rollout", &action, version, Vec::new());
         }

@@ -37,7 +37,7 @@ pub(super) fn apply_weight(
 ) -> bool {
     let live = env.store.load();
     if drift(&live.config, c, weight).is_none() && live.config.route(&c.route).is_some() {
-        env.store
+        env.shared
             .events
             .push(source, action, live.version, Vec::new());
         return true;

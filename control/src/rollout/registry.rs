@@ -26,6 +26,7 @@ use super::source::Signals;
 use super::status::RolloutStatus;
 use crate::config::{ConfigError, ConfigErrors, RawRollout, RolloutConfig};
 use crate::observers::Observers;
+use crate::shared::Shared;
 use crate::store::SnapshotStore;
 use history::History;
 
@@ -76,13 +77,21 @@ fn target(c: &RolloutConfig) -> (String, String, String) {
 
 impl Rollouts {
     /// Gates read the GPU and model-server load from `observers`.
-    pub fn new(store: Arc<SnapshotStore>, observers: Observers) -> Arc<Rollouts> {
-        Rollouts::with_signals(store, Arc::new(observers))
+    pub fn new(store: Arc<SnapshotStore>, shared: Shared, observers: Observers) -> Arc<Rollouts> {
+        Rollouts::with_signals(store, shared, Arc::new(observers))
     }
 
-    pub fn with_signals(store: Arc<SnapshotStore>, signals: Arc<dyn Signals>) -> Arc<Rollouts> {
+    pub fn with_signals(
+        store: Arc<SnapshotStore>,
+        shared: Shared,
+        signals: Arc<dyn Signals>,
+    ) -> Arc<Rollouts> {
         Arc::new(Rollouts {
-            env: Arc::new(Env { store, signals }),
+            env: Arc::new(Env {
+                store,
+                shared,
+                signals,
+            }),
             entries: Mutex::default(),
             tracker: TaskTracker::new(),
             stop: CancellationToken::new(),
@@ -261,7 +270,7 @@ impl Rollouts {
             let version = self.env.store.load().version;
             let action = format!("remove rollout {name} ({})", cell.state());
             self.env
-                .store
+                .shared
                 .events
                 .push("api", &action, version, Vec::new());
             return Ok(());

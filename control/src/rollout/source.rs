@@ -138,8 +138,8 @@ fn views(env: &Env, live: &Config, c: &RolloutConfig) -> (WindowView, WindowView
     let (canary, stable) = measures(&c.gates);
     let view = |cluster: &str, measures: &[Measure]| {
         let version = live.cluster(cluster).map_or("", |x| x.version.as_str());
-        let key = env.store.stats.key(&c.route, cluster, version);
-        env.store.stats.view_only(key, c.window, measures)
+        let key = env.shared.stats.key(&c.route, cluster, version);
+        env.shared.stats.view_only(key, c.window, measures)
     };
     (view(&c.canary, &canary), view(&c.stable, &stable))
 }

@@ -3,7 +3,8 @@
 //! live weights, as the data plane would), the real registry and
 //! controllers decide, the store swaps. A five-minute rollout takes
 //! milliseconds.
-
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod commands;
@@ -18,6 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{RolloutStatus, Rollouts, Signals, State};
+use crate::shared::Shared;
 use crate::stats::{Sample, StatsKey, TokenSample};
 use crate::store::SnapshotStore;
 use crate::testing::{self, stable_canary};
@@ -64,6 +66,7 @@ const GOOD: Shape = Shape {
 
 pub(super) struct Harness {
     store: Arc<SnapshotStore>,
+    shared: Shared,
     rollouts: Arc<Rollouts>,
     signals: Arc<FakeSignals>,
     cancel: CancellationToken,
@@ -87,20 +90,21 @@ impl Harness {
             "" => stable_canary(),
             r => format!("{}rollouts:\n{r}", stable_canary()),
         };
-        let store = testing::store(&text);
+        let (store, shared) = testing::store(&text);
         let signals = Arc::new(FakeSignals::default());
-        let rollouts = Rollouts::with_signals(store.clone(), signals.clone());
+        let rollouts = Rollouts::with_signals(store.clone(), shared.clone(), signals.clone());
         let cancel = CancellationToken::new();
         let tasks = vec![
-            tokio::spawn(store.stats.clone().run_aggregator(cancel.clone())),
+            tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone())),
             tokio::spawn(rollouts.clone().run(cancel.clone())),
         ];
         let keys = (
-            store.stats.key("chat", "stable", "v1"),
-            store.stats.key("chat", "canary", "v2"),
+            shared.stats.key("chat", "stable", "v1"),
+            shared.stats.key("chat", "canary", "v2"),
         );
         let mut h = Harness {
             store,
+            shared,
             rollouts,
             signals,
             cancel,
@@ -168,11 +172,11 @@ impl Harness {
         let shape = canary(canary_w);
         for _ in 0..to_canary {
             let s = self.sample(self.keys.1, shape);
-            self.store.stats.record(s);
+            self.shared.stats.record(s);
         }
         for _ in 0..to_stable {
             let s = self.sample(self.keys.0, GOOD);
-            self.store.stats.record(s);
+            self.shared.stats.record(s);
         }
         if to_canary > 0 && self.first_canary.is_none() {
             self.first_canary = Some(Instant::now());
@@ -203,13 +207,13 @@ impl Harness {
     }
 
     fn metrics(&self) -> String {
-        self.store.metrics.encode()
+        self.shared.metrics.encode()
     }
 
     /// The audit log's entries about the rollout's transitions, with their
     /// source (`rollout`, or `api` for an operator's command).
     fn audit(&self) -> Vec<String> {
-        self.store
+        self.shared
             .events
             .list()
             .into_iter()

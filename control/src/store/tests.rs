@@ -3,7 +3,7 @@
 use super::*;
 use crate::testing;
 
-fn store() -> Arc<SnapshotStore> {
+fn store() -> (Arc<SnapshotStore>, Shared) {
     testing::store(&testing::ab_chat(""))
 }
 
@@ -16,7 +16,7 @@ fn set_b(weight: u32) -> impl FnOnce(&mut RawConfig) -> Result<(), ConfigErrors>
 
 #[test]
 fn a_change_builds_a_new_snapshot_and_old_readers_keep_theirs() {
-    let s = store();
+    let (s, shared) = store();
     let before = s.load();
     let after = s.apply("api", "set split", set_b(50)).unwrap();
     assert_eq!(after.version, 2);
@@ -28,14 +28,14 @@ fn a_change_builds_a_new_snapshot_and_old_readers_keep_theirs() {
         &before.clusters[0].endpoints,
         &after.clusters[0].endpoints
     ));
-    let events = s.events.list();
+    let events = shared.events.list();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1].result, "applied");
 }
 
 #[test]
 fn an_invalid_change_keeps_the_old_snapshot_and_is_logged() {
-    let s = store();
+    let (s, shared) = store();
     let err = s
         .apply("api", "set split", |raw| {
             raw.routes[0].split.insert("a".into(), 0);
@@ -44,14 +44,14 @@ fn an_invalid_change_keeps_the_old_snapshot_and_is_logged() {
         .unwrap_err();
     assert_eq!(err.to_string(), "routes[0].split: weights sum to 0");
     assert_eq!(s.load().version, 1);
-    let last = s.events.list().pop().unwrap();
+    let last = shared.events.list().pop().unwrap();
     assert_eq!(last.result, "rejected");
     assert_eq!(last.errors, ["routes[0].split: weights sum to 0"]);
 }
 
 #[test]
 fn listener_changes_need_a_restart() {
-    let s = store();
+    let (s, _shared) = store();
     let mut raw = s.load().config.raw.clone();
     raw.listeners[0].listen = "127.0.0.1:18081".into();
     let err = s.replace("file", raw).unwrap_err();
@@ -63,7 +63,7 @@ fn listener_changes_need_a_restart() {
 
 #[test]
 fn concurrent_writers_lose_nothing() {
-    let s = store();
+    let (s, _shared) = store();
     std::thread::scope(|scope| {
         for _ in 0..4 {
             scope.spawn(|| {

@@ -1,3 +1,5 @@
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bytes::Bytes;
@@ -212,15 +214,15 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     let llama = MetricsServer::start(LLAMACPP_TEXT.to_string()).await;
     let dead = dead_addr().await;
     let yaml = config(&[vllm.addr, dead], Some(llama.addr));
-    let store = crate::testing::store(&yaml);
-    let scraper = UpstreamScraper::new(store.metrics.registry()).unwrap();
+    let (store, shared) = crate::testing::store(&yaml);
+    let scraper = UpstreamScraper::new(shared.metrics.registry()).unwrap();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(scraper.clone().run(store.clone(), cancel.clone()));
 
     let errors =
         format!("sluice_upstream_scrape_errors_total{{cluster=\"vllm\",endpoint=\"{dead}\"}} ");
     eventually("two failed scrapes of the dead endpoint", || {
-        let text = store.metrics.encode();
+        let text = shared.metrics.encode();
         text.lines()
             .find_map(|l| l.strip_prefix(&errors))
             .is_some_and(|n| n.parse::<u64>().unwrap() >= 2)
@@ -231,7 +233,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     })
     .await;
 
-    let text = store.metrics.encode();
+    let text = shared.metrics.encode();
     let v = vllm.addr;
     let l = llama.addr;
     for line in [
@@ -283,7 +285,7 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
     let raw = RawConfig::from_yaml(&config(&[vllm.addr, dead], None)).unwrap();
     store.replace("test", raw).unwrap();
     eventually("llama forgotten", || {
-        scraper.latest("llama").is_none() && !store.metrics.encode().contains("cluster=\"llama\"")
+        scraper.latest("llama").is_none() && !shared.metrics.encode().contains("cluster=\"llama\"")
     })
     .await;
 

@@ -125,7 +125,7 @@ pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, method: &str, path: &str,
             gaps: std::mem::take(&mut t.gaps),
             output_tokens: t.summary.output_tokens.unwrap_or(0),
         });
-        proxy.store.stats.record(Sample {
+        proxy.shared.stats.record(Sample {
             key,
             status,
             latency: e2e,

@@ -203,6 +203,9 @@ impl Shadow {
         };
         if job.policy.gate.close(MirrorResult::ShadowDown) {
             let policy = job.policy.clone();
+            // A timer that only reopens the gate: it holds nothing and ends by
+            // itself within `back_in`, or with the sender's runtime.
+            #[allow(clippy::disallowed_methods)]
             tokio::spawn(async move {
                 tokio::time::sleep(back_in).await;
                 policy.gate.open(MirrorResult::ShadowDown);

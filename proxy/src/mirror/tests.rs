@@ -1,29 +1,27 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sluice_control::{Config, SnapshotStore, Stats};
-use sluice_filters::{Metrics, TraceContext};
+use sluice_control::{Config, MirrorDiffs, Shared, SnapshotStore};
+use sluice_filters::TraceContext;
 
 use super::copy::{child_traceparent, shadow_body, Shadow};
 use super::limits::{CopyKind, Limits};
 use super::*;
 
-fn store(mirror: &str) -> Arc<SnapshotStore> {
+fn store(mirror: &str) -> (Arc<SnapshotStore>, Shared) {
     store_with_shadow_at(mirror, 18002)
 }
 
-fn store_with_shadow_at(mirror: &str, shadow_port: u16) -> Arc<SnapshotStore> {
+fn store_with_shadow_at(mirror: &str, shadow_port: u16) -> (Arc<SnapshotStore>, Shared) {
     let yaml = format!(
         "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
 clusters:\n  - {{ name: a, kind: llm, endpoints: [127.0.0.1:18001] }}\n  \
 - {{ name: s, kind: llm, endpoints: [127.0.0.1:{shadow_port}] }}\n\
 routes:\n  - {{ name: chat, listener: public, split: {{ a: 100 }}, mirror: {mirror} }}\n"
     );
-    SnapshotStore::new(
-        Config::from_yaml(&yaml).unwrap(),
-        Metrics::new().unwrap(),
-        Stats::new(),
-    )
+    let shared = Shared::new().unwrap();
+    let store = SnapshotStore::new(Config::from_yaml(&yaml).unwrap(), &shared);
+    (store, shared)
 }
 
 fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
@@ -44,9 +42,9 @@ fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
     }
 }
 
-fn count(store: &SnapshotStore, result: &str) -> u64 {
+fn count(shared: &Shared, result: &str) -> u64 {
     let line = format!("sluice_mirror_requests_total{{result=\"{result}\",route=\"chat\"}} ");
-    store
+    shared
         .metrics
         .encode()
         .lines()
@@ -57,26 +55,26 @@ fn count(store: &SnapshotStore, result: &str) -> u64 {
 
 #[test]
 fn a_full_queue_drops_the_job_and_counts_its_copies() {
-    let store = store("{ cluster: s, copies: 3 }");
+    let (store, shared) = store("{ cluster: s, copies: 3 }");
     let (tx, _rx) = mpsc::channel(1);
     let queue = MirrorQueue { tx };
     queue.submit(job(&store, 3, b"{}..."));
-    assert_eq!(count(&store, "queue_full"), 0);
+    assert_eq!(count(&shared, "queue_full"), 0);
     queue.submit(job(&store, 3, b"{}..."));
-    assert_eq!(count(&store, "queue_full"), 3);
+    assert_eq!(count(&shared, "queue_full"), 3);
 }
 
 #[tokio::test(start_paused = true)]
 async fn copies_over_the_rate_or_in_flight_limit_are_dropped_by_reason() {
-    let store = store("{ cluster: s, copies: 3, rate_limit: 2, max_in_flight: 1 }");
+    let (store, shared) = store("{ cluster: s, copies: 3, rate_limit: 2, max_in_flight: 1 }");
     let mut limits = Limits::default();
     let j = job(&store, 3, b"{}...");
     // Copy 1 goes; copy 2 has a token but no slot; copy 3 has no token.
     let admitted = limits.admit(&j);
     assert_eq!(admitted.len(), 1);
     assert_eq!(admitted[0].kind, CopyKind::Shadow(1));
-    assert_eq!(count(&store, "in_flight"), 1);
-    assert_eq!(count(&store, "rate"), 1);
+    assert_eq!(count(&shared, "in_flight"), 1);
+    assert_eq!(count(&shared, "rate"), 1);
     // The route has no slot left: the request path stops collecting copies
     // until the copy out is done.
     assert_eq!(j.policy.gate.closed(), Some(MirrorResult::InFlight));
@@ -102,7 +100,7 @@ fn a_copy_is_a_child_span_of_the_client_or_a_new_trace() {
 
 #[test]
 fn the_model_is_rewritten_in_json_bodies_only() {
-    let rewriting = store("{ cluster: s, rewrite: { model: small-v2 } }");
+    let (rewriting, _) = store("{ cluster: s, rewrite: { model: small-v2 } }");
     let body = shadow_body(&job(&rewriting, 1, br#"{"model":"big","n":1}"#));
     let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(value["model"], "small-v2");
@@ -111,7 +109,7 @@ fn the_model_is_rewritten_in_json_bodies_only() {
         &shadow_body(&job(&rewriting, 1, b"not json"))[..],
         b"not json"
     );
-    let plain = store("{ cluster: s }");
+    let (plain, _) = store("{ cluster: s }");
     assert_eq!(&shadow_body(&job(&plain, 1, b"abcdef"))[..], b"abcdef");
 }
 
@@ -123,7 +121,7 @@ fn dead_port() -> u16 {
 
 #[tokio::test]
 async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
-    let store = store_with_shadow_at("{ cluster: s, copies: 2 }", dead_port());
+    let (store, _) = store_with_shadow_at("{ cluster: s, copies: 2 }", dead_port());
     let job = Arc::new(job(&store, 2, b"{}..."));
     assert_eq!(job.policy.gate.closed(), None);
     let admitted = Limits::default().admit(&job);
@@ -145,7 +143,7 @@ async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
 
 #[test]
 fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
-    let store = store("{ cluster: s }");
+    let (store, _shared) = store("{ cluster: s }");
     let shadow = Shadow::new(&store.load().config).unwrap();
     let health = shadow.health();
     let snapshot = store.load();
@@ -206,7 +204,13 @@ fn thread_policies(name: &str) -> Vec<u32> {
 /// thread and every runtime worker run under `policy`; how many do.
 #[cfg(target_os = "linux")]
 fn sender_threads_under(priority: MirrorPriority, policy: u32) -> usize {
-    let (mut sender, _queue) = MirrorSender::start(store("{ cluster: s }"), priority).unwrap();
+    let (store, _shared) = store("{ cluster: s }");
+    let (mut sender, _queue) = MirrorSender::start(
+        &store.load().config,
+        Arc::new(MirrorDiffs::default()),
+        priority,
+    )
+    .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     // A thread has its name before it has set its priority: wait for both.
     let count = || {

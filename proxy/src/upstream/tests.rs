@@ -1,6 +1,8 @@
 //! The client against raw loopback servers that misbehave on purpose: a
 //! pooled connection the server drops after reading the next request, a
 //! refused endpoint, a fresh connection that breaks.
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

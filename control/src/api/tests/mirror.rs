@@ -101,7 +101,7 @@ async fn diffs_come_newest_first() {
     assert_eq!(body["diffs"], json!([]));
     assert_eq!(body["total"], 0);
     for id in ["first", "second"] {
-        s.api.store.mirror_diffs.push(DiffRecord {
+        s.api.shared.mirror_diffs.push(DiffRecord {
             request_id: id.into(),
             kinds: vec!["text"],
             similarity: Some(0.5),

@@ -1,4 +1,6 @@
 //! `/v1/rollouts` over HTTP: add, show, list, commands, remove, errors.
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 
 use super::*;
 
@@ -173,21 +175,30 @@ async fn call(api: &AdminApi, method: Method, path: &str, body: &str) -> (Status
 
 #[tokio::test(start_paused = true)]
 async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() {
-    let store = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
-    let api = AdminApi::new(store.clone(), TOKEN.into(), Arc::new(Readiness::new()));
+    let (store, shared) = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
+    let observers = Observers::default();
+    let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+    let api = AdminApi::new(
+        store.clone(),
+        shared.clone(),
+        rollouts,
+        observers,
+        Arc::new(Readiness::new()),
+        TOKEN.into(),
+    );
     let cancel = CancellationToken::new();
     let tasks = [
-        tokio::spawn(store.stats.clone().run_aggregator(cancel.clone())),
+        tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone())),
         tokio::spawn(api.rollouts.clone().run(cancel.clone())),
     ];
     let (status, _) = call(&api, Method::POST, "/v1/rollouts", ROLLOUT).await;
     assert_eq!(status, StatusCode::CREATED);
     // The canary answers nothing but 500s, until its rollout gives up.
-    let canary = store.stats.key("chat", "b", "v2");
+    let canary = shared.stats.key("chat", "b", "v2");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         for _ in 0..5 {
-            store.stats.record(crate::stats::Sample {
+            shared.stats.record(crate::stats::Sample {
                 key: canary,
                 status: 500,
                 latency: Duration::from_millis(5),
@@ -247,7 +258,7 @@ async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() 
     );
     let (_, list) = call(&api, Method::GET, "/v1/rollouts", "").await;
     assert_eq!(list.as_array().unwrap().len(), 1);
-    let metrics = store.metrics.encode();
+    let metrics = shared.metrics.encode();
     assert!(!metrics.contains(r#"rollout="chat-v2""#), "{metrics}");
     assert!(
         metrics.contains(r#"sluice_rollout_weight{rollout="chat-v3"}"#),

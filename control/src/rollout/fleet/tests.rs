@@ -2,7 +2,8 @@
 //! 127.0.0.1:0 that fails the first N writes, the round-by-round record,
 //! and a rollout in fleet mode driving two of them through the real
 //! registry and controller.
-
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
@@ -21,8 +22,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::events::EventLog;
 use crate::rollout::{Command, Rollouts, State};
-use crate::store::SnapshotStore;
 use crate::testing::{self, stable_canary};
 
 const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
@@ -266,8 +267,12 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         good.url(),
         flaky.url()
     );
-    let store = testing::store(&yaml);
-    let rollouts = Rollouts::new(store.clone(), crate::observers::Observers::default());
+    let (store, shared) = testing::store(&yaml);
+    let rollouts = Rollouts::new(
+        store.clone(),
+        shared.clone(),
+        crate::observers::Observers::default(),
+    );
     let cancel = CancellationToken::new();
     let task = tokio::spawn(rollouts.clone().run(cancel.clone()));
 
@@ -283,7 +288,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     // The fake API stores the split before it answers, so the controller
     // records "applied" a moment after the split is visible here.
     wait_for_audit(
-        &store,
+        &shared.events,
         "rollout chat-v2: weight 10 applied on all 2 target(s)",
     )
     .await;
@@ -300,7 +305,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let audit: Vec<String> = store
+    let audit: Vec<String> = shared
         .events
         .list()
         .into_iter()
@@ -314,7 +319,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     assert!(audit.contains(&failed), "{audit:#?}");
     // The task ends once the abort is on every target.
     wait_for_audit(
-        &store,
+        &shared.events,
         "rollout chat-v2: weight 0 applied on all 2 target(s)",
     )
     .await;
@@ -332,13 +337,13 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     task.await.unwrap();
 }
 
-async fn wait_for_audit(store: &SnapshotStore, action: &str) {
-    let recorded = || store.events.list().iter().any(|e| e.action == action);
+async fn wait_for_audit(events: &EventLog, action: &str) {
+    let recorded = || events.list().iter().any(|e| e.action == action);
     tokio::time::timeout(Duration::from_secs(5), async {
         while !recorded() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("`{action}` never recorded: {:#?}", store.events.list()));
+    .unwrap_or_else(|_| panic!("`{action}` never recorded: {:#?}", events.list()));
 }

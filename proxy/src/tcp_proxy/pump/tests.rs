@@ -1,4 +1,6 @@
 //! The copy loop against in-memory pipes and a stream that fails.
+// Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io;

@@ -1,0 +1,258 @@
+//! The control plane as one thing that starts and stops: [`ControlPlane::start`]
+//! builds the store and its shared parts, binds the admin API, and runs every
+//! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
+//! fault loop, config file reload, admin API, stop requests and signals) on a
+//! current-thread runtime of its own, on thread `sluice-control`, so that
+//! neither a busy data plane nor a caller's runtime can starve it. The
+//! returned handle gives out the parts and ends the tasks on drop.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::warn;
+
+use crate::api::{resolve_token, serve_admin, AdminApi, Readiness};
+use crate::config::Config;
+use crate::fault::run_fault_loop;
+use crate::lifecycle::{DataPlane, Stop, Stopper};
+use crate::observers::Observers;
+use crate::reload::watch_config_file;
+use crate::rollout::Rollouts;
+use crate::shared::Shared;
+use crate::store::SnapshotStore;
+
+/// What the control plane does besides its fixed tasks.
+#[derive(Clone, Debug, Default)]
+pub struct ControlOptions {
+    /// The file the config came from: watched for changes and reloaded on
+    /// SIGHUP.
+    pub config_path: Option<PathBuf>,
+    /// Handle SIGTERM (drain) and SIGINT (fast stop).
+    pub handle_signals: bool,
+}
+
+/// Why the control plane did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("admin token")]
+    Token(#[source] std::io::Error),
+    #[error("admin API cannot bind {addr}")]
+    AdminBind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("metrics")]
+    Metrics(#[from] prometheus::Error),
+    #[error("control plane thread")]
+    Thread(#[source] std::io::Error),
+}
+
+pub struct ControlPlane;
+
+/// A running control plane. Dropping it ends its tasks and joins its thread;
+/// it does not stop the data plane (see [`ControlPlaneHandle::stop`]).
+pub struct ControlPlaneHandle {
+    admin_addr: SocketAddr,
+    token: String,
+    token_generated: bool,
+    store: Arc<SnapshotStore>,
+    shared: Shared,
+    rollouts: Arc<Rollouts>,
+    readiness: Arc<Readiness>,
+    data_plane: Arc<dyn DataPlane>,
+    stop_requests: watch::Sender<Option<Stop>>,
+    cancel: CancellationToken,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Everything the control thread runs, moved onto it whole.
+struct Tasks {
+    admin_listener: TcpListener,
+    api: Arc<AdminApi>,
+    store: Arc<SnapshotStore>,
+    shared: Shared,
+    observers: Observers,
+    rollouts: Arc<Rollouts>,
+    config_path: Option<PathBuf>,
+    stopper: Stopper,
+    stop_requests: watch::Receiver<Option<Stop>>,
+    cancel: CancellationToken,
+}
+
+impl ControlPlane {
+    /// Starts the control plane of `config`. `data_plane` is what a stop
+    /// request or a signal drains and stops. The admin API serves at once;
+    /// `/readyz` says ready only after [`ControlPlaneHandle::set_ready`].
+    pub fn start(
+        config: Config,
+        options: ControlOptions,
+        data_plane: Arc<dyn DataPlane>,
+    ) -> Result<ControlPlaneHandle, StartError> {
+        let (token, token_generated) =
+            resolve_token(&config.admin.token).map_err(StartError::Token)?;
+        let admin = config.admin.listen;
+        let bind_error = |source| StartError::AdminBind {
+            addr: admin,
+            source,
+        };
+        let admin_listener = TcpListener::bind(admin).map_err(bind_error)?;
+        admin_listener.set_nonblocking(true).map_err(bind_error)?;
+        let admin_addr = admin_listener.local_addr().map_err(bind_error)?;
+
+        let grace = config.runtime.grace_period;
+        let shared = Shared::new()?;
+        let observers = Observers::new(config.gpu, shared.metrics.registry())?;
+        let store = SnapshotStore::new(config, &shared);
+        let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+        let readiness = Arc::new(Readiness::new());
+        let api = AdminApi::new(
+            store.clone(),
+            shared.clone(),
+            rollouts.clone(),
+            observers.clone(),
+            readiness.clone(),
+            token.clone(),
+        );
+        let (stop_requests, stop_rx) = watch::channel(None);
+        let cancel = CancellationToken::new();
+        let tasks = Tasks {
+            admin_listener,
+            api,
+            store: store.clone(),
+            shared: shared.clone(),
+            observers,
+            rollouts: rollouts.clone(),
+            config_path: options.config_path,
+            stopper: Stopper {
+                data_plane: data_plane.clone(),
+                readiness: readiness.clone(),
+                grace,
+                signals: options.handle_signals,
+            },
+            stop_requests: stop_rx,
+            cancel: cancel.clone(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(StartError::Thread)?;
+        let thread = std::thread::Builder::new()
+            .name("sluice-control".into())
+            .spawn(move || runtime.block_on(tasks.run()))
+            .map_err(StartError::Thread)?;
+        Ok(ControlPlaneHandle {
+            admin_addr,
+            token,
+            token_generated,
+            store,
+            shared,
+            rollouts,
+            readiness,
+            data_plane,
+            stop_requests,
+            cancel,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Tasks {
+    async fn run(self) {
+        let cancel = self.cancel;
+        let tracker = TaskTracker::new();
+        tracker.spawn(self.shared.stats.clone().run_aggregator(cancel.clone()));
+        self.observers.spawn(&tracker, &self.store, &cancel);
+        // The config's rollouts start now; later ones as the config gains them.
+        tracker.spawn(self.rollouts.clone().run(cancel.clone()));
+        tracker.spawn(run_fault_loop(
+            self.store.clone(),
+            self.shared.clone(),
+            cancel.clone(),
+        ));
+        match tokio::net::TcpListener::from_std(self.admin_listener) {
+            Ok(listener) => {
+                tracker.spawn(serve_admin(listener, self.api, cancel.clone()));
+            }
+            Err(e) => warn!(error = %e, "admin API listener could not be registered"),
+        }
+        if let Some(path) = self.config_path {
+            tracker.spawn(watch_config_file(self.store, path, cancel.clone()));
+        }
+        tracker.spawn(self.stopper.run(self.stop_requests, cancel.clone()));
+        tracker.close();
+        cancel.cancelled().await;
+        tracker.wait().await;
+    }
+}
+
+impl ControlPlaneHandle {
+    /// Where the admin API listens (the bound address: port 0 resolved).
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+
+    /// The bearer token of the control API.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// True when the token was generated at start (none configured).
+    pub fn token_generated(&self) -> bool {
+        self.token_generated
+    }
+
+    pub fn store(&self) -> &Arc<SnapshotStore> {
+        &self.store
+    }
+
+    /// The parts the data plane records into.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    pub fn rollouts(&self) -> &Arc<Rollouts> {
+        &self.rollouts
+    }
+
+    /// The data plane serves: `/readyz` says ready (until a drain begins).
+    pub fn set_ready(&self) {
+        self.readiness.set_ready(true);
+    }
+
+    /// Asks for the data plane to be stopped, after a drain for
+    /// [`Stop::Drain`] (readiness 503 from its start). Returns at once; the
+    /// data plane's own end says when it is done. A fast request during a
+    /// drain cuts it short.
+    pub fn stop(&self, how: Stop) {
+        if self.stop_requests.receiver_count() == 0 {
+            // The stop task is gone (a signal already stopped sluice, or
+            // the control plane has ended): nothing is left to drain.
+            self.data_plane.stop(how);
+            return;
+        }
+        self.stop_requests.send_replace(Some(how));
+    }
+
+    /// Ends the control tasks and waits for them (the admin API lets open
+    /// requests finish first). Idempotent.
+    pub fn shutdown(&mut self) {
+        self.cancel.cancel();
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                warn!("the control plane thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for ControlPlaneHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,37 @@
+//! What the data plane records into and the control plane reads: the
+//! metric families, the stats windows, the audit log and the mirror's
+//! differing pairs. Built once by the control plane and handed out as
+//! clones (each part is an `Arc`), so that every user names the part it
+//! needs instead of reaching it through the snapshot store.
+
+use std::sync::Arc;
+
+use sluice_filters::Metrics;
+
+use crate::events::EventLog;
+use crate::mirror::MirrorDiffs;
+use crate::stats::Stats;
+
+#[derive(Clone)]
+pub struct Shared {
+    /// Every Prometheus family `/metrics` serves.
+    pub metrics: Arc<Metrics>,
+    /// The live windows `/v1/stats`, the rollout gates and `halt_if` read.
+    pub stats: Arc<Stats>,
+    /// The audit log of `/v1/events`.
+    pub events: Arc<EventLog>,
+    /// Recent shadow answers that differed from the primary's.
+    pub mirror_diffs: Arc<MirrorDiffs>,
+}
+
+impl Shared {
+    /// Fresh parts, the metric families registered.
+    pub fn new() -> Result<Shared, prometheus::Error> {
+        Ok(Shared {
+            metrics: Arc::new(Metrics::new()?),
+            stats: Stats::new(),
+            events: Arc::new(EventLog::default()),
+            mirror_diffs: Arc::new(MirrorDiffs::default()),
+        })
+    }
+}
