@@ -20,7 +20,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::{add, show};
 use crate::harness::{http_listener_yaml, listener, start, Admin};
-use crate::support::{free_port, install_crypto_provider, TlsFixture};
+use crate::support::{install_crypto_provider, TlsFixture};
 
 /// One SSE answer as the client saw it: each event with when it arrived.
 pub struct Seen {
@@ -114,7 +114,7 @@ pub async fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> MockLlm {
 pub fn llm_yaml(mock: &MockLlm) -> String {
     format!(
         "{}clusters:\n  - {{ name: llm, kind: llm, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 1 }}, allow_header_faults: true }}\n",
-        http_listener_yaml(free_port()),
+        http_listener_yaml(0),
         mock.addr()
     )
 }
@@ -305,7 +305,7 @@ impl Drop for TlsFront {
 fn tls_llm_yaml(front: SocketAddr, tls: &str) -> String {
     format!(
         "{}clusters:\n  - {{ name: llm, kind: llm, endpoints: [{front}], tls: {tls} }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 1 }} }}\n",
-        http_listener_yaml(free_port()),
+        http_listener_yaml(0),
     )
 }
 

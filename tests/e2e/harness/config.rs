@@ -7,12 +7,10 @@ use std::fmt::Display;
 
 use sluice_proxy::Sluice;
 
-use crate::support::free_port;
-
-/// Where a listener binds unless the test says otherwise. The one place to switch to
-/// `127.0.0.1:0` once `Sluice::start` reports the ports it bound.
+/// Where a listener binds unless the test says otherwise: an ephemeral port, which
+/// `Sluice::start` reports as bound (`harness::listener`), so no port is raced for.
 pub fn loopback_listen() -> String {
-    format!("127.0.0.1:{}", free_port())
+    "127.0.0.1:0".to_string()
 }
 
 /// A test's config, section by section; [`TestConfig::yaml`] writes it out.
