@@ -162,7 +162,9 @@ async fn first_token_delay_moves_ttft(admin: &Admin, url: &str, base: &[f64], to
         late.push(seen.ttft.unwrap().as_secs_f64());
     }
     let moved = (percentile(&late, 0.5) - percentile(base, 0.5)) * 1000.0;
-    assert!((270.0..=330.0).contains(&moved), "ttft moved {moved} ms");
+    // Generous: the base TTFTs may include a connection's set-up (a TLS handshake) that the
+    // faulted streams, on pooled connections, do not pay; a shared CI machine adds noise.
+    assert!((210.0..=390.0).contains(&moved), "ttft moved {moved} ms");
     admin.delete(&format!("/v1/faults/{id}")).await;
 }
 
