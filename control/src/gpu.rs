@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
-use prometheus::{GaugeVec, IntGauge, Opts, Registry};
+use prometheus::{GaugeVec, IntGauge, Registry};
 use serde_json::Value;
+use sluice_filters::{register_family, register_gauge};
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -60,26 +61,14 @@ struct Gauges {
 
 impl Gauges {
     fn new(registry: &Registry) -> Result<Gauges, prometheus::Error> {
-        let device = |name: &str, help: &str| -> Result<GaugeVec, prometheus::Error> {
-            let vec = GaugeVec::new(Opts::new(name, help), &["gpu", "name"])?;
-            registry.register(Box::new(vec.clone()))?;
-            Ok(vec)
-        };
-        let available = IntGauge::new(
-            "sluice_gpu_available",
-            "1 while NVML answers and sees at least one GPU, else 0.",
-        )?;
-        registry.register(Box::new(available.clone()))?;
-        let throttled = GaugeVec::new(
-            Opts::new(
-                "sluice_gpu_throttled",
-                "1 while the GPU's clocks are held down for this reason, else 0.",
-            ),
-            &["gpu", "reason"],
-        )?;
-        registry.register(Box::new(throttled.clone()))?;
+        let device =
+            |name: &str, help: &str| register_family(registry, name, help, &["gpu", "name"]);
         Ok(Gauges {
-            available,
+            available: register_gauge(
+                registry,
+                "sluice_gpu_available",
+                "1 while NVML answers and sees at least one GPU, else 0.",
+            )?,
             memory_used: device(MEMORY_USED_METRIC, "GPU memory allocated.")?,
             memory_total: device(MEMORY_TOTAL_METRIC, "GPU memory installed.")?,
             utilization: device(
@@ -96,7 +85,12 @@ impl Gauges {
                 "sluice_gpu_power_limit_watts",
                 "Power limit the driver enforces on the GPU board.",
             )?,
-            throttled,
+            throttled: register_family(
+                registry,
+                "sluice_gpu_throttled",
+                "1 while the GPU's clocks are held down for this reason, else 0.",
+                &["gpu", "reason"],
+            )?,
         })
     }
 

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use prometheus::{Histogram, HistogramOpts, HistogramVec, Registry};
+use prometheus::{Histogram, HistogramVec, Registry};
+
+use crate::metrics::register_histogram;
 
 /// Models seen per (route, cluster) before new ones are folded into `other`:
 /// the model name comes from clients, so its cardinality must be bounded.
@@ -94,60 +96,47 @@ pub struct GenAiHandles {
     pub output_tokens_estimated: Histogram,
 }
 
-fn histogram(
-    name: &str,
-    help: &str,
-    buckets: &[f64],
-    labels: &[&str],
-) -> prometheus::Result<HistogramVec> {
-    HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-        labels,
-    )
-}
-
 impl GenAiMetrics {
     pub fn new(registry: &Registry) -> prometheus::Result<GenAiMetrics> {
         let mut token_labels = LABELS.to_vec();
         token_labels.extend(["gen_ai_token_type", "estimated"]);
-        let m = GenAiMetrics {
-            duration: histogram(
+        Ok(GenAiMetrics {
+            duration: register_histogram(
+                registry,
                 "gen_ai_client_operation_duration_seconds",
                 "GenAI operation duration, request start to last byte.",
                 DURATION_BUCKETS,
                 LABELS,
             )?,
-            ttft: histogram(
+            ttft: register_histogram(
+                registry,
                 TTFT_METRIC,
                 "Time from request start to the first chunk that carries content.",
                 TTFT_BUCKETS,
                 LABELS,
             )?,
-            per_chunk: histogram(
+            per_chunk: register_histogram(
+                registry,
                 GAP_METRIC,
                 "Gap between consecutive content chunks of a streamed answer.",
                 PER_CHUNK_BUCKETS,
                 LABELS,
             )?,
-            tpot: histogram(
+            tpot: register_histogram(
+                registry,
                 TPOT_METRIC,
                 "(E2E - TTFT) / (output tokens - 1) per streamed answer.",
                 PER_CHUNK_BUCKETS,
                 LABELS,
             )?,
-            tokens: histogram(
+            tokens: register_histogram(
+                registry,
                 "gen_ai_client_token_usage",
                 "Tokens per operation; estimated=true when counted from chunks, not read from usage.",
                 TOKEN_BUCKETS,
                 &token_labels,
             )?,
-        };
-        registry.register(Box::new(m.duration.clone()))?;
-        registry.register(Box::new(m.ttft.clone()))?;
-        registry.register(Box::new(m.per_chunk.clone()))?;
-        registry.register(Box::new(m.tpot.clone()))?;
-        registry.register(Box::new(m.tokens.clone()))?;
-        Ok(m)
+        })
     }
 
     fn handles(&self, labels: &[&str; 5]) -> GenAiHandles {

@@ -43,8 +43,9 @@ pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
 };
 pub use metrics::{
-    Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
-    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    register_family, register_gauge, register_histogram, LabelledFamily, Metrics, RespHandles,
+    RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass, REQUESTS_METRIC,
+    REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};

@@ -171,20 +171,16 @@ impl TokenMeter {
     /// Returns how many content events completed in this chunk, so the
     /// caller can record the gaps between them.
     pub fn feed(&mut self, chunk: &[u8], at: Duration) -> u32 {
-        let Self {
-            dialect,
-            framer,
-            reading,
-            summary,
-        } = self;
-        if summary.is_some() {
+        if self.summary.is_some() {
             return 0;
         }
-        let before = reading.content_events;
-        framer.feed(chunk, |event| {
-            reading.read(*dialect, event, at);
+        let before = self.reading.content_events;
+        // The closure borrows `reading` and `dialect` while `framer` is
+        // borrowed for the call: disjoint fields.
+        self.framer.feed(chunk, |event| {
+            self.reading.read(self.dialect, event, at);
         });
-        reading.content_events.saturating_sub(before)
+        self.reading.content_events.saturating_sub(before)
     }
 
     /// One event already cut by the caller's own [`Framer`] (a stream fault
@@ -201,25 +197,22 @@ impl TokenMeter {
     /// End of the body. A last event with no blank line after it is still
     /// read, at `at`. Calling it again returns the same summary.
     pub fn finish(&mut self, at: Duration) -> MeterSummary {
-        let Self {
-            dialect,
-            framer,
-            reading,
-            summary,
-        } = self;
-        if let Some(done) = summary {
+        if let Some(done) = &self.summary {
             return done.clone();
         }
-        if let Some(body) = framer.finish(|event| {
-            reading.read(*dialect, event, at);
+        if let Some(body) = self.framer.finish(|event| {
+            self.reading.read(self.dialect, event, at);
         }) {
-            answer::read(reading, body);
+            answer::read(&mut self.reading, body);
         }
-        reading.malformed_events = reading.malformed_events.saturating_add(framer.oversized());
-        if *dialect == Dialect::OpenAi {
+        let reading = &mut self.reading;
+        reading.malformed_events = reading
+            .malformed_events
+            .saturating_add(self.framer.oversized());
+        if self.dialect == Dialect::OpenAi {
             openai::finish(reading);
         }
-        summary.insert(reading.summary(*dialect)).clone()
+        self.summary.insert(reading.summary(self.dialect)).clone()
     }
 }
 

@@ -3,8 +3,8 @@
 //! request path touches only atomics.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry,
+    TextEncoder,
 };
 
 use crate::failure::Failure;
@@ -12,7 +12,9 @@ use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
 use crate::mirror::MirrorMetrics;
 
+mod family;
 mod resp;
+pub use family::{register_family, register_gauge, register_histogram, LabelledFamily};
 pub use resp::{RespHandles, RespMetrics};
 
 /// Requests answered: the family name the proxy exports and the fleet
@@ -108,34 +110,25 @@ pub struct RolloutMetrics {
 
 impl RolloutMetrics {
     fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let weight = IntGaugeVec::new(
-            Opts::new(
+        Ok(Self {
+            weight: register_family(
+                registry,
                 "sluice_rollout_weight",
                 "Canary weight (percent) the rollout has set on its route.",
-            ),
-            &["rollout"],
-        )?;
-        let state = IntGaugeVec::new(
-            Opts::new(
+                &["rollout"],
+            )?,
+            state: register_family(
+                registry,
                 "sluice_rollout_state",
                 "1 for the rollout's current state, 0 for the others.",
-            ),
-            &["rollout", "state"],
-        )?;
-        let rollbacks = IntCounterVec::new(
-            Opts::new(
+                &["rollout", "state"],
+            )?,
+            rollbacks: register_family(
+                registry,
                 "sluice_rollout_rollbacks_total",
                 "Automatic rollbacks: a gate breached for `consecutive` evaluations.",
-            ),
-            &["rollout"],
-        )?;
-        registry.register(Box::new(weight.clone()))?;
-        registry.register(Box::new(state.clone()))?;
-        registry.register(Box::new(rollbacks.clone()))?;
-        Ok(Self {
-            weight,
-            state,
-            rollbacks,
+                &["rollout"],
+            )?,
         })
     }
 }
@@ -164,88 +157,61 @@ impl RouteClusterMetrics {
 impl Metrics {
     pub fn new() -> Result<Self, prometheus::Error> {
         let registry = Registry::new();
-        let requests = IntCounterVec::new(
-            Opts::new(
+        Ok(Self {
+            requests: register_family(
+                &registry,
                 REQUESTS_METRIC,
                 "Requests answered, by route, cluster and status class.",
-            ),
-            &["route", "cluster", "version", STATUS_CLASS_LABEL],
-        )?;
-        let duration = HistogramVec::new(
-            HistogramOpts::new(
+                &["route", "cluster", "version", STATUS_CLASS_LABEL],
+            )?,
+            duration: register_histogram(
+                &registry,
                 REQUEST_DURATION_METRIC,
                 "Time from the request's arrival to the last byte of the answer.",
-            )
-            .buckets(DURATION_BUCKETS.to_vec()),
-            &["route", "cluster", "version"],
-        )?;
-        let proxy_errors = IntCounterVec::new(
-            Opts::new(
+                DURATION_BUCKETS,
+                &["route", "cluster", "version"],
+            )?,
+            proxy_errors: register_family(
+                &registry,
                 "sluice_proxy_errors_total",
                 "Errors the proxy answered itself, by reason.",
-            ),
-            &["route", "cluster", "reason"],
-        )?;
-        let tcp_connections = IntCounterVec::new(
-            Opts::new(
+                &["route", "cluster", "reason"],
+            )?,
+            tcp_connections: register_family(
+                &registry,
                 "sluice_tcp_connections_total",
                 "TCP connections accepted on tcp listeners.",
-            ),
-            &["listener", "cluster"],
-        )?;
-        let tcp_active_connections = IntGaugeVec::new(
-            Opts::new(
+                &["listener", "cluster"],
+            )?,
+            tcp_active_connections: register_family(
+                &registry,
                 "sluice_tcp_active_connections",
                 "TCP connections open on tcp listeners.",
-            ),
-            &["listener"],
-        )?;
-        let tcp_bytes = IntCounterVec::new(
-            Opts::new(
+                &["listener"],
+            )?,
+            tcp_bytes: register_family(
+                &registry,
                 "sluice_tcp_bytes_total",
                 "Bytes copied by tcp listeners, by direction.",
-            ),
-            &["listener", "cluster", "direction"],
-        )?;
-        let config_changes = IntCounterVec::new(
-            Opts::new(
+                &["listener", "cluster", "direction"],
+            )?,
+            config_changes: register_family(
+                &registry,
                 "sluice_config_changes_total",
                 "Attempted config changes, by source and result.",
-            ),
-            &["source", "result"],
-        )?;
-        let snapshot_version = IntGauge::new(
-            "sluice_snapshot_version",
-            "Version of the live snapshot; rises by one per applied change.",
-        )?;
-        registry.register(Box::new(requests.clone()))?;
-        registry.register(Box::new(duration.clone()))?;
-        registry.register(Box::new(proxy_errors.clone()))?;
-        registry.register(Box::new(tcp_connections.clone()))?;
-        registry.register(Box::new(tcp_active_connections.clone()))?;
-        registry.register(Box::new(tcp_bytes.clone()))?;
-        registry.register(Box::new(config_changes.clone()))?;
-        registry.register(Box::new(snapshot_version.clone()))?;
-        let genai = GenAiMetrics::new(&registry)?;
-        let rollout = RolloutMetrics::new(&registry)?;
-        let resp = RespMetrics::new(&registry)?;
-        let faults = FaultMetrics::new(&registry)?;
-        let mirror = MirrorMetrics::new(&registry)?;
-        Ok(Self {
+                &["source", "result"],
+            )?,
+            snapshot_version: register_gauge(
+                &registry,
+                "sluice_snapshot_version",
+                "Version of the live snapshot; rises by one per applied change.",
+            )?,
+            genai: GenAiMetrics::new(&registry)?,
+            rollout: RolloutMetrics::new(&registry)?,
+            resp: RespMetrics::new(&registry)?,
+            faults: FaultMetrics::new(&registry)?,
+            mirror: MirrorMetrics::new(&registry)?,
             registry,
-            requests,
-            duration,
-            proxy_errors,
-            tcp_connections,
-            tcp_active_connections,
-            tcp_bytes,
-            config_changes,
-            snapshot_version,
-            genai,
-            rollout,
-            resp,
-            faults,
-            mirror,
         })
     }
 

@@ -1,7 +1,8 @@
 //! The `sluice_upstream_*` metric families and how one scrape's result
 //! sets or removes their series.
 
-use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Registry};
+use sluice_filters::register_family;
 
 use super::parse::EndpointLoad;
 
@@ -20,27 +21,7 @@ pub(crate) const WAITING_METRIC: &str = "sluice_upstream_requests_waiting";
 
 impl Families {
     pub fn new(registry: &Registry) -> Result<Families, prometheus::Error> {
-        let gauge = |name: &str, help: &str| -> Result<GaugeVec, prometheus::Error> {
-            let vec = GaugeVec::new(Opts::new(name, help), &LABELS)?;
-            registry.register(Box::new(vec.clone()))?;
-            Ok(vec)
-        };
-        let up = IntGaugeVec::new(
-            Opts::new(
-                "sluice_upstream_up",
-                "1 when the last scrape of the model server's metrics succeeded, else 0.",
-            ),
-            &LABELS,
-        )?;
-        registry.register(Box::new(up.clone()))?;
-        let errors = IntCounterVec::new(
-            Opts::new(
-                "sluice_upstream_scrape_errors_total",
-                "Scrapes of the model server's metrics that failed.",
-            ),
-            &LABELS,
-        )?;
-        registry.register(Box::new(errors.clone()))?;
+        let gauge = |name: &str, help: &str| register_family(registry, name, help, &LABELS);
         Ok(Families {
             running: gauge(
                 "sluice_upstream_requests_running",
@@ -54,8 +35,18 @@ impl Families {
                 "sluice_upstream_kv_cache_usage_ratio",
                 "KV-cache usage of the model server (0..1).",
             )?,
-            up,
-            errors,
+            up: register_family(
+                registry,
+                "sluice_upstream_up",
+                "1 when the last scrape of the model server's metrics succeeded, else 0.",
+                &LABELS,
+            )?,
+            errors: register_family(
+                registry,
+                "sluice_upstream_scrape_errors_total",
+                "Scrapes of the model server's metrics that failed.",
+                &LABELS,
+            )?,
         })
     }
 

@@ -1,6 +1,8 @@
 //! `sluice_faults_injected_total{experiment,kind}` and `sluice_faults_active`.
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{IntCounterVec, IntGauge, Registry};
+
+use crate::metrics::{register_family, register_gauge};
 
 /// The fault families. Counter handles are resolved per experiment when a
 /// snapshot is built; the gauge is set by the control plane.
@@ -13,19 +15,18 @@ pub struct FaultMetrics {
 
 impl FaultMetrics {
     pub(crate) fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let injected = IntCounterVec::new(
-            Opts::new(
+        Ok(Self {
+            injected: register_family(
+                registry,
                 "sluice_faults_injected_total",
                 "Faults injected, by experiment and kind of action.",
-            ),
-            &["experiment", "kind"],
-        )?;
-        let active = IntGauge::new(
-            "sluice_faults_active",
-            "Fault experiments that may fire now (added, not expired, not halted).",
-        )?;
-        registry.register(Box::new(injected.clone()))?;
-        registry.register(Box::new(active.clone()))?;
-        Ok(Self { injected, active })
+                &["experiment", "kind"],
+            )?,
+            active: register_gauge(
+                registry,
+                "sluice_faults_active",
+                "Fault experiments that may fire now (added, not expired, not halted).",
+            )?,
+        })
     }
 }

@@ -93,181 +93,131 @@ pub(super) fn by_event(bytes: &[u8], dialect: Dialect) -> (MeterSummary, Vec<u32
     (meter.finish(ms(1000)), counts)
 }
 
-fn check(name: &str, counts: &[u32], expected: MeterSummary) {
-    let f = fixture(name);
-    let (summary, got) = by_event(f.bytes, f.dialect);
-    assert_eq!(got, counts, "{name}: content events per chunk");
-    assert_eq!(summary, expected, "{name}");
-}
-
 fn some(s: &str) -> Option<String> {
     Some(s.to_owned())
 }
 
-#[test]
-fn openai_chat_role_chunk_is_not_content_and_usage_wins() {
-    check(
-        "openai_chat.sse",
-        &[0, 1, 1, 1, 1, 0, 0, 0],
-        MeterSummary {
-            dialect: Dialect::OpenAi,
-            first_content_at: Some(ms(20)),
-            last_content_at: Some(ms(50)),
-            content_events: 4,
-            input_tokens: Some(12),
-            output_tokens: Some(9),
-            output_tokens_estimated: false,
-            finish_reason: some("stop"),
-            response_model: some("gpt-4o-mini-2024-07-18"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
+/// What one fixture, fed one event per chunk, must give. The first and last
+/// content moments and the content count follow from `counts`, event `i`
+/// arriving at `10 * (i + 1)` ms; every fixture ends clean and well formed.
+struct Case {
+    fixture: &'static str,
+    /// What the fixture shows about its dialect.
+    shows: &'static str,
+    /// Content events completed by each event's chunk.
+    counts: &'static [u32],
+    input_tokens: Option<u64>,
+    output_tokens: u64,
+    estimated: bool,
+    finish_reason: &'static str,
+    response_model: Option<&'static str>,
 }
 
-#[test]
-fn openai_completions_without_usage_are_estimated() {
-    check(
-        "openai_completions.sse",
-        &[1, 1, 1, 0, 0],
-        MeterSummary {
-            dialect: Dialect::OpenAi,
-            first_content_at: Some(ms(10)),
-            last_content_at: Some(ms(30)),
-            content_events: 3,
-            input_tokens: None,
-            output_tokens: Some(3),
-            output_tokens_estimated: true,
-            finish_reason: some("length"),
-            response_model: some("meta-llama/Llama-3.1-8B-Instruct"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
-}
+const CASES: &[Case] = &[
+    Case {
+        fixture: "openai_chat.sse",
+        shows: "the role chunk is not content, and usage wins over the count",
+        counts: &[0, 1, 1, 1, 1, 0, 0, 0],
+        input_tokens: Some(12),
+        output_tokens: 9,
+        estimated: false,
+        finish_reason: "stop",
+        response_model: Some("gpt-4o-mini-2024-07-18"),
+    },
+    Case {
+        fixture: "openai_completions.sse",
+        shows: "completions without usage are estimated from the chunks",
+        counts: &[1, 1, 1, 0, 0],
+        input_tokens: None,
+        output_tokens: 3,
+        estimated: true,
+        finish_reason: "length",
+        response_model: Some("meta-llama/Llama-3.1-8B-Instruct"),
+    },
+    Case {
+        fixture: "vllm_bundled.sse",
+        shows: "bundled chunks take the last cumulative usage",
+        counts: &[0, 1, 1, 1, 0, 0],
+        input_tokens: Some(20),
+        output_tokens: 7,
+        estimated: false,
+        finish_reason: "stop",
+        response_model: Some("Qwen/Qwen2.5-0.5B-Instruct"),
+    },
+    Case {
+        fixture: "llamacpp_timings.sse",
+        shows: "llama.cpp's timings give the counts without usage",
+        counts: &[0, 1, 1, 1, 0, 0],
+        input_tokens: Some(11),
+        output_tokens: 4,
+        estimated: false,
+        finish_reason: "stop",
+        response_model: Some("SmolLM2-135M-Instruct"),
+    },
+    Case {
+        fixture: "tgi_generate_stream.sse",
+        shows: "TGI counts tokens and reads its details",
+        counts: &[1, 1, 1, 0],
+        input_tokens: Some(7),
+        output_tokens: 4,
+        estimated: false,
+        finish_reason: "eos_token",
+        response_model: None,
+    },
+    Case {
+        fixture: "ollama_chat.ndjson",
+        shows: "Ollama's chat reads the done line",
+        counts: &[1, 1, 1, 0],
+        input_tokens: Some(26),
+        output_tokens: 5,
+        estimated: false,
+        finish_reason: "stop",
+        response_model: Some("llama3.2"),
+    },
+    Case {
+        fixture: "ollama_generate.ndjson",
+        shows: "Ollama's generate reads `response`",
+        counts: &[1, 1, 1, 0],
+        input_tokens: Some(11),
+        output_tokens: 3,
+        estimated: false,
+        finish_reason: "length",
+        response_model: Some("llama3.2"),
+    },
+    Case {
+        fixture: "anthropic_messages.sse",
+        shows: "Anthropic counts deltas and reads the cumulative usage",
+        counts: &[0, 0, 0, 1, 1, 1, 0, 0, 0],
+        input_tokens: Some(25),
+        output_tokens: 15,
+        estimated: false,
+        finish_reason: "end_turn",
+        response_model: Some("claude-sonnet-4-20250514"),
+    },
+];
 
 #[test]
-fn vllm_bundled_chunks_take_the_last_cumulative_usage() {
-    check(
-        "vllm_bundled.sse",
-        &[0, 1, 1, 1, 0, 0],
-        MeterSummary {
-            dialect: Dialect::OpenAi,
-            first_content_at: Some(ms(20)),
-            last_content_at: Some(ms(40)),
-            content_events: 3,
-            input_tokens: Some(20),
-            output_tokens: Some(7),
-            output_tokens_estimated: false,
-            finish_reason: some("stop"),
-            response_model: some("Qwen/Qwen2.5-0.5B-Instruct"),
+fn every_fixture_read_event_by_event() {
+    assert_eq!(CASES.len(), FIXTURES.len(), "one case per fixture");
+    for case in CASES {
+        let f = fixture(case.fixture);
+        let (summary, got) = by_event(f.bytes, f.dialect);
+        let name = format!("{}: {}", case.fixture, case.shows);
+        assert_eq!(got, case.counts, "{name}: content events per chunk");
+        let content_at = |i: usize| ms(10 * (i as u64 + 1));
+        let expected = MeterSummary {
+            dialect: f.dialect,
+            first_content_at: case.counts.iter().position(|c| *c > 0).map(content_at),
+            last_content_at: case.counts.iter().rposition(|c| *c > 0).map(content_at),
+            content_events: case.counts.iter().sum(),
+            input_tokens: case.input_tokens,
+            output_tokens: Some(case.output_tokens),
+            output_tokens_estimated: case.estimated,
+            finish_reason: some(case.finish_reason),
+            response_model: case.response_model.map(str::to_owned),
             clean_end: true,
             malformed_events: 0,
-        },
-    );
-}
-
-#[test]
-fn llamacpp_timings_give_counts_without_usage() {
-    check(
-        "llamacpp_timings.sse",
-        &[0, 1, 1, 1, 0, 0],
-        MeterSummary {
-            dialect: Dialect::OpenAi,
-            first_content_at: Some(ms(20)),
-            last_content_at: Some(ms(40)),
-            content_events: 3,
-            input_tokens: Some(11),
-            output_tokens: Some(4),
-            output_tokens_estimated: false,
-            finish_reason: some("stop"),
-            response_model: some("SmolLM2-135M-Instruct"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
-}
-
-#[test]
-fn tgi_counts_tokens_and_reads_details() {
-    check(
-        "tgi_generate_stream.sse",
-        &[1, 1, 1, 0],
-        MeterSummary {
-            dialect: Dialect::Tgi,
-            first_content_at: Some(ms(10)),
-            last_content_at: Some(ms(30)),
-            content_events: 3,
-            input_tokens: Some(7),
-            output_tokens: Some(4),
-            output_tokens_estimated: false,
-            finish_reason: some("eos_token"),
-            response_model: None,
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
-}
-
-#[test]
-fn ollama_chat_reads_the_done_line() {
-    check(
-        "ollama_chat.ndjson",
-        &[1, 1, 1, 0],
-        MeterSummary {
-            dialect: Dialect::Ollama,
-            first_content_at: Some(ms(10)),
-            last_content_at: Some(ms(30)),
-            content_events: 3,
-            input_tokens: Some(26),
-            output_tokens: Some(5),
-            output_tokens_estimated: false,
-            finish_reason: some("stop"),
-            response_model: some("llama3.2"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
-}
-
-#[test]
-fn ollama_generate_reads_response() {
-    check(
-        "ollama_generate.ndjson",
-        &[1, 1, 1, 0],
-        MeterSummary {
-            dialect: Dialect::Ollama,
-            first_content_at: Some(ms(10)),
-            last_content_at: Some(ms(30)),
-            content_events: 3,
-            input_tokens: Some(11),
-            output_tokens: Some(3),
-            output_tokens_estimated: false,
-            finish_reason: some("length"),
-            response_model: some("llama3.2"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
-}
-
-#[test]
-fn anthropic_counts_deltas_and_reads_cumulative_usage() {
-    check(
-        "anthropic_messages.sse",
-        &[0, 0, 0, 1, 1, 1, 0, 0, 0],
-        MeterSummary {
-            dialect: Dialect::Anthropic,
-            first_content_at: Some(ms(40)),
-            last_content_at: Some(ms(60)),
-            content_events: 3,
-            input_tokens: Some(25),
-            output_tokens: Some(15),
-            output_tokens_estimated: false,
-            finish_reason: some("end_turn"),
-            response_model: some("claude-sonnet-4-20250514"),
-            clean_end: true,
-            malformed_events: 0,
-        },
-    );
+        };
+        assert_eq!(summary, expected, "{name}");
+    }
 }

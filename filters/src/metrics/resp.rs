@@ -5,9 +5,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
-};
+use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
+
+use super::family::{register_family, register_histogram};
 
 use crate::resp::{Command, Exchange, Fallback};
 
@@ -28,44 +28,32 @@ pub struct RespMetrics {
 
 impl RespMetrics {
     pub(super) fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let duration = HistogramVec::new(
-            HistogramOpts::new(
+        Ok(Self {
+            duration: register_histogram(
+                registry,
                 "sluice_resp_command_duration_seconds",
                 "RESP command latency: request's last byte sent upstream to reply's last byte received.",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["listener", "cluster", "command"],
-        )?;
-        let commands = IntCounterVec::new(
-            Opts::new(
+                LATENCY_BUCKETS,
+                &["listener", "cluster", "command"],
+            )?,
+            commands: register_family(
+                registry,
                 "sluice_resp_commands_total",
                 "RESP commands answered, by command and reply class (ok or error).",
-            ),
-            &["listener", "cluster", "command", "result"],
-        )?;
-        let gets = IntCounterVec::new(
-            Opts::new(
+                &["listener", "cluster", "command", "result"],
+            )?,
+            gets: register_family(
+                registry,
                 "sluice_resp_get_total",
                 "GET replies: hit (a value) or miss (nil).",
-            ),
-            &["listener", "cluster", "result"],
-        )?;
-        let fallbacks = IntCounterVec::new(
-            Opts::new(
+                &["listener", "cluster", "result"],
+            )?,
+            fallbacks: register_family(
+                registry,
                 "sluice_resp_fallback_connections_total",
                 "Connections no longer observed (bytes still copied), by reason.",
-            ),
-            &["listener", "cluster", "reason"],
-        )?;
-        registry.register(Box::new(duration.clone()))?;
-        registry.register(Box::new(commands.clone()))?;
-        registry.register(Box::new(gets.clone()))?;
-        registry.register(Box::new(fallbacks.clone()))?;
-        Ok(Self {
-            duration,
-            commands,
-            gets,
-            fallbacks,
+                &["listener", "cluster", "reason"],
+            )?,
         })
     }
 

@@ -1,9 +1,9 @@
 //! The mirror's metric families, and per-route handles resolved when a
 //! snapshot is built.
 
-use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
-};
+use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
+
+use crate::metrics::{register_family, register_histogram};
 
 /// What became of one shadow copy: sent and answered, or dropped and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,53 +111,38 @@ const DELTA_BUCKETS: &[f64] = &[
     -256.0, -64.0, -16.0, -4.0, -1.0, 0.0, 1.0, 4.0, 16.0, 64.0, 256.0,
 ];
 
+/// A histogram family labelled by route.
 fn histogram(
     registry: &Registry,
     name: &str,
     help: &str,
     buckets: &[f64],
 ) -> Result<HistogramVec, prometheus::Error> {
-    let h = HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-        &["route"],
-    )?;
-    registry.register(Box::new(h.clone()))?;
-    Ok(h)
-}
-
-fn counter(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-) -> Result<IntCounterVec, prometheus::Error> {
-    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
-    registry.register(Box::new(c.clone()))?;
-    Ok(c)
+    register_histogram(registry, name, help, buckets, &["route"])
 }
 
 impl MirrorMetrics {
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
         Ok(Self {
-            requests: counter(
+            requests: register_family(
                 registry,
                 "sluice_mirror_requests_total",
                 "Shadow copies by result: ok (answered) or the reason it was dropped.",
                 &["route", "result"],
             )?,
-            noise: counter(
+            noise: register_family(
                 registry,
                 "sluice_mirror_noise_requests_total",
                 "Noise copies (sent to the primary's own cluster) by result.",
                 &["route", "result"],
             )?,
-            compared: counter(
+            compared: register_family(
                 registry,
                 "sluice_mirror_diff_compared_total",
                 "Shadow answers compared with the primary's.",
                 &["route"],
             )?,
-            diffs: counter(
+            diffs: register_family(
                 registry,
                 "sluice_mirror_diff_total",
                 "Shadow answers that differ from the primary's beyond the noise floor, by kind.",

@@ -12,7 +12,7 @@ use sluice_control::{ClusterKind, ClusterRuntime, Config};
 use sluice_filters::{Dialect, Failure, MirrorResult, TokenMeter, TraceContext};
 
 use super::health::{Health, DOWN_FOR};
-use super::job::Job;
+use super::job::{Answer, Job};
 use super::limits::{Admitted, CopyKind};
 use crate::upstream::{self, CaError, Policy, Target, UpstreamClient};
 
@@ -36,17 +36,10 @@ const POLICY: Policy = Policy {
     idle_timeout: Some(POOL_IDLE),
 };
 
-/// One copy's answer, read whole.
-#[derive(Default)]
+/// One copy's answer, read whole, and the cluster that gave it.
 pub struct CopyAnswer {
     pub cluster: String,
-    pub status: u16,
-    pub latency: Duration,
-    pub ttft: Option<Duration>,
-    pub output_tokens: Option<u64>,
-    pub body: Vec<Bytes>,
-    pub bytes: usize,
-    pub truncated: bool,
+    pub answer: Answer,
 }
 
 pub type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
@@ -163,10 +156,9 @@ impl Shadow {
                 Dialect::Unknown
             };
             let mut meter = TokenMeter::new(dialect);
-            let mut copy = CopyAnswer {
-                cluster: cluster.config.name.clone(),
+            let mut copy = Answer {
                 status,
-                ..CopyAnswer::default()
+                ..Answer::default()
             };
             while let Some(chunk) = answer.read().await.map_err(result_of)? {
                 meter.feed(&chunk, started.elapsed());
@@ -182,7 +174,10 @@ impl Shadow {
             let summary = meter.finish(copy.latency);
             copy.ttft = summary.first_content_at;
             copy.output_tokens = summary.output_tokens;
-            Ok(copy)
+            Ok(CopyAnswer {
+                cluster: cluster.config.name.clone(),
+                answer: copy,
+            })
         };
         let result = match tokio::time::timeout(job.policy.config.timeout, exchange).await {
             Ok(result) => result,

@@ -19,12 +19,15 @@ pub struct Job {
     pub path: String,
     pub headers: http::HeaderMap,
     pub body: Vec<Bytes>,
-    pub primary: PrimaryAnswer,
+    pub primary: Answer,
 }
 
-/// The primary's answer, as far as the comparison needs it.
+/// The name the request path builds the primary's answer by.
+pub type PrimaryAnswer = Answer;
+
+/// One answer, the primary's or a copy's, as far as the comparison needs it.
 #[derive(Default)]
-pub struct PrimaryAnswer {
+pub struct Answer {
     /// 0 when no answer reached the client.
     pub status: u16,
     pub latency: Duration,

@@ -12,7 +12,7 @@ use sluice_filters::{
 };
 
 use super::copy::{CopyAnswer, CopyResult};
-use super::job::Job;
+use super::job::{Answer, Job};
 use super::limits::CopyKind;
 
 /// Request text kept in a diff with `keep_text`.
@@ -42,15 +42,15 @@ pub fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
     if shadows.is_empty() {
         return;
     }
-    let primary = primary_leg(job);
+    let primary = leg(job, &job.primary);
     let noise: Vec<Comparison> = noise
         .iter()
-        .map(|a| compare(&primary, &leg(job, a)))
+        .map(|a| compare(&primary, &leg(job, &a.answer)))
         .collect();
     let floor = NoiseFloor::from_noise(&noise);
     shadows.sort_by_key(|(n, _)| *n);
     for (n, answer) in &shadows {
-        let c = compare(&primary, &leg(job, answer));
+        let c = compare(&primary, &leg(job, &answer.answer));
         record_figures(job, &c);
         let kinds = differences(&c, &floor, job.policy.config.compare.min_similarity);
         for kind in &kinds {
@@ -106,20 +106,7 @@ fn content(job: &Job, body: &[Bytes], truncated: bool) -> (Option<String>, Optio
     (text, ids)
 }
 
-fn primary_leg(job: &Job) -> Leg {
-    let p = &job.primary;
-    let (text, ids) = content(job, &p.body, p.truncated);
-    Leg {
-        status: p.status,
-        latency: p.latency,
-        ttft: p.ttft,
-        output_tokens: p.output_tokens,
-        text,
-        ids,
-    }
-}
-
-fn leg(job: &Job, a: &CopyAnswer) -> Leg {
+fn leg(job: &Job, a: &Answer) -> Leg {
     let (text, ids) = content(job, &a.body, a.truncated);
     Leg {
         status: a.status,
@@ -143,7 +130,7 @@ fn diff_record(
     answer: &CopyAnswer,
 ) -> DiffRecord {
     let keep = job.policy.config.compare.keep_text;
-    let shadow = leg(job, answer);
+    let shadow = leg(job, &answer.answer);
     let primary_cluster = job
         .primary_cluster
         .as_ref()
@@ -182,8 +169,8 @@ fn diff_record(
         shadow: diff_leg(
             answer.cluster.clone(),
             &shadow,
-            &answer.body,
-            answer.bytes,
+            &answer.answer.body,
+            answer.answer.bytes,
             keep,
         ),
     }
