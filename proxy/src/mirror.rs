@@ -15,7 +15,7 @@ mod job;
 mod limits;
 mod report;
 
-pub use job::{Job, PrimaryAnswer};
+pub use job::{Answer, Job};
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

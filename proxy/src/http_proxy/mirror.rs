@@ -11,7 +11,7 @@ use sluice_control::MirrorRuntime;
 use sluice_filters::MirrorResult;
 
 use super::RequestCtx;
-use crate::mirror::{Job, MirrorQueue, PrimaryAnswer};
+use crate::mirror::{Answer, Job, MirrorQueue};
 
 /// Answer bytes of the primary kept for the comparison (as the shadow's).
 const COMPARE_LIMIT: usize = 256 * 1024;
@@ -132,7 +132,7 @@ pub fn on_done(
             .map_or_else(|| req.uri.path().to_string(), |p| p.as_str().to_string()),
         headers: req.headers.clone(),
         body: m.body,
-        primary: PrimaryAnswer {
+        primary: Answer {
             status,
             latency: ctx.started.elapsed(),
             ttft: tokens.and_then(|t| t.ttft()),

@@ -22,9 +22,6 @@ pub struct Job {
     pub primary: Answer,
 }
 
-/// The name the request path builds the primary's answer by.
-pub type PrimaryAnswer = Answer;
-
 /// One answer, the primary's or a copy's, as far as the comparison needs it.
 #[derive(Default)]
 pub struct Answer {

@@ -38,7 +38,7 @@ fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
             Bytes::from_static(&body[..3]),
             Bytes::from_static(&body[3..]),
         ],
-        primary: PrimaryAnswer::default(),
+        primary: Answer::default(),
     }
 }
 
