@@ -1,11 +1,12 @@
 //! The control API: health, readiness and metrics without a token; config,
-//! routes, stats, the audit log, GPUs, upstream load, rollouts and faults under
+//! routes, stats, the audit log, GPUs, upstream load, rollouts, faults and the recorder under
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
 mod endpoints;
 mod faults;
 mod mirror;
+mod recorder;
 mod respond;
 mod rollouts;
 mod token;
@@ -195,6 +196,13 @@ impl AdminApi {
             ApiEndpoint::ShowRollout => rollouts::show(&self.rollouts, arg(0)),
             ApiEndpoint::RemoveRollout => rollouts::remove(&self.rollouts, arg(0)),
             ApiEndpoint::RolloutCommand => rollouts::command(&self.rollouts, arg(0), arg(1)),
+            ApiEndpoint::GetRecorder => recorder::get(&self.shared.recorder),
+            ApiEndpoint::PutRecorder => {
+                recorder::put(&self.shared.recorder, store, &self.shared.events, body)
+            }
+            ApiEndpoint::DeleteRecorder => {
+                recorder::delete(&self.shared.recorder, store, &self.shared.events)
+            }
         }
     }
 }

@@ -8,14 +8,15 @@ mod validate;
 
 pub use raw::{
     RawBound, RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
+    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
 };
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    MirrorConfig, MirrorPriority, OnBreach, QueryKey, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
+    MirrorConfig, MirrorPriority, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
+    UpstreamTls,
 };
 
 use std::fmt;

@@ -14,6 +14,7 @@ mod lifecycle;
 mod mirror;
 mod observers;
 mod plane;
+mod recorder;
 mod reload;
 mod rollout;
 mod shared;
@@ -30,9 +31,9 @@ pub use config::{
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
     MirrorPriority, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawMirror,
-    RawOnBreach, RawPercent, RawPrometheusSource, RawRewrite, RawRollout, RawRolloutSource,
-    RawSize, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, StickyConfig,
-    TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
+    RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
+    RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
@@ -41,6 +42,11 @@ pub use lifecycle::{DataPlane, Stop};
 pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};
+pub use recorder::{
+    Capture, CaptureStatus, Captured, Recorder, Source as RecordingSource,
+    BYTES_METRIC as RECORDER_BYTES_METRIC, DROPPED_METRIC as RECORDER_DROPPED_METRIC,
+    LINES_METRIC as RECORDER_LINES_METRIC, MAX_BODY as RECORDER_MAX_BODY,
+};
 pub use reload::reload_from_file;
 pub use rollout::{
     Command, Figure, Figures, GateReading, Observation, Policy, RolloutError, RolloutEvent,

@@ -1,7 +1,7 @@
 //! The control plane as one thing that starts and stops: [`ControlPlane::start`]
 //! builds the store and its shared parts, binds the admin API, and runs every
 //! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
-//! fault loop, config file reload, admin API, stop requests and signals) on a
+//! fault loop, recorder, config file reload, admin API, stop requests and signals) on a
 //! current-thread runtime of its own, on thread `sluice-control`, so that
 //! neither a busy data plane nor a caller's runtime can starve it. The
 //! returned handle gives out the parts and ends the tasks on drop.
@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::fault::run_fault_loop;
 use crate::lifecycle::{DataPlane, Stop, Stopper};
 use crate::observers::Observers;
+use crate::recorder::run_recorder;
 use crate::reload::watch_config_file;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
@@ -173,6 +174,12 @@ impl Tasks {
         tracker.spawn(run_fault_loop(
             self.store.clone(),
             self.shared.clone(),
+            cancel.clone(),
+        ));
+        tracker.spawn(run_recorder(
+            self.shared.recorder.clone(),
+            self.store.clone(),
+            self.shared.events.clone(),
             cancel.clone(),
         ));
         match tokio::net::TcpListener::from_std(self.admin_listener) {

@@ -1,6 +1,6 @@
 //! What the data plane records into and the control plane reads: the
-//! metric families, the stats windows, the audit log and the mirror's
-//! differing pairs. Built once by the control plane and handed out as
+//! metric families, the stats windows, the audit log, the mirror's
+//! differing pairs and the recorder. Built once by the control plane and handed out as
 //! clones (each part is an `Arc`), so that every user names the part it
 //! needs instead of reaching it through the snapshot store.
 
@@ -10,6 +10,7 @@ use sluice_filters::Metrics;
 
 use crate::events::EventLog;
 use crate::mirror::MirrorDiffs;
+use crate::recorder::Recorder;
 use crate::stats::Stats;
 
 #[derive(Clone)]
@@ -22,13 +23,17 @@ pub struct Shared {
     pub events: Arc<EventLog>,
     /// Recent shadow answers that differed from the primary's.
     pub mirror_diffs: Arc<MirrorDiffs>,
+    /// The running traffic recording, if any.
+    pub recorder: Arc<Recorder>,
 }
 
 impl Shared {
     /// Fresh parts, the metric families registered.
     pub fn new() -> Result<Shared, prometheus::Error> {
+        let metrics = Arc::new(Metrics::new()?);
         Ok(Shared {
-            metrics: Arc::new(Metrics::new()?),
+            recorder: Recorder::new(metrics.registry())?,
+            metrics,
             stats: Stats::new(),
             events: Arc::new(EventLog::default()),
             mirror_diffs: Arc::new(MirrorDiffs::default()),

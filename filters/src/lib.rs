@@ -17,6 +17,7 @@ mod record;
 mod redact;
 mod request_scan;
 mod resp;
+mod sampling;
 mod trace;
 mod trace_context;
 mod units;
@@ -57,6 +58,7 @@ pub use resp::{
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,
     RequestParser as RespRequestParser, RespError, RespSession,
 };
+pub use sampling::SessionSampler;
 #[doc(hidden)]
 pub use serde as __serde;
 pub use trace::{

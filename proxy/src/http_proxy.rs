@@ -9,6 +9,7 @@ mod metering;
 mod mirror;
 mod model_peek;
 mod outcome;
+mod recording;
 mod request_id;
 mod request_view;
 mod reset;
@@ -136,6 +137,7 @@ impl ProxyHttp for HttpProxy {
             return Ok(true);
         };
         ctx.route = Some(route_index);
+        recording::on_route(ctx, self.shared.recorder.current(), session.req_header());
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
             Some(t) => {
@@ -199,6 +201,7 @@ impl ProxyHttp for HttpProxy {
             metering::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         }
         mirror::on_request_chunk(ctx, body.as_ref(), end_of_stream);
+        recording::on_request_chunk(ctx, body.as_ref());
         Ok(())
     }
 
@@ -426,7 +429,7 @@ impl ProxyHttp for HttpProxy {
             .unwrap_or(0);
         let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
-        outcome::record(self, ctx, req.method.as_str(), req.uri.path(), status);
+        outcome::record(self, ctx, req, status);
         mirror::on_done(ctx, self.mirror.as_ref(), req, status, body_done);
         let _enter = ctx.span.enter();
         debug!(

@@ -19,6 +19,7 @@ mod openai_sdk;
 mod otlp;
 mod prometheus;
 mod protocols;
+mod recorder;
 mod resp;
 mod rollout;
 mod tcp;

@@ -32,6 +32,9 @@ sluice_filters::name_table! {
         RemoveRollout = "DELETE /v1/rollouts/{name}",
         /// `{command}` is one of [`Command`]'s names.
         RolloutCommand = "POST /v1/rollouts/{name}/{command}",
+        GetRecorder = "GET /v1/recorder",
+        PutRecorder = "PUT /v1/recorder",
+        DeleteRecorder = "DELETE /v1/recorder",
     }
 }
 

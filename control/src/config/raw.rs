@@ -5,6 +5,7 @@
 mod fault;
 mod keyed;
 mod mirror;
+mod recorder;
 mod rollout;
 
 use super::typed::MirrorPriority;
@@ -14,6 +15,7 @@ pub use fault::{
     RawFaultMatch, RawTruncateMode,
 };
 pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
+pub use recorder::{RawBodies, RawRecorder};
 pub use rollout::{
     RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
@@ -47,6 +49,9 @@ pub struct RawConfig {
     pub telemetry: Option<RawTelemetry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<RawGpu>,
+    /// Traffic recording; also started at run time by `PUT /v1/recorder`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder: Option<RawRecorder>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

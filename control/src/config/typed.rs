@@ -1,11 +1,13 @@
 //! The validated config: every value parsed, every reference checked.
 
 mod mirror;
+mod recorder;
 mod rollout;
 
 pub use mirror::{
     CompareConfig, MirrorConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT,
 };
+pub use recorder::{RecorderConfig, DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};
 pub use rollout::{
     Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource, Unit, DEFAULT_CONSECUTIVE,
     DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
@@ -34,6 +36,8 @@ pub struct Config {
     pub faults: Vec<Experiment>,
     pub telemetry: TelemetryConfig,
     pub gpu: GpuConfig,
+    /// The recording the config asks for, if any.
+    pub recorder: Option<RecorderConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

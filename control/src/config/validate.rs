@@ -4,6 +4,7 @@
 mod errors;
 mod fault;
 mod mirror;
+mod recorder;
 mod rollout;
 mod routes;
 mod telemetry;
@@ -41,6 +42,10 @@ impl RawConfig {
         let faults = fault::faults(&self.faults, &known, &mut errs);
         let telemetry = telemetry::telemetry(self, &mut errs);
         let gpu = telemetry::gpu(self, &mut errs);
+        let recorder = self
+            .recorder
+            .as_ref()
+            .map(|r| recorder::recorder(r, "recorder", &routes, &mut errs));
         if !errs.0.is_empty() {
             return Err(ConfigErrors(errs.0));
         }
@@ -55,6 +60,7 @@ impl RawConfig {
             faults,
             telemetry,
             gpu,
+            recorder,
         })
     }
 }

@@ -9,6 +9,7 @@ use sluice_control::{ClusterRuntime, Snapshot};
 use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome, UpstreamTiming};
 
 use super::mirror::MirrorCapture;
+use super::recording::Recording;
 use crate::lifecycle::InflightGuard;
 use crate::telemetry::{Attempt, RequestTrace};
 use crate::upstream::Tried;
@@ -56,6 +57,8 @@ pub struct RequestCtx {
     pub fault_dropped: bool,
     /// Set when this request is mirrored (see `mirror.rs`).
     pub mirror: Option<Box<MirrorCapture>>,
+    /// Set when the recorder records this request (see `recording.rs`).
+    pub recording: Option<Box<Recording>>,
     /// Kept only when `timed` (an access log is on): three clock reads.
     pub timed: bool,
     pub upstream_timing: UpstreamTiming,
@@ -91,6 +94,7 @@ impl RequestCtx {
             connect_started: None,
             fault_dropped: false,
             mirror: None,
+            recording: None,
             timed: false,
             upstream_timing: UpstreamTiming::default(),
             _inflight: inflight,

@@ -1,16 +1,19 @@
 //! The end of a request: one record, handed to the metrics, the access
-//! log, the tracer and (last, taking the gaps rather than copying them) the
+//! log, the recorder, the tracer and (last, taking the gaps rather than copying them) the
 //! stats windows.
 
 use std::time::SystemTime;
 
+use pingora::http::RequestHeader;
 use sluice_control::{Sample, TokenSample};
 use sluice_filters::{Failure, RequestRecord, TokenOutcome};
 
 use super::{HttpProxy, RequestCtx};
 use crate::telemetry::FinishedRequest;
 
-pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, method: &str, path: &str, status: u16) {
+pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeader, status: u16) {
+    let (method, path) = (req.method.as_str(), req.uri.path());
+    let recording = ctx.recording.take();
     let e2e = ctx.started.elapsed();
     let seconds = e2e.as_secs_f64();
     let snapshot = ctx.snapshot.clone();
@@ -86,6 +89,9 @@ pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, method: &str, path: &str,
     }
     if let Some(log) = &proxy.access_log {
         log.log(&record, rand::random::<f64>());
+    }
+    if let Some(recording) = recording {
+        super::recording::finish(*recording, ctx, &record, req);
     }
     if let Some(trace) = &ctx.trace {
         let tokens = ctx.tokens.as_ref();
