@@ -11,6 +11,10 @@
 #   nginx    reverse proxy, worker_processes 1, upstream keepalive
 #   envoy    --concurrency 1, static config, HTTP connection manager + router
 #   haproxy  nbthread 1 (when haproxy is installed)
+#   sluice-record  (--record) sluice with the recorder on: every request
+#            recorded (percent 100, bodies redacted) to a trace file
+#   sluice-base    (--baseline BIN) the same config as `sluice`, served by
+#            another sluice binary (an earlier commit's), for before/after
 # (--threads N gives each proxy N workers instead of 1.)
 # Every target is measured with the same wrk command (fixed connections, one wrk
 # thread, --latency) after a short unmeasured warm-up, in rounds whose order
@@ -34,6 +38,7 @@
 #          runtime.threads, nginx worker_processes, Envoy --concurrency, HAProxy
 #          nbthread; with N > 1 the proxies get cores 1..N when the machine has
 #          N + 1 cores, else they share every core with the load),
+#          --record (add sluice-record), --baseline BIN (add sluice-base),
 #          --nice N (default -19; 0 = no change), --no-install (skip
 #          scripts/install-deps.sh), --keep (keep the temp dir).
 # Output: a markdown report on stdout, also saved to target/bench/compare-<date>.md.
@@ -50,6 +55,8 @@ niceness=-19
 connections=32
 upstream_kind=nginx
 threads=1
+record=0
+baseline=""
 install=1
 keep=0
 mode=full
@@ -62,6 +69,8 @@ while [[ $# -gt 0 ]]; do
             ;;
         --upstream) upstream_kind=$2 && shift ;;
         --threads) threads=$2 && shift ;;
+        --record) record=1 ;;
+        --baseline) baseline=$2 && shift ;;
         *) shared_option "$@" && shift $((taken - 1)) ;;
     esac
     shift
@@ -86,6 +95,11 @@ build_release open_loop
 sluice="$root/target/release/sluice"
 
 targets=(direct sluice sluice-mirror3 nginx envoy)
+((record)) && targets+=(sluice-record)
+if [[ -n $baseline ]]; then
+    [[ -x $baseline ]] || die "--baseline $baseline is not an executable"
+    targets+=(sluice-base)
+fi
 if command -v haproxy >/dev/null 2>&1; then
     targets+=(haproxy)
 else
@@ -124,9 +138,10 @@ log "upstream ($upstream_kind) on 127.0.0.1:$upstream_port"
 
 # start_TARGET PORT: each launches its target listening on 127.0.0.1:PORT.
 
-# start_sluice_as NAME PORT ROUTE_EXTRA: a sluice process; ROUTE_EXTRA is added to its route.
+# start_sluice_as NAME PORT ROUTE_EXTRA [TAIL [BIN]]: a sluice process; ROUTE_EXTRA is
+# added to its route, TAIL (more top-level sections) after the routes; BIN serves it.
 start_sluice_as() {
-    local name=$1 p=$2 extra=$3 admin
+    local name=$1 p=$2 extra=$3 tail=${4:-} bin=${5:-$sluice} admin
     admin="$(free_port)"
     {
         sluice_config_head "$threads" "$admin" "$p"
@@ -135,9 +150,10 @@ start_sluice_as() {
   - { name: shadow, kind: http, endpoints: [127.0.0.1:$upstream_port] }
 routes:
   - { name: all, listener: public, match: { path_prefix: / }, split: { upstream: 100 }$extra }
+$tail
 EOF
     } >"$work/$name.yaml"
-    launch proxy_pin "$work/$name.log" "$sluice" run -c "$work/$name.yaml"
+    launch proxy_pin "$work/$name.log" "$bin" run -c "$work/$name.yaml"
 }
 
 start_sluice() { start_sluice_as sluice "$1" ""; }
@@ -145,6 +161,14 @@ start_sluice() { start_sluice_as sluice "$1" ""; }
 # Every request copied three times to a shadow cluster (the same upstream, so the
 # upstream's core also serves the copies).
 start_sluice-mirror3() { start_sluice_as sluice-mirror3 "$1" ", mirror: { cluster: shadow, percent: 100, copies: 3 }"; }
+
+# Every request recorded, bodies redacted, to a trace file in the work dir.
+start_sluice-record() {
+    start_sluice_as sluice-record "$1" "" \
+        "recorder: { path: $work/trace.jsonl, percent: 100, bodies: redacted, max_bytes: 8GiB }"
+}
+
+start_sluice-base() { start_sluice_as sluice-base "$1" "" "" "$baseline"; }
 
 start_nginx() {
     local p=$1
@@ -455,10 +479,22 @@ declare -A med_rps
         [[ -n ${med_rps[$peer]:-} ]] || continue
         ratios+=("sluice/$peer $(awk -v a="${med_rps[sluice]}" -v b="${med_rps[$peer]}" 'BEGIN { printf "%.2f", a / b }')")
     done
+    for own in sluice-record sluice-base; do
+        [[ -n ${med_rps[$own]:-} ]] || continue
+        ratios+=("$own/sluice $(awk -v a="${med_rps[$own]}" -v b="${med_rps[sluice]}" 'BEGIN { printf "%.3f", a / b }')")
+    done
     echo "req/s ratios: $(
         IFS=';'
         echo "${ratios[*]}" | sed 's/;/ · /g'
     )"
+    if [[ -n $baseline ]]; then
+        echo
+        echo "sluice-base is \`$baseline\`."
+    fi
+    if ((record)); then
+        echo
+        echo "sluice-record wrote $(cat "$work"/trace.jsonl* | wc -l) trace lines, $(cat "$work"/trace.jsonl* | wc -c) bytes."
+    fi
     echo
     echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core);"
     echo "µs/req and context switches/req divide the proxy's CPU time and the context switches of"

@@ -233,3 +233,5 @@ fn follow_config(
 /// the queue (8192 lines) does not fill at 100k lines/s.
 pub(crate) const DRAIN_EVERY: Duration = Duration::from_millis(2);
 
+#[cfg(test)]
+mod tests;

@@ -411,3 +411,66 @@ mod faults;
 mod mirror;
 mod observers;
 mod rollouts;
+
+#[tokio::test]
+async fn the_recorder_starts_with_a_ttl_shows_and_stops() {
+    let s = Server::start().await;
+    let dir = std::env::temp_dir().join(format!("sluice-api-recorder-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.jsonl");
+
+    let (status, body) = s.json(Method::GET, "/v1/recorder", "").await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"recording": false}))
+    );
+    // A ttl is required, and every error is named.
+    let no_ttl = format!(r#"{{"path": "{}"}}"#, path.display());
+    let (status, body) = s.json(Method::PUT, "/v1/recorder", &no_ttl).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["errors"][0]["path"], "ttl", "{body}");
+    let bad = r#"{"path": "t.jsonl", "ttl": "10m", "routes": ["nope"], "percent": 101}"#;
+    let (status, body) = s.json(Method::PUT, "/v1/recorder", bad).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let paths: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["percent", "routes[0]"], "{body}");
+    let unwritable = r#"{"path": "/proc/sluice/t.jsonl", "ttl": "10m"}"#;
+    let (status, body) = s.json(Method::PUT, "/v1/recorder", unwritable).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(body["path"], "path", "{body}");
+
+    let good = format!(
+        r#"{{"path": "{}", "ttl": "10m", "percent": 50, "routes": ["chat"]}}"#,
+        path.display()
+    );
+    let (status, body) = s.json(Method::PUT, "/v1/recorder", &good).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["recording"], true);
+    assert_eq!(body["source"], "api");
+    assert_eq!(body["percent"], 50.0);
+    assert_eq!(body["time_left"], "10m", "{body}");
+    let (_, shown) = s.json(Method::GET, "/v1/recorder", "").await;
+    assert_eq!(shown["path"], path.display().to_string());
+
+    let (status, body) = s.json(Method::DELETE, "/v1/recorder", "").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (body["recording"].clone(), body["lines"].clone()),
+        (json!(false), json!(0))
+    );
+    let (status, _) = s.json(Method::DELETE, "/v1/recorder", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let actions = s.actions().await;
+    assert!(
+        actions.iter().any(|a| a.starts_with("start recorder")),
+        "{actions:?}"
+    );
+    assert!(actions.iter().any(|a| a == "stop recorder"), "{actions:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+    s.stop().await;
+}

@@ -4,6 +4,7 @@ use super::*;
 
 mod faults;
 mod mirror;
+mod recorder;
 mod rollouts;
 
 const GOOD: &str = r#"

@@ -309,7 +309,9 @@ impl Capture {
             started: format_rfc3339(wall_us),
             time_left: self.deadline.map(|at| {
                 let left = at.saturating_duration_since(tokio::time::Instant::now());
-                format_duration(Duration::from_secs(left.as_secs()))
+                // Whole seconds, rounded up: a fresh 10m ttl shows `10m`.
+                let whole = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                format_duration(Duration::from_secs(whole))
             }),
             percent: self.config.percent,
             bodies: match self.config.bodies {
