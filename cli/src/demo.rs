@@ -31,7 +31,7 @@ use sluice_proxy::Stop;
 use sluice_proxy::{Sluice, StartOptions};
 
 /// Below this the rollout's steps cannot be held long enough to be judged.
-pub const MIN_DEMO_DURATION: Duration = Duration::from_secs(30);
+pub(crate) const MIN_DEMO_DURATION: Duration = Duration::from_secs(30);
 /// Ports a user would expect, used when free.
 const PROXY_PORT: u16 = 8080;
 const ADMIN_PORT: u16 = 9901;
@@ -40,7 +40,7 @@ const ADMIN_PORT: u16 = 9901;
 const WORKERS: usize = 16;
 /// Healthy model timing: short streams (60 ms to the first token, then
 /// 8 tokens 10 ms apart) keep the request rate high on a small machine.
-pub const HEALTHY_TTFT: Duration = Duration::from_millis(60);
+pub(crate) const HEALTHY_TTFT: Duration = Duration::from_millis(60);
 
 #[derive(Clone, Debug)]
 pub struct DemoOptions {
@@ -127,7 +127,7 @@ fn mock_options(seed: u64) -> MockLlmOptions {
 }
 
 /// Which ports the demo got: the usual ones when free, else ephemeral.
-pub struct Ports {
+pub(crate) struct Ports {
     pub proxy_preferred: bool,
     pub admin_preferred: bool,
 }

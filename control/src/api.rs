@@ -14,7 +14,7 @@ mod v1;
 
 pub use endpoints::ApiEndpoint;
 pub use respond::MAX_BODY_BYTES;
-pub use token::resolve_token;
+pub(crate) use token::resolve_token;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,7 +214,11 @@ fn is_v1(path: &str) -> bool {
 /// Serves the API on `listener` until `cancel`; then stops accepting, lets
 /// each open connection finish its request (idle ones close at once) and
 /// returns when all have ended.
-pub async fn serve_admin(listener: TcpListener, api: Arc<AdminApi>, cancel: CancellationToken) {
+pub(crate) async fn serve_admin(
+    listener: TcpListener,
+    api: Arc<AdminApi>,
+    cancel: CancellationToken,
+) {
     let tracker = TaskTracker::new();
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "control API listening");

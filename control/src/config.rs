@@ -7,9 +7,10 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawBound, RawCompare, RawConfig, RawFault, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawRoute, RawSize,
+    RawBound, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
 };
+pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,

@@ -8,7 +8,7 @@
 
 mod halt;
 
-pub use halt::run_fault_loop;
+pub(crate) use halt::run_fault_loop;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

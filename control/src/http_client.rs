@@ -29,7 +29,7 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     /// A client whose calls end after `timeout`, and refuse bodies over
     /// `max_body` bytes.
-    pub fn new(timeout: Duration, max_body: usize) -> HttpClient {
+    pub(crate) fn new(timeout: Duration, max_body: usize) -> HttpClient {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(timeout));
         connector.set_nodelay(true);
@@ -46,7 +46,7 @@ impl HttpClient {
 
     /// Sends `req` and reads the answer whole; `Err` says what went wrong
     /// in words fit for a status page.
-    pub async fn send(&self, req: Request<Full<Bytes>>) -> Result<Answer, String> {
+    pub(crate) async fn send(&self, req: Request<Full<Bytes>>) -> Result<Answer, String> {
         let call = async {
             let resp = self.inner.request(req).await.map_err(|e| chain(&e))?;
             let status = resp.status();

@@ -28,7 +28,8 @@ use crate::config::RecorderConfig;
 use crate::events::EventLog;
 use crate::store::SnapshotStore;
 
-pub use capture::{Capture, CaptureStatus, Captured, StartError, MAX_BODY};
+pub(crate) use capture::StartError;
+pub use capture::{Capture, CaptureStatus, Captured, MAX_BODY};
 
 pub const LINES_METRIC: &str = "sluice_recorder_lines_total";
 pub const DROPPED_METRIC: &str = "sluice_recorder_dropped_total";
@@ -44,7 +45,7 @@ pub enum Source {
 
 /// The recorder's Prometheus counters, across recordings.
 #[derive(Clone, Debug)]
-pub struct RecorderMetrics {
+pub(crate) struct RecorderMetrics {
     pub lines: IntCounter,
     /// By `reason`: `queue_full`, `max_bytes`, `write_error`.
     pub dropped: IntCounterVec,
@@ -143,7 +144,7 @@ impl Recorder {
 /// config (at start, or after a change) whose section differs from the one
 /// last seen starts its recording, or stops the running one when the
 /// section was removed.
-pub async fn run_recorder(
+pub(crate) async fn run_recorder(
     recorder: Arc<Recorder>,
     store: Arc<SnapshotStore>,
     events: Arc<EventLog>,

@@ -71,7 +71,7 @@ impl Seen {
 
 /// Watches `path` until `cancel`. The content found when the watch starts is
 /// taken as the one already loaded.
-pub async fn watch_config_file(
+pub(crate) async fn watch_config_file(
     store: Arc<SnapshotStore>,
     path: PathBuf,
     cancel: CancellationToken,

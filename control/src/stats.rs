@@ -28,7 +28,7 @@ pub const MAX_WINDOW_SECONDS: u64 = 60;
 const CHANNEL_CAPACITY: usize = 65_536;
 /// How often the aggregator folds what the data plane sent: well under the
 /// rollout controller's interval, far over a request's cost.
-pub const FOLD_INTERVAL: Duration = Duration::from_millis(20);
+pub(crate) const FOLD_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Identifies a (route, cluster, version) triple; resolved at snapshot build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

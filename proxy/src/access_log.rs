@@ -15,7 +15,7 @@ use sluice_filters::RequestRecord;
 
 const QUEUE: usize = 8192;
 
-pub struct AccessLog {
+pub(crate) struct AccessLog {
     ratio: f64,
     tx: Option<SyncSender<String>>,
     dropped: AtomicU64,
@@ -23,7 +23,7 @@ pub struct AccessLog {
 }
 
 impl AccessLog {
-    pub fn start(config: &AccessLogConfig) -> std::io::Result<AccessLog> {
+    pub(crate) fn start(config: &AccessLogConfig) -> std::io::Result<AccessLog> {
         let mut out: Box<dyn Write + Send> = match &config.target {
             AccessLogTarget::Stdout => Box::new(std::io::stdout()),
             AccessLogTarget::File(path) => {
@@ -59,7 +59,7 @@ impl AccessLog {
     }
 
     /// Logs the record if it is sampled (`draw` is uniform in 0..1).
-    pub fn log(&self, record: &RequestRecord<'_>, draw: f64) {
+    pub(crate) fn log(&self, record: &RequestRecord<'_>, draw: f64) {
         if draw >= self.ratio {
             return;
         }
@@ -91,7 +91,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The JSON line of a record. Never the prompt or the answer.
-pub fn line(r: &RequestRecord<'_>) -> String {
+pub(crate) fn line(r: &RequestRecord<'_>) -> String {
     let mut v = Map::new();
     v.insert("request_id".into(), r.request_id.into());
     v.insert("route".into(), r.route.into());

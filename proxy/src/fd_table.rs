@@ -16,11 +16,11 @@ use rustix::process::{getrlimit, Resource};
 
 /// The largest table made up front: 64 Ki entries, about 0.5 MiB of kernel
 /// memory. A process allowed more fds grows past it the usual way.
-pub const MAX_PRESIZE: u64 = 1 << 16;
+pub(crate) const MAX_PRESIZE: u64 = 1 << 16;
 
 /// Grows the table to hold `min(RLIMIT_NOFILE, MAX_PRESIZE)` fds; returns
 /// that size, or `None` when it could not (nothing else changes).
-pub fn presize() -> Option<u64> {
+pub(crate) fn presize() -> Option<u64> {
     let limit = getrlimit(Resource::Nofile).current.unwrap_or(MAX_PRESIZE);
     presize_to(limit.min(MAX_PRESIZE))
 }

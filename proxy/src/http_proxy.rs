@@ -32,11 +32,11 @@ use crate::lifecycle::Lifecycle;
 use crate::mirror::MirrorQueue;
 use crate::telemetry::{Attempt, Tracer};
 use crate::upstream::{self, UpstreamClient, EJECTION};
-pub use context::RequestCtx;
-pub use errors::classify;
+pub(crate) use context::RequestCtx;
+pub(crate) use errors::classify;
 use request_view::PingoraRequest;
 
-pub struct HttpProxy {
+pub(crate) struct HttpProxy {
     /// Index of this proxy's listener in the config.
     listener: usize,
     store: Arc<SnapshotStore>,
@@ -51,7 +51,7 @@ pub struct HttpProxy {
 
 /// What every listener's proxy shares besides the snapshot store.
 #[derive(Clone)]
-pub struct Observability {
+pub(crate) struct Observability {
     pub shared: Shared,
     pub access_log: Option<Arc<AccessLog>>,
     pub tracer: Tracer,
@@ -63,7 +63,7 @@ pub struct Observability {
 }
 
 impl HttpProxy {
-    pub fn new(
+    pub(crate) fn new(
         listener: usize,
         store: Arc<SnapshotStore>,
         lifecycle: Arc<Lifecycle>,

@@ -12,7 +12,7 @@ use pingora::server::{ShutdownSignal, ShutdownSignalWatch};
 use sluice_control::{DataPlane, Stop};
 use tokio::sync::watch;
 
-pub struct Lifecycle {
+pub(crate) struct Lifecycle {
     started: Instant,
     inflight: AtomicUsize,
     draining: AtomicBool,
@@ -20,7 +20,7 @@ pub struct Lifecycle {
 }
 
 impl Lifecycle {
-    pub fn new() -> Arc<Lifecycle> {
+    pub(crate) fn new() -> Arc<Lifecycle> {
         Arc::new(Lifecycle {
             started: Instant::now(),
             inflight: AtomicUsize::new(0),
@@ -30,35 +30,35 @@ impl Lifecycle {
     }
 
     /// Milliseconds since start: the clock endpoint ejections are kept on.
-    pub fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 
     /// Counts a request in flight until the guard drops.
-    pub fn enter(self: &Arc<Self>) -> InflightGuard {
+    pub(crate) fn enter(self: &Arc<Self>) -> InflightGuard {
         self.inflight.fetch_add(1, Ordering::Relaxed);
         InflightGuard(self.clone())
     }
 
-    pub fn inflight(&self) -> usize {
+    pub(crate) fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
     }
 
-    pub fn is_draining(&self) -> bool {
+    pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Relaxed)
     }
 
-    pub fn set_draining(&self) {
+    pub(crate) fn set_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
     }
 
     /// Asks pingora to stop its services (after any draining is done).
-    pub fn stop_services(&self, how: Stop) {
+    pub(crate) fn stop_services(&self, how: Stop) {
         self.stop_tx.send_replace(Some(how));
     }
 
     /// The watch pingora's `Server::run` waits on instead of Unix signals.
-    pub fn signal_watch(&self) -> Box<dyn ShutdownSignalWatch + Send + Sync> {
+    pub(crate) fn signal_watch(&self) -> Box<dyn ShutdownSignalWatch + Send + Sync> {
         Box::new(StopWatch(self.stop_tx.subscribe()))
     }
 }
@@ -77,7 +77,7 @@ impl DataPlane for Lifecycle {
     }
 }
 
-pub struct InflightGuard(Arc<Lifecycle>);
+pub(crate) struct InflightGuard(Arc<Lifecycle>);
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {

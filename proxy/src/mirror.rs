@@ -15,7 +15,7 @@ mod job;
 mod limits;
 mod report;
 
-pub use job::{Answer, Job};
+pub(crate) use job::{Answer, Job};
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -32,7 +32,7 @@ use copy::Shadow;
 use limits::Limits;
 
 /// Jobs waiting for the sender; one more is dropped as `queue_full`.
-pub const QUEUE_CAPACITY: usize = 1024;
+pub(crate) const QUEUE_CAPACITY: usize = 1024;
 /// Worker threads of the sender's own runtime.
 const SENDER_THREADS: usize = 2;
 /// How long stopping waits for copies still out.
@@ -40,14 +40,14 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// The request path's end of the queue. `submit` never waits.
 #[derive(Clone)]
-pub struct MirrorQueue {
+pub(crate) struct MirrorQueue {
     tx: mpsc::Sender<Job>,
 }
 
 impl MirrorQueue {
     /// Hands a job to the sender, or drops it and counts its copies as
     /// `queue_full` when the queue is full (or the sender has stopped).
-    pub fn submit(&self, job: Job) {
+    pub(crate) fn submit(&self, job: Job) {
         if let Err(e) = self.tx.try_send(job) {
             let job = match e {
                 mpsc::error::TrySendError::Full(job) | mpsc::error::TrySendError::Closed(job) => {
@@ -62,7 +62,7 @@ impl MirrorQueue {
 }
 
 /// The running sender. Stops (dropping copies still queued) on drop.
-pub struct MirrorSender {
+pub(crate) struct MirrorSender {
     cancel: CancellationToken,
     thread: Option<JoinHandle<()>>,
 }
@@ -70,7 +70,7 @@ pub struct MirrorSender {
 impl MirrorSender {
     /// Copies go to the shadow clusters of `config` (TLS and timeouts from
     /// there); differing answers are kept in `diffs`.
-    pub fn start(
+    pub(crate) fn start(
         config: &Config,
         diffs: Arc<MirrorDiffs>,
         priority: MirrorPriority,
@@ -102,7 +102,7 @@ impl MirrorSender {
         ))
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.cancel.cancel();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

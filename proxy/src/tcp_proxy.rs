@@ -23,7 +23,7 @@ use crate::upstream::{Tried, EJECTION};
 use pump::{pump, NoTap};
 use resp_tap::RespTap;
 
-pub struct TcpProxy {
+pub(crate) struct TcpProxy {
     listener: String,
     cluster: String,
     store: Arc<SnapshotStore>,
@@ -35,7 +35,7 @@ pub struct TcpProxy {
 }
 
 impl TcpProxy {
-    pub fn new(
+    pub(crate) fn new(
         listener: String,
         cluster: String,
         store: Arc<SnapshotStore>,

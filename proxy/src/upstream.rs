@@ -35,11 +35,11 @@ use sluice_filters::{EndpointSet, Failure, HOP_BY_HOP};
 
 use crate::http_proxy::classify;
 use crate::telemetry::{Attempt, RequestTrace};
-pub use answer::Answer;
+pub(crate) use answer::Answer;
 
 /// How long an endpoint that refused a connection is skipped, by the proxy
 /// and the L4 listener alike.
-pub const EJECTION: Duration = Duration::from_secs(10);
+pub(crate) const EJECTION: Duration = Duration::from_secs(10);
 
 /// Attempts one request may make in all, as pingora's default `max_retries`.
 const MAX_ATTEMPTS: usize = 16;
@@ -50,28 +50,28 @@ const POOL_SIZE: usize = 128;
 /// The endpoints one request could not connect to, by index into its
 /// cluster's endpoints (the first 64; beyond them none is remembered).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tried(u64);
+pub(crate) struct Tried(u64);
 
 impl Tried {
-    pub fn mark(&mut self, endpoint: usize) {
+    pub(crate) fn mark(&mut self, endpoint: usize) {
         if endpoint < 64 {
             self.0 |= 1 << endpoint;
         }
     }
 
     /// The bit set `EndpointSet::pick` skips.
-    pub fn bits(self) -> u64 {
+    pub(crate) fn bits(self) -> u64 {
         self.0
     }
 
     /// Whether some endpoint of `len` is still worth a try.
-    pub fn any_left(self, len: usize) -> bool {
+    pub(crate) fn any_left(self, len: usize) -> bool {
         (0..len).any(|k| k >= 64 || self.0 & (1 << k) == 0)
     }
 }
 
 /// The peer for endpoint `endpoint` of `config`, as the proxy connects to it.
-pub fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> {
+pub(crate) fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> {
     let e = config.endpoints.get(endpoint)?;
     let tls = config.tls.as_ref();
     let sni = tls
@@ -92,7 +92,7 @@ pub fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> {
 /// Where the caller differs from the proxy: the mirror's shorter timeouts,
 /// its own ejections, and its rule that a down shadow costs no syscall.
 #[derive(Clone, Copy, Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// How long an endpoint that refused a connection is skipped.
     pub ejection: Duration,
     /// When every untried endpoint is ejected: try the one ejected longest
@@ -106,7 +106,7 @@ pub struct Policy {
 
 impl Policy {
     /// The proxy's own rules, every timeout from the cluster.
-    pub const PROXY: Policy = Policy {
+    pub(crate) const PROXY: Policy = Policy {
         ejection: EJECTION,
         try_ejected: true,
         connect_timeout: None,
@@ -115,7 +115,7 @@ impl Policy {
 }
 
 /// Where one request goes.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub cluster: &'a ClusterConfig,
     /// Chooses the endpoint and keeps the ejections (the cluster's, or the
     /// mirror's own).
@@ -126,14 +126,14 @@ pub struct Target<'a> {
 }
 
 /// The traced request's state: each attempt gets a span and a `traceparent`.
-pub struct Traced<'a> {
+pub(crate) struct Traced<'a> {
     pub trace: &'a mut RequestTrace,
     pub attempts: &'a mut Vec<Attempt>,
 }
 
 /// Why no answer came, and from which endpoint (the last one tried).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Failed {
+pub(crate) struct Failed {
     pub failure: Failure,
     pub endpoint: Option<usize>,
 }
@@ -141,7 +141,7 @@ pub struct Failed {
 /// A request head to send: the client's, without its hop-by-hop headers,
 /// as HTTP/1.1 with the length of `body`. `Host` stays the client's (as the
 /// proxy forwards it), or comes from the URI's authority (an h2 client).
-pub fn request_head(
+pub(crate) fn request_head(
     method: &http::Method,
     path_and_query: &str,
     headers: &http::HeaderMap,
@@ -171,14 +171,14 @@ pub fn request_head(
 }
 
 /// One pooled upstream client; see the module docs.
-pub struct UpstreamClient {
+pub(crate) struct UpstreamClient {
     transport: TransportConnector,
 }
 
 /// The config names a CA file that cannot be read.
 #[derive(Debug, thiserror::Error)]
 #[error("tls.ca `{path}`: {reason}")]
-pub struct CaError {
+pub(crate) struct CaError {
     path: String,
     reason: String,
 }
@@ -187,7 +187,7 @@ impl UpstreamClient {
     /// A client trusting what pingora's own connector trusts: the config's
     /// one `tls.ca` file (sluice allows one for every cluster) or, without
     /// one, the platform's roots.
-    pub fn new(config: &Config) -> Result<Arc<UpstreamClient>, CaError> {
+    pub(crate) fn new(config: &Config) -> Result<Arc<UpstreamClient>, CaError> {
         let mut options = ConnectorOptions::new(POOL_SIZE);
         let ca = config
             .clusters
@@ -211,7 +211,7 @@ impl UpstreamClient {
 
     /// Sends `head` and `body` to `target` and reads the answer's head,
     /// retrying as the module docs say.
-    pub async fn send(
+    pub(crate) async fn send(
         self: &Arc<Self>,
         target: &Target<'_>,
         head: &RequestHeader,

@@ -13,7 +13,7 @@ use crate::support::{workspace_root, TempDir};
 /// The `sluice` binary of this build profile, built once per test run. Cargo does not
 /// build another package's binaries for a test, and `CARGO_BIN_EXE_*` only names the
 /// test's own package's, so this runs `cargo build` for it (a no-op when up to date).
-pub fn sluice_bin() -> PathBuf {
+pub(crate) fn sluice_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         // The test binary is `<target>/<profile>/deps/e2e-*`.
@@ -46,7 +46,7 @@ pub fn sluice_bin() -> PathBuf {
 }
 
 /// `sluice ARGS...`, run to completion off the async runtime's threads.
-pub async fn sluice(args: Vec<String>) -> Output {
+pub(crate) async fn sluice(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || Command::new(sluice_bin()).args(&args).output())
         .await
         .unwrap()

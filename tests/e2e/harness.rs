@@ -13,18 +13,18 @@ use sluice_proxy::{Sluice, StartOptions};
 
 use crate::support::WAIT_POLL;
 
-pub use config::TestConfig;
+pub(crate) use config::TestConfig;
 
 /// Starts sluice from a YAML config. The admin API binds an ephemeral port
 /// unless the YAML sets one.
-pub fn start(yaml: &str) -> Sluice {
+pub(crate) fn start(yaml: &str) -> Sluice {
     let config =
         Config::from_yaml(yaml).unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{yaml}"));
     Sluice::start(config, StartOptions::default()).expect("sluice starts")
 }
 
 /// The address of the listener named `name`.
-pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
+pub(crate) fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
     sluice
         .listeners
         .iter()
@@ -35,7 +35,7 @@ pub fn listener(sluice: &Sluice, name: &str) -> SocketAddr {
 
 /// The head of a config (admin, runtime and the http listener `public` on `port`) for a test
 /// that writes the rest by hand; [`TestConfig`] writes whole configs.
-pub fn http_listener_yaml(port: u16) -> String {
+pub(crate) fn http_listener_yaml(port: u16) -> String {
     TestConfig::new()
         .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
         .yaml()
@@ -43,20 +43,20 @@ pub fn http_listener_yaml(port: u16) -> String {
 
 /// The http listener `public`, cluster `llm` (`kind: llm, version: v1`) on `upstream` and
 /// route `chat` to it: the shape of most tests with one model server.
-pub fn llm_config(upstream: impl std::fmt::Display) -> TestConfig {
+pub(crate) fn llm_config(upstream: impl std::fmt::Display) -> TestConfig {
     TestConfig::http()
         .cluster_with("llm", "llm", [upstream], "version: v1")
         .route("chat", "llm: 100")
 }
 
-pub struct Admin {
+pub(crate) struct Admin {
     base: String,
     token: String,
     client: reqwest::Client,
 }
 
 impl Admin {
-    pub fn new(sluice: &Sluice) -> Self {
+    pub(crate) fn new(sluice: &Sluice) -> Self {
         Self {
             base: format!("http://{}", sluice.admin_addr),
             token: sluice.token.clone(),
@@ -64,19 +64,19 @@ impl Admin {
         }
     }
 
-    pub async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         self.send(reqwest::Method::GET, path, "").await
     }
 
-    pub async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+    pub(crate) async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
         self.send(reqwest::Method::PUT, path, body).await
     }
 
-    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
         self.send(reqwest::Method::POST, path, body).await
     }
 
-    pub async fn delete(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn delete(&self, path: &str) -> (u16, Value) {
         self.send(reqwest::Method::DELETE, path, "").await
     }
 
@@ -99,7 +99,7 @@ impl Admin {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    pub async fn set_split(&self, route: &str, split: Value) -> (u16, Value) {
+    pub(crate) async fn set_split(&self, route: &str, split: Value) -> (u16, Value) {
         self.put(&format!("/v1/routes/{route}/split"), split.to_string())
             .await
     }
@@ -109,17 +109,17 @@ impl Admin {
 /// assertion to show what was there). pingora records a request in its
 /// `logging` phase, just after the client got the answer, so a test reading
 /// counters right after a response must wait for them.
-pub async fn metrics_when(sluice: &Sluice, ready: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn metrics_when(sluice: &Sluice, ready: impl Fn(&str) -> bool) -> String {
     metrics_within(sluice, Duration::from_secs(5), ready).await
 }
 
 /// `/metrics` as it is now.
-pub async fn metrics(sluice: &Sluice) -> String {
+pub(crate) async fn metrics(sluice: &Sluice) -> String {
     metrics_within(sluice, Duration::ZERO, |_| true).await
 }
 
 /// [`metrics_when`], waiting up to `within`.
-pub async fn metrics_within(
+pub(crate) async fn metrics_within(
     sluice: &Sluice,
     within: Duration,
     ready: impl Fn(&str) -> bool,
@@ -136,27 +136,27 @@ pub async fn metrics_within(
 }
 
 /// The body of `GET url`, whatever its status.
-pub async fn get_text(url: &str) -> String {
+pub(crate) async fn get_text(url: &str) -> String {
     let response = reqwest::get(url).await;
     let response = response.unwrap_or_else(|e| panic!("GET {url}: {e}"));
     response.text().await.expect("a text body")
 }
 
 /// The answer to `GET url` with header `name: value`.
-pub async fn get_with_header(url: &str, name: &str, value: &str) -> reqwest::Response {
+pub(crate) async fn get_with_header(url: &str, name: &str, value: &str) -> reqwest::Response {
     let request = reqwest::Client::new().get(url).header(name, value);
     let response = request.send().await;
     response.unwrap_or_else(|e| panic!("GET {url}: {e}"))
 }
 
 /// The JSON answer to `request`, whatever its status.
-pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> Value {
     let response = request.send().await.expect("an answer");
     response.json().await.expect("a JSON body")
 }
 
 /// The value of the series `name` whose labels include every pair in `labels`.
-pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))

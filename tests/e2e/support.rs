@@ -19,19 +19,19 @@ mod upstream;
 #[cfg(test)]
 mod tests;
 
-pub use net::{free_port, wait_for_tcp, WAIT_POLL};
-pub use process::Process;
-pub use prometheus_server::{have, Prometheus};
-pub use python::{python, run_json, workspace_root};
-pub use redis::{redis_available, RedisServer};
-pub use temp::TempDir;
-pub use tls::{install_crypto_provider, TlsFixture};
-pub use upstream::{sha256_hex, NamedUpstream};
+pub(crate) use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub(crate) use process::Process;
+pub(crate) use prometheus_server::{have, Prometheus};
+pub(crate) use python::{python, run_json, workspace_root};
+pub(crate) use redis::{redis_available, RedisServer};
+pub(crate) use temp::TempDir;
+pub(crate) use tls::{install_crypto_provider, TlsFixture};
+pub(crate) use upstream::{sha256_hex, NamedUpstream};
 
 /// Whether a test that needs `what` should run. When it is missing the test is skipped
 /// with a note on stderr, except in CI (`CI` set), where a missing part is a failure:
 /// `scripts/test.sh` installs everything the tests need, so a skip there hides a bug.
-pub fn require(what: &str, available: bool) -> bool {
+pub(crate) fn require(what: &str, available: bool) -> bool {
     if available {
         return true;
     }

@@ -11,7 +11,7 @@ use crate::harness::{json_of, listener, llm_config, metric_value, metrics_when, 
 
 /// The tokens of `kind` (`input`, `output`) route `chat` counted, all or only those
 /// `estimated` (counted chunks) or not (the server's usage).
-pub fn token_usage(text: &str, kind: &str, estimated: Option<bool>) -> Option<f64> {
+pub(crate) fn token_usage(text: &str, kind: &str, estimated: Option<bool>) -> Option<f64> {
     let estimated = estimated.map(|e| e.to_string());
     let mut labels = vec![("route", "chat"), ("gen_ai_token_type", kind)];
     labels.extend(estimated.as_deref().map(|e| ("estimated", e)));

@@ -10,7 +10,7 @@ use sluice_filters::ActionName;
 use super::{call_to, read_file, Call};
 
 #[derive(Subcommand)]
-pub enum FaultCommand {
+pub(super) enum FaultCommand {
     /// Every experiment: state, injected count, time left.
     List,
     /// One experiment.
@@ -22,7 +22,7 @@ pub enum FaultCommand {
 }
 
 #[derive(Args, Default)]
-pub struct AddArgs {
+pub(super) struct AddArgs {
     /// One `faults:` item as YAML or JSON; the other flags are then not allowed.
     #[arg(long, conflicts_with_all = ["id", "ttl", "action"])]
     file: Option<std::path::PathBuf>,
@@ -71,7 +71,7 @@ fn action_help() -> String {
 }
 
 /// The request a fault command makes.
-pub fn request(command: &FaultCommand) -> anyhow::Result<Call> {
+pub(super) fn request(command: &FaultCommand) -> anyhow::Result<Call> {
     Ok(match command {
         FaultCommand::List => call_to(ApiEndpoint::ListFaults, &[], None),
         FaultCommand::Show { id } => call_to(ApiEndpoint::ShowFault, &[id], None),

@@ -8,7 +8,7 @@ use sluice_control::ApiEndpoint;
 use super::{call_to, read_file, Call};
 
 #[derive(Subcommand)]
-pub enum MirrorCommand {
+pub(super) enum MirrorCommand {
     /// Set a route's mirror policy: `sluice ctl mirror set chat --cluster shadow --percent 10 --copies 3`,
     /// or the whole policy from a YAML or JSON file with `--file`.
     Set(MirrorSet),
@@ -19,7 +19,7 @@ pub enum MirrorCommand {
 }
 
 #[derive(Args)]
-pub struct MirrorSet {
+pub(super) struct MirrorSet {
     route: String,
     /// The policy as YAML or JSON (the shape of `routes[].mirror`); no other flag with it.
     #[arg(long, conflicts_with_all = ["cluster", "percent", "copies", "sample_by", "max_body", "rate_limit", "max_in_flight", "timeout"])]
@@ -46,7 +46,7 @@ pub struct MirrorSet {
 }
 
 /// The request a mirror command makes.
-pub fn request(command: &MirrorCommand) -> anyhow::Result<Call> {
+pub(super) fn request(command: &MirrorCommand) -> anyhow::Result<Call> {
     Ok(match command {
         MirrorCommand::Set(set) => {
             call_to(ApiEndpoint::PutMirror, &[&set.route], Some(set_body(set)?))

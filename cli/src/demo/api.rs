@@ -20,7 +20,7 @@ use serde::Deserialize;
 /// control plane runs on its own thread and answers in milliseconds.
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub struct Admin {
+pub(super) struct Admin {
     client: Client<HttpConnector, Full<Bytes>>,
     base: String,
     token: String,
@@ -28,7 +28,7 @@ pub struct Admin {
 
 /// `GET /v1/rollouts/{name}`.
 #[derive(Clone, Debug, Deserialize)]
-pub struct RolloutView {
+pub(super) struct RolloutView {
     pub name: String,
     pub state: String,
     pub step: usize,
@@ -42,7 +42,7 @@ pub struct RolloutView {
 
 /// One gate reading: the evidence behind a decision.
 #[derive(Clone, Debug, Deserialize)]
-pub struct GateView {
+pub(super) struct GateView {
     /// Set in events' evidence; in `gates` the map key names the gate.
     #[serde(default)]
     pub gate: String,
@@ -56,7 +56,7 @@ pub struct GateView {
 
 /// One transition of a rollout.
 #[derive(Clone, Debug, Deserialize)]
-pub struct EventView {
+pub(super) struct EventView {
     /// Wall clock, milliseconds since the Unix epoch.
     pub time_ms: u64,
     pub from: String,
@@ -75,7 +75,7 @@ struct StatsBody {
 
 /// One row of `GET /v1/stats` (the last 10 s of one route and cluster).
 #[derive(Clone, Debug, Deserialize)]
-pub struct StatsView {
+pub(super) struct StatsView {
     pub route: String,
     pub version: String,
     /// A share, 0..=1.
@@ -84,14 +84,14 @@ pub struct StatsView {
 }
 
 #[derive(Clone, Debug, Deserialize)]
-pub struct Quantiles {
+pub(super) struct Quantiles {
     pub p95: f64,
 }
 
 impl GateView {
     /// `ttft_p95 412 ms > 150 ms (63 samples)`; `name` for readings that
     /// do not carry their own.
-    pub fn describe(&self, name: &str) -> String {
+    pub(super) fn describe(&self, name: &str) -> String {
         let name = if self.gate.is_empty() {
             name
         } else {
@@ -122,7 +122,7 @@ impl GateView {
 }
 
 impl Admin {
-    pub fn new(addr: SocketAddr, token: String) -> Admin {
+    pub(super) fn new(addr: SocketAddr, token: String) -> Admin {
         Admin {
             client: Client::builder(TokioExecutor::new()).build_http(),
             base: format!("http://{addr}"),
@@ -130,7 +130,7 @@ impl Admin {
         }
     }
 
-    pub async fn rollout(&self, name: &str) -> anyhow::Result<RolloutView> {
+    pub(super) async fn rollout(&self, name: &str) -> anyhow::Result<RolloutView> {
         let body = self
             .expect("GET", &format!("/v1/rollouts/{name}"), None, StatusCode::OK)
             .await?;
@@ -138,20 +138,20 @@ impl Admin {
     }
 
     /// `POST /v1/rollouts` with one rollout (YAML); 201 expected.
-    pub async fn start_rollout(&self, yaml: String) -> anyhow::Result<RolloutView> {
+    pub(super) async fn start_rollout(&self, yaml: String) -> anyhow::Result<RolloutView> {
         let body = self
             .expect("POST", "/v1/rollouts", Some(yaml), StatusCode::CREATED)
             .await?;
         serde_json::from_slice(&body).context("rollout status")
     }
 
-    pub async fn delete_rollout(&self, name: &str) -> anyhow::Result<()> {
+    pub(super) async fn delete_rollout(&self, name: &str) -> anyhow::Result<()> {
         let path = format!("/v1/rollouts/{name}");
         self.expect("DELETE", &path, None, StatusCode::OK).await?;
         Ok(())
     }
 
-    pub async fn stats(&self) -> anyhow::Result<Vec<StatsView>> {
+    pub(super) async fn stats(&self) -> anyhow::Result<Vec<StatsView>> {
         let body = self
             .expect("GET", "/v1/stats", None, StatusCode::OK)
             .await?;
@@ -162,7 +162,10 @@ impl Admin {
     /// Requests answered so far on `route`, by version: the
     /// `sluice_requests_total` counters of `/metrics`, whose differences
     /// give a live rate (`/v1/stats` averages over ten seconds).
-    pub async fn requests_by_version(&self, route: &str) -> anyhow::Result<BTreeMap<String, f64>> {
+    pub(super) async fn requests_by_version(
+        &self,
+        route: &str,
+    ) -> anyhow::Result<BTreeMap<String, f64>> {
         let body = self.expect("GET", "/metrics", None, StatusCode::OK).await?;
         let route = format!("route=\"{route}\"");
         let mut totals = BTreeMap::new();
@@ -230,7 +233,7 @@ fn label<'a>(labels: &'a str, name: &str) -> Option<&'a str> {
 /// Requests a second per version over the last [`RATE_SPAN`], from
 /// successive readings of the counters.
 #[derive(Default)]
-pub struct Rates {
+pub(super) struct Rates {
     readings: VecDeque<(Instant, BTreeMap<String, f64>)>,
 }
 
@@ -238,7 +241,7 @@ pub struct Rates {
 const RATE_SPAN: Duration = Duration::from_secs(2);
 
 impl Rates {
-    pub fn push(&mut self, at: Instant, totals: BTreeMap<String, f64>) {
+    pub(super) fn push(&mut self, at: Instant, totals: BTreeMap<String, f64>) {
         self.readings.push_back((at, totals));
         // Keep one reading at least RATE_SPAN old as the base.
         while self.readings.len() > 2
@@ -251,7 +254,7 @@ impl Rates {
         }
     }
 
-    pub fn per_second(&self) -> BTreeMap<String, f64> {
+    pub(super) fn per_second(&self) -> BTreeMap<String, f64> {
         let (Some((t0, first)), Some((t1, last))) = (self.readings.front(), self.readings.back())
         else {
             return BTreeMap::new();

@@ -22,7 +22,7 @@ const LINE_EVERY: Duration = Duration::from_secs(2);
 const WIDTH: usize = 79;
 
 /// What the demo started, for the opening lines.
-pub struct Setup<'a> {
+pub(super) struct Setup<'a> {
     pub proxy: SocketAddr,
     pub admin: SocketAddr,
     pub ports: &'a Ports,
@@ -32,7 +32,7 @@ pub struct Setup<'a> {
 }
 
 /// One look at the system.
-pub struct Frame<'a> {
+pub(super) struct Frame<'a> {
     pub phase: &'a str,
     pub rollout: Option<&'a RolloutView>,
     /// TTFT and errors per version over the last 10 s.
@@ -43,7 +43,7 @@ pub struct Frame<'a> {
     pub counts: (u64, u64),
 }
 
-pub struct Screen {
+pub(super) struct Screen {
     tty: bool,
     started: Instant,
     /// Lines of the live block now on screen (terminal only).
@@ -57,7 +57,7 @@ pub struct Screen {
 }
 
 impl Screen {
-    pub fn new(started: Instant) -> Screen {
+    pub(super) fn new(started: Instant) -> Screen {
         Screen {
             tty: std::io::stdout().is_terminal(),
             started,
@@ -68,7 +68,7 @@ impl Screen {
         }
     }
 
-    pub fn setup(&mut self, s: &Setup<'_>) {
+    pub(super) fn setup(&mut self, s: &Setup<'_>) {
         let taken = |preferred: bool, port: u16| match preferred {
             true => String::new(),
             false => format!(" ({port} was taken: an ephemeral port)"),
@@ -92,7 +92,7 @@ impl Screen {
     }
 
     /// A line that stays (above the live block on a terminal).
-    pub fn note(&mut self, text: &str) {
+    pub(super) fn note(&mut self, text: &str) {
         let line = format!("[{:>5.1}s] {text}", self.started.elapsed().as_secs_f64());
         let mut out = self.erase();
         out.push_str(&line);
@@ -101,14 +101,14 @@ impl Screen {
     }
 
     /// A rollout's transition, with its reason (and so its evidence).
-    pub fn event(&mut self, rollout: &str, e: &EventView) {
+    pub(super) fn event(&mut self, rollout: &str, e: &EventView) {
         self.note(&format!(
             "{rollout}: {} → {}, step {}, weight {}: {}",
             e.from, e.to, e.step, e.weight, e.reason
         ));
     }
 
-    pub fn frame(&mut self, f: &Frame<'_>) {
+    pub(super) fn frame(&mut self, f: &Frame<'_>) {
         if self.tty {
             let lines = self.block(f);
             let mut out = self.erase();
@@ -142,7 +142,7 @@ impl Screen {
     /// Leaves the final state in the output, whatever comes next: on a
     /// terminal the last block stays on screen; elsewhere its line is
     /// printed if it was not.
-    pub fn keep(&mut self) {
+    pub(super) fn keep(&mut self) {
         self.drawn = 0;
         if let Some(line) = self.unprinted.take() {
             self.note(&line);
@@ -150,7 +150,7 @@ impl Screen {
     }
 
     /// The closing lines: what happened and where to look.
-    pub fn summary(&mut self, story: &Story, admin: SocketAddr, token: &str) {
+    pub(super) fn summary(&mut self, story: &Story, admin: SocketAddr, token: &str) {
         let took = self.started.elapsed().as_secs_f64();
         let rb = &story.rollback;
         let ttft = rb.evidence.iter().find(|g| g.gate == "ttft_p95");

@@ -15,13 +15,13 @@ use super::HEALTHY_TTFT;
 use crate::mock_llm::MockKnobs;
 
 /// The demo config's one route.
-pub const ROUTE: &str = "chat";
-pub const FIRST: &str = "chat-v2";
-pub const RETRY: &str = "chat-v2-retry";
+pub(super) const ROUTE: &str = "chat";
+pub(super) const FIRST: &str = "chat-v2";
+pub(super) const RETRY: &str = "chat-v2-retry";
 /// The step (1-based) at which the first canary goes bad.
-pub const SLOW_AT_STEP: usize = 3;
-pub const SLOW_TTFT: Duration = Duration::from_millis(400);
-pub const TTFT_BOUND_MS: u64 = 150;
+pub(super) const SLOW_AT_STEP: usize = 3;
+pub(super) const SLOW_TTFT: Duration = Duration::from_millis(400);
+pub(super) const TTFT_BOUND_MS: u64 = 150;
 const STEPS: &str = "[5, 10, 20, 50, 100]";
 /// About four screen updates a second.
 const TICK: Duration = Duration::from_millis(250);
@@ -31,7 +31,7 @@ const WINDOW: Duration = Duration::from_secs(5);
 
 /// The timing of one run, scaled from `--duration`.
 #[derive(Clone, Copy, Debug)]
-pub struct Plan {
+pub(super) struct Plan {
     pub total: Duration,
     /// Time at a step before the next. Shorter than the window for short
     /// runs: a step is then judged partly on the one before, which is fine
@@ -45,7 +45,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn for_duration(total: Duration) -> Plan {
+    pub(super) fn for_duration(total: Duration) -> Plan {
         // The story takes about 10 s plus six holds (two to reach step 3,
         // four to promote the retry); this leaves a third of the rest spare.
         let hold = (total.saturating_sub(Duration::from_secs(16)) / 8)
@@ -82,7 +82,7 @@ impl Plan {
 
 /// What happened, for the summary.
 #[derive(Clone, Debug)]
-pub struct Story {
+pub(super) struct Story {
     pub rollback: Rollback,
     pub promotion: Promotion,
     pub requests: u64,
@@ -91,7 +91,7 @@ pub struct Story {
 }
 
 #[derive(Clone, Debug)]
-pub struct Rollback {
+pub(super) struct Rollback {
     pub step: usize,
     /// The canary weight when the breach was seen.
     pub weight: u32,
@@ -102,13 +102,13 @@ pub struct Rollback {
 }
 
 #[derive(Clone, Debug)]
-pub struct Promotion {
+pub(super) struct Promotion {
     /// From the start of the retry to `promoted`.
     pub took: Duration,
     pub weight: u32,
 }
 
-pub struct Script<'a> {
+pub(super) struct Script<'a> {
     pub admin: &'a Admin,
     pub canary: &'a Arc<MockKnobs>,
     pub traffic: &'a Traffic,
@@ -119,7 +119,7 @@ pub struct Script<'a> {
 }
 
 impl Script<'_> {
-    pub async fn play(&mut self) -> anyhow::Result<Story> {
+    pub(super) async fn play(&mut self) -> anyhow::Result<Story> {
         let rollback = self.phase1().await?;
         self.clear_window().await?;
         let promotion = self.phase2().await?;

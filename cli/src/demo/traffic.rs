@@ -31,13 +31,13 @@ const BODY: &str =
 
 /// What the clients saw, for the display and the summary.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(super) struct Counters {
     pub sent: AtomicU64,
     pub failed: AtomicU64,
 }
 
 /// The running workers; [`Traffic::stop`] ends them and waits.
-pub struct Traffic {
+pub(super) struct Traffic {
     cancel: CancellationToken,
     tracker: TaskTracker,
     pub counters: Arc<Counters>,
@@ -46,7 +46,7 @@ pub struct Traffic {
 impl Traffic {
     /// Starts `workers` clients against the proxy at `proxy`. Must be
     /// called inside a tokio runtime.
-    pub fn start(proxy: SocketAddr, workers: usize) -> Traffic {
+    pub(super) fn start(proxy: SocketAddr, workers: usize) -> Traffic {
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
         let counters = Arc::new(Counters::default());
@@ -74,7 +74,7 @@ impl Traffic {
     }
 
     /// (requests finished, of which failed).
-    pub fn counts(&self) -> (u64, u64) {
+    pub(super) fn counts(&self) -> (u64, u64) {
         (
             self.counters.sent.load(Ordering::Relaxed),
             self.counters.failed.load(Ordering::Relaxed),
@@ -82,7 +82,7 @@ impl Traffic {
     }
 
     /// Cuts the requests in flight and waits for every worker to end.
-    pub async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.cancel.cancel();
         self.tracker.wait().await;
     }

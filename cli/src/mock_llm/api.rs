@@ -73,7 +73,7 @@ impl MockKnobs {
 }
 
 impl Shared {
-    pub fn new(opts: MockLlmOptions) -> Self {
+    pub(super) fn new(opts: MockLlmOptions) -> Self {
         Shared {
             knobs: Arc::new(MockKnobs::new(&opts)),
             recorder: Arc::new(Recorder::default()),

@@ -79,7 +79,7 @@ pub(super) enum MockBody {
 }
 
 impl MockBody {
-    pub fn json(value: &Value) -> Self {
+    pub(super) fn json(value: &Value) -> Self {
         MockBody::Full(Some(Bytes::from(value.to_string())))
     }
 }
@@ -147,7 +147,7 @@ pub(super) struct SseStream {
 
 impl SseStream {
     /// The TTFT clock starts here, when the request has been read, as a server's prefill would.
-    pub fn new(plan: StreamPlan, mut rng: SmallRng) -> Self {
+    pub(super) fn new(plan: StreamPlan, mut rng: SmallRng) -> Self {
         let ttft = jittered(plan.ttft, plan.jitter, &mut rng);
         let phase = match plan.meta.endpoint {
             Endpoint::Chat => Phase::Role,

@@ -44,14 +44,14 @@ pub(super) struct Message {
 
 impl CompletionRequest {
     /// The smaller of the two token caps: clients send either name, some send both.
-    pub fn token_cap(&self) -> Option<u32> {
+    pub(super) fn token_cap(&self) -> Option<u32> {
         match (self.max_tokens, self.max_completion_tokens) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    pub fn include_usage(&self) -> bool {
+    pub(super) fn include_usage(&self) -> bool {
         self.stream_options
             .as_ref()
             .and_then(|o| o.include_usage)
@@ -59,7 +59,7 @@ impl CompletionRequest {
     }
 
     /// A rough prompt size (whitespace-separated words), enough to make `usage` plausible.
-    pub fn prompt_tokens(&self) -> u32 {
+    pub(super) fn prompt_tokens(&self) -> u32 {
         let chat: usize = self
             .messages
             .iter()
@@ -114,7 +114,7 @@ impl AnswerMeta {
     }
 
     /// The role-only first chunk OpenAI sends with the headers, before any content.
-    pub fn role_chunk(&self, include_usage: bool) -> Value {
+    pub(super) fn role_chunk(&self, include_usage: bool) -> Value {
         let choice = json!({
             "index": 0,
             "delta": {"role": "assistant"},
@@ -126,7 +126,12 @@ impl AnswerMeta {
 
     /// One content chunk; `finish` is set on the last one. Empty text gives an empty delta,
     /// which is how a zero-token answer still reports why it ended.
-    pub fn content_chunk(&self, text: &str, finish: Option<&str>, include_usage: bool) -> Value {
+    pub(super) fn content_chunk(
+        &self,
+        text: &str,
+        finish: Option<&str>,
+        include_usage: bool,
+    ) -> Value {
         let choice = match self.endpoint {
             Endpoint::Chat => {
                 let delta = if text.is_empty() {
@@ -153,14 +158,14 @@ impl AnswerMeta {
     }
 
     /// The final streaming chunk: no choices, only usage.
-    pub fn usage_chunk(&self, prompt_tokens: u32, completion_tokens: u32) -> Value {
+    pub(super) fn usage_chunk(&self, prompt_tokens: u32, completion_tokens: u32) -> Value {
         let mut v = self.envelope(true, json!([]));
         v["usage"] = usage(prompt_tokens, completion_tokens);
         v
     }
 
     /// The whole non-streaming answer.
-    pub fn full_answer(
+    pub(super) fn full_answer(
         &self,
         text: &str,
         finish: &str,

@@ -42,17 +42,17 @@ pub(super) struct Recorder {
 }
 
 impl Recorder {
-    pub fn push(&self, request: SeenRequest) {
+    pub(super) fn push(&self, request: SeenRequest) {
         self.lock().push(request);
         self.arrived.notify_waiters();
     }
 
-    pub fn seen(&self) -> Vec<SeenRequest> {
+    pub(super) fn seen(&self) -> Vec<SeenRequest> {
         self.lock().clone()
     }
 
     /// What was seen once `n` requests arrived, or after `within` with fewer.
-    pub async fn wait_for(&self, n: usize, within: Duration) -> Vec<SeenRequest> {
+    pub(super) async fn wait_for(&self, n: usize, within: Duration) -> Vec<SeenRequest> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             // Registered before the count is read, so a push in between still wakes us.

@@ -102,7 +102,7 @@ fn is_placeholder(segment: &str) -> bool {
 
 /// What the table says of one request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Resolved<'a> {
+pub(super) enum Resolved<'a> {
     /// The endpoint, and its placeholders' values in order.
     Found(ApiEndpoint, Vec<&'a str>),
     /// The path exists, not with this method: the methods it answers.
@@ -110,7 +110,7 @@ pub enum Resolved<'a> {
     NotFound,
 }
 
-pub fn resolve<'a>(method: &str, path: &'a str) -> Resolved<'a> {
+pub(super) fn resolve<'a>(method: &str, path: &'a str) -> Resolved<'a> {
     let segments: Vec<&str> = path.split('/').collect();
     let mut allow: Vec<&str> = Vec::new();
     for &endpoint in ApiEndpoint::ALL {

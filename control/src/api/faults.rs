@@ -51,7 +51,7 @@ fn view<'a>(spec: &'a RawFault, runtime: &FaultRuntime, now: Instant) -> FaultVi
     }
 }
 
-pub fn list(store: &SnapshotStore) -> ApiResponse {
+pub(super) fn list(store: &SnapshotStore) -> ApiResponse {
     let snapshot = store.load();
     let now = tokio::time::Instant::now().into_std();
     let faults = snapshot
@@ -65,7 +65,7 @@ pub fn list(store: &SnapshotStore) -> ApiResponse {
     respond::json(StatusCode::OK, &FaultList { faults })
 }
 
-pub fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
+pub(super) fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
     let snapshot = store.load();
     let found = snapshot
         .config
@@ -85,7 +85,7 @@ pub fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
 
 /// 201 with the new experiment; 400 with every error (paths relative to the
 /// experiment); 409 when the id is taken.
-pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
+pub(super) fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
     let mut fault = match respond::parse_body(body, RawFault::from_yaml) {
         Ok(f) => f,
         Err(errors) => return respond::config_errors(&errors),
@@ -129,7 +129,7 @@ pub fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
     }
 }
 
-pub fn remove(store: &SnapshotStore, id: &str) -> ApiResponse {
+pub(super) fn remove(store: &SnapshotStore, id: &str) -> ApiResponse {
     let mut missing = false;
     let result = store.apply("api", &format!("remove fault {id}"), |raw| {
         let before = raw.faults.len();

@@ -28,7 +28,7 @@ struct MirrorSet<'a> {
     version: u64,
 }
 
-pub fn get_diffs(mirror_diffs: &MirrorDiffs) -> ApiResponse {
+pub(super) fn get_diffs(mirror_diffs: &MirrorDiffs) -> ApiResponse {
     let (diffs, total) = mirror_diffs.list();
     respond::json(
         StatusCode::OK,
@@ -43,7 +43,7 @@ pub fn get_diffs(mirror_diffs: &MirrorDiffs) -> ApiResponse {
 /// Sets (`Some`) or removes (`None`) a route's mirror policy. A body that
 /// does not parse is refused with paths relative to it; a policy that does
 /// not validate, with its full path in the config.
-pub fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiResponse {
+pub(super) fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> ApiResponse {
     if !has_route(store, route) {
         return unknown_route(route);
     }

@@ -19,7 +19,7 @@ struct View {
     status: Option<CaptureStatus>,
 }
 
-pub fn get(recorder: &Recorder) -> ApiResponse {
+pub(super) fn get(recorder: &Recorder) -> ApiResponse {
     let status = recorder.current().map(|c| c.status());
     respond::json(
         StatusCode::OK,
@@ -32,7 +32,7 @@ pub fn get(recorder: &Recorder) -> ApiResponse {
 
 /// 201 with the new recording's status; 400 with every error of the body
 /// (paths relative to it); 500 when its file cannot be opened.
-pub fn put(
+pub(super) fn put(
     recorder: &Recorder,
     store: &SnapshotStore,
     events: &EventLog,
@@ -74,7 +74,7 @@ pub fn put(
 
 /// 200 with the stopped recording's final counts (its files are closed);
 /// 404 when none runs.
-pub fn delete(recorder: &Recorder, store: &SnapshotStore, events: &EventLog) -> ApiResponse {
+pub(super) fn delete(recorder: &Recorder, store: &SnapshotStore, events: &EventLog) -> ApiResponse {
     match recorder.stop() {
         Some(status) => {
             events.push("api", "stop recorder", store.load().version, Vec::new());

@@ -14,7 +14,7 @@ use crate::config::ConfigErrors;
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-pub type ApiResponse = Response<Full<Bytes>>;
+pub(super) type ApiResponse = Response<Full<Bytes>>;
 
 /// The `{error, path?}` body of every error but a rejected config.
 #[derive(Serialize)]
@@ -30,7 +30,7 @@ struct ErrorsBody<'a> {
     errors: &'a [crate::config::ConfigError],
 }
 
-pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> ApiResponse {
+pub(super) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> ApiResponse {
     match serde_json::to_vec(value) {
         Ok(body) => with_type(status, "application/json", body.into()),
         Err(e) => {
@@ -44,7 +44,11 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> ApiResponse
     }
 }
 
-pub fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> ApiResponse {
+pub(super) fn with_type(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Bytes,
+) -> ApiResponse {
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     response
@@ -53,7 +57,7 @@ pub fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) ->
     response
 }
 
-pub fn error(status: StatusCode, message: &str) -> ApiResponse {
+pub(super) fn error(status: StatusCode, message: &str) -> ApiResponse {
     json(
         status,
         &ErrorBody {
@@ -63,7 +67,7 @@ pub fn error(status: StatusCode, message: &str) -> ApiResponse {
     )
 }
 
-pub fn error_at(status: StatusCode, message: &str, path: &str) -> ApiResponse {
+pub(super) fn error_at(status: StatusCode, message: &str, path: &str) -> ApiResponse {
     json(
         status,
         &ErrorBody {
@@ -75,7 +79,7 @@ pub fn error_at(status: StatusCode, message: &str, path: &str) -> ApiResponse {
 
 /// The body, read as text by `parse` (YAML or JSON); a body that is not
 /// UTF-8 is refused like one that does not parse.
-pub fn parse_body<T>(
+pub(super) fn parse_body<T>(
     body: &[u8],
     parse: impl FnOnce(&str) -> Result<T, ConfigErrors>,
 ) -> Result<T, ConfigErrors> {
@@ -88,11 +92,11 @@ pub fn parse_body<T>(
     }
 }
 
-pub fn config_errors(errors: &ConfigErrors) -> ApiResponse {
+pub(super) fn config_errors(errors: &ConfigErrors) -> ApiResponse {
     json(StatusCode::BAD_REQUEST, &ErrorsBody { errors: &errors.0 })
 }
 
-pub fn not_found(method: &Method, path: &str) -> ApiResponse {
+pub(super) fn not_found(method: &Method, path: &str) -> ApiResponse {
     error(
         StatusCode::NOT_FOUND,
         &format!("no such endpoint: {method} {path}"),
@@ -100,7 +104,7 @@ pub fn not_found(method: &Method, path: &str) -> ApiResponse {
 }
 
 /// 405 with the methods the path does answer.
-pub fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiResponse {
+pub(super) fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiResponse {
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
         &format!("{method} is not allowed on {path}; use {allow}"),
@@ -113,7 +117,7 @@ pub fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiResponse {
 
 /// Reads a whole request body of at most [`MAX_BODY_BYTES`]. The error is
 /// the answer to send.
-pub async fn read_body<B>(headers: &http::HeaderMap, body: B) -> Result<Bytes, ApiResponse>
+pub(super) async fn read_body<B>(headers: &http::HeaderMap, body: B) -> Result<Bytes, ApiResponse>
 where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -13,13 +13,13 @@ struct Removed<'a> {
     removed: &'a str,
 }
 
-pub fn list(rollouts: &Rollouts) -> ApiResponse {
+pub(super) fn list(rollouts: &Rollouts) -> ApiResponse {
     respond::json(StatusCode::OK, &rollouts.list())
 }
 
 /// 201 with the new rollout's status; 400 with every error (paths relative
 /// to the rollout); 409 when the name is taken.
-pub fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
+pub(super) fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
     let raw = match respond::parse_body(body, RawRollout::from_yaml) {
         Ok(raw) => raw,
         Err(errors) => return respond::config_errors(&errors),
@@ -30,14 +30,14 @@ pub fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
     }
 }
 
-pub fn show(rollouts: &Rollouts, name: &str) -> ApiResponse {
+pub(super) fn show(rollouts: &Rollouts, name: &str) -> ApiResponse {
     match rollouts.status(name) {
         Ok(status) => respond::json(StatusCode::OK, &status),
         Err(e) => error(e),
     }
 }
 
-pub fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
+pub(super) fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
     match rollouts.remove(name) {
         Ok(()) => respond::json(StatusCode::OK, &Removed { removed: name }),
         Err(e) => error(e),
@@ -45,7 +45,7 @@ pub fn remove(rollouts: &Rollouts, name: &str) -> ApiResponse {
 }
 
 /// `action` is one of [`Command`]'s names (the router checks).
-pub fn command(rollouts: &Rollouts, name: &str, action: &str) -> ApiResponse {
+pub(super) fn command(rollouts: &Rollouts, name: &str, action: &str) -> ApiResponse {
     let command = match Command::parse(action) {
         Ok(command) => command,
         Err(e) => return respond::error(StatusCode::NOT_FOUND, &e.to_string()),

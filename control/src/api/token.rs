@@ -13,7 +13,7 @@ use crate::config::TokenSource;
 
 /// Resolves the configured token. The flag is true when the token was
 /// generated (the caller prints it, since nobody else knows it).
-pub fn resolve_token(source: &TokenSource) -> io::Result<(String, bool)> {
+pub(crate) fn resolve_token(source: &TokenSource) -> io::Result<(String, bool)> {
     match source {
         TokenSource::Env(name) => {
             let value = std::env::var(name).map_err(|e| {
@@ -72,7 +72,7 @@ fn generate() -> String {
 
 /// True when the request carries `Authorization: Bearer <expected>`. The
 /// comparison takes the same time for every token of the expected length.
-pub fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
+pub(super) fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
     let Some(value) = headers.get(AUTHORIZATION) else {
         return false;
     };

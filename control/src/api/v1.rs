@@ -74,7 +74,7 @@ struct EventsView {
     events: Vec<crate::events::Event>,
 }
 
-pub fn get_config(store: &SnapshotStore) -> ApiResponse {
+pub(super) fn get_config(store: &SnapshotStore) -> ApiResponse {
     let snapshot = store.load();
     respond::json(
         StatusCode::OK,
@@ -88,7 +88,7 @@ pub fn get_config(store: &SnapshotStore) -> ApiResponse {
 
 /// Replaces the whole config with `body` (YAML or JSON). A parse error is
 /// rejected through the store too, so that it reaches the audit log.
-pub fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
+pub(super) fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
     let parsed = respond::parse_body(body, RawConfig::from_yaml);
     let result = store.apply("api", "replace config", move |raw| {
         *raw = parsed?;
@@ -106,7 +106,7 @@ pub fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
     }
 }
 
-pub fn get_routes(store: &SnapshotStore) -> ApiResponse {
+pub(super) fn get_routes(store: &SnapshotStore) -> ApiResponse {
     let snapshot = store.load();
     let routes: Vec<RouteView<'_>> = snapshot.config.routes.iter().map(RouteView::of).collect();
     respond::json(StatusCode::OK, &routes)
@@ -164,7 +164,7 @@ pub(super) fn unknown_route(route: &str) -> ApiResponse {
 }
 
 /// Replaces a route's split entirely with the weights in `body`.
-pub fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
+pub(super) fn put_split(store: &SnapshotStore, route: &str, body: &[u8]) -> ApiResponse {
     if !has_route(store, route) {
         return unknown_route(route);
     }
@@ -240,7 +240,7 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-pub fn get_stats(stats: &Stats) -> ApiResponse {
+pub(super) fn get_stats(stats: &Stats) -> ApiResponse {
     respond::json(
         StatusCode::OK,
         &StatsView {
@@ -251,7 +251,7 @@ pub fn get_stats(stats: &Stats) -> ApiResponse {
     )
 }
 
-pub fn get_events(events: &EventLog) -> ApiResponse {
+pub(super) fn get_events(events: &EventLog) -> ApiResponse {
     respond::json(
         StatusCode::OK,
         &EventsView {
@@ -261,7 +261,7 @@ pub fn get_events(events: &EventLog) -> ApiResponse {
 }
 
 /// The GPUs as last polled; without a watcher, unavailable and why.
-pub fn get_gpu(gpu: Option<&GpuWatcher>) -> ApiResponse {
+pub(super) fn get_gpu(gpu: Option<&GpuWatcher>) -> ApiResponse {
     let view = match gpu {
         Some(gpu) => gpu.snapshot(),
         None => serde_json::json!({
@@ -275,7 +275,7 @@ pub fn get_gpu(gpu: Option<&GpuWatcher>) -> ApiResponse {
 }
 
 /// The model servers' load as last scraped, per cluster and endpoint.
-pub fn get_upstreams(upstreams: Option<&UpstreamScraper>) -> ApiResponse {
+pub(super) fn get_upstreams(upstreams: Option<&UpstreamScraper>) -> ApiResponse {
     let view = match upstreams {
         Some(u) => u.snapshot(),
         None => serde_json::json!({ "clusters": [] }),

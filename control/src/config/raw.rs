@@ -10,12 +10,13 @@ mod rollout;
 
 use super::typed::MirrorPriority;
 
-pub use fault::{
+pub(crate) use fault::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
     RawFaultMatch, RawTruncateMode,
 };
 pub use mirror::{RawCompare, RawMirror, RawRewrite, RawSize};
-pub use recorder::{RawBodies, RawRecorder};
+pub(crate) use recorder::RawBodies;
+pub use recorder::RawRecorder;
 pub use rollout::{
     RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };

@@ -4,14 +4,14 @@ mod mirror;
 mod recorder;
 mod rollout;
 
-pub use mirror::{
-    CompareConfig, MirrorConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT,
-};
-pub use recorder::{RecorderConfig, DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};
-pub use rollout::{
-    Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource, Unit, DEFAULT_CONSECUTIVE,
-    DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
-    DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
+pub use mirror::{CompareConfig, MirrorConfig};
+pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
+pub use recorder::RecorderConfig;
+pub(crate) use recorder::{DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};
+pub use rollout::{Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource, Unit};
+pub(crate) use rollout::{
+    DEFAULT_CONSECUTIVE, DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS,
+    DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
 };
 
 use std::net::SocketAddr;

@@ -18,9 +18,13 @@ use crate::store::SnapshotStore;
 const INTERVAL: Duration = Duration::from_millis(100);
 /// Requests in the window before an error rate is judged: one failure of
 /// the first request is not a rate.
-pub const HALT_MIN_REQUESTS: u64 = 5;
+pub(super) const HALT_MIN_REQUESTS: u64 = 5;
 
-pub async fn run_fault_loop(store: Arc<SnapshotStore>, shared: Shared, cancel: CancellationToken) {
+pub(crate) async fn run_fault_loop(
+    store: Arc<SnapshotStore>,
+    shared: Shared,
+    cancel: CancellationToken,
+) {
     let mut tick = tokio::time::interval(INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -12,13 +12,13 @@ use super::reading::{DeviceReading, Reading};
 
 /// Loads `libnvidia-ml` and initialises it. Fails on a machine without the
 /// NVIDIA driver (library not found, or driver not loaded).
-pub fn open() -> Result<Nvml, NvmlError> {
+pub(super) fn open() -> Result<Nvml, NvmlError> {
     Nvml::init()
 }
 
 /// Whether `error` means there is no usable driver at all, rather than a
 /// passing failure.
-pub fn is_missing_driver(error: &NvmlError) -> bool {
+pub(super) fn is_missing_driver(error: &NvmlError) -> bool {
     matches!(
         error,
         NvmlError::LibloadingError(_)
@@ -29,7 +29,7 @@ pub fn is_missing_driver(error: &NvmlError) -> bool {
 }
 
 /// One poll of every device.
-pub fn read(nvml: &Nvml) -> Result<Reading, NvmlError> {
+pub(super) fn read(nvml: &Nvml) -> Result<Reading, NvmlError> {
     let count = nvml.device_count()?;
     let mut devices = Vec::with_capacity(count as usize);
     for index in 0..count {

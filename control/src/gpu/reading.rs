@@ -7,13 +7,13 @@ use serde::Serialize;
 /// One poll. A field that the device or driver does not support is `None`
 /// and is left out of the gauges and of the view.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reading {
+pub(super) struct Reading {
     pub driver_version: Option<String>,
     pub devices: Vec<DeviceReading>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeviceReading {
+pub(super) struct DeviceReading {
     pub index: u32,
     pub name: Option<String>,
     pub uuid: Option<String>,
@@ -33,7 +33,7 @@ pub struct DeviceReading {
 /// NVML's throttle reasons, as `nvmlClocksThrottleReason*` bits, with the
 /// name each has in the `reason` label and in the API. The bits are NVML's
 /// ABI (nvml.h), stable across driver versions.
-pub const THROTTLE_REASONS: [(u64, &str); 9] = [
+pub(super) const THROTTLE_REASONS: [(u64, &str); 9] = [
     (0x1, "gpu_idle"),
     (0x2, "applications_clocks_setting"),
     (0x4, "sw_power_cap"),
@@ -47,7 +47,7 @@ pub const THROTTLE_REASONS: [(u64, &str); 9] = [
 
 /// The names of the reasons set in `bits`, in table order; unknown bits are
 /// ignored.
-pub fn throttle_reason_names(bits: u64) -> Vec<&'static str> {
+pub(super) fn throttle_reason_names(bits: u64) -> Vec<&'static str> {
     THROTTLE_REASONS
         .iter()
         .filter(|(bit, _)| bits & bit != 0)
@@ -57,7 +57,7 @@ pub fn throttle_reason_names(bits: u64) -> Vec<&'static str> {
 
 /// The per-device gauge families, named by their metric suffix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Family {
+pub(super) enum Family {
     MemoryUsedBytes,
     MemoryTotalBytes,
     UtilizationRatio,
@@ -69,7 +69,7 @@ pub enum Family {
 
 /// One gauge value of one device: family, `gpu` label, `name` label, value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DeviceGauge {
+pub(super) struct DeviceGauge {
     pub family: Family,
     pub gpu: String,
     pub name: String,
@@ -78,7 +78,7 @@ pub struct DeviceGauge {
 
 /// One `sluice_gpu_throttled{gpu, reason}` value, 0 or 1.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ThrottleGauge {
+pub(super) struct ThrottleGauge {
     pub gpu: String,
     pub reason: &'static str,
     pub value: f64,
@@ -87,12 +87,12 @@ pub struct ThrottleGauge {
 /// Every gauge value one reading sets. What is not here is removed from the
 /// registry, so that a device or field that went away leaves no stale value.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct GaugeValues {
+pub(super) struct GaugeValues {
     pub devices: Vec<DeviceGauge>,
     pub throttled: Vec<ThrottleGauge>,
 }
 
-pub fn gauge_values(reading: &Reading) -> GaugeValues {
+pub(super) fn gauge_values(reading: &Reading) -> GaugeValues {
     let mut out = GaugeValues::default();
     for d in &reading.devices {
         let gpu = d.index.to_string();
@@ -155,7 +155,7 @@ fn milli_to_unit(milli: u32) -> f64 {
 
 /// The body of `GET /v1/gpu`.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct GpuView {
+pub(super) struct GpuView {
     pub available: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -167,7 +167,7 @@ pub struct GpuView {
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct DeviceView {
+pub(super) struct DeviceView {
     pub index: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -193,7 +193,7 @@ pub struct DeviceView {
 
 impl GpuView {
     /// Not watching: why, and no devices.
-    pub fn unavailable(reason: impl Into<String>, polled_at_ms: Option<u64>) -> GpuView {
+    pub(super) fn unavailable(reason: impl Into<String>, polled_at_ms: Option<u64>) -> GpuView {
         GpuView {
             available: false,
             reason: Some(reason.into()),
@@ -203,7 +203,7 @@ impl GpuView {
         }
     }
 
-    pub fn of(reading: &Reading, polled_at_ms: u64) -> GpuView {
+    pub(super) fn of(reading: &Reading, polled_at_ms: u64) -> GpuView {
         GpuView {
             available: true,
             reason: None,

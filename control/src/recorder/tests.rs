@@ -119,7 +119,7 @@ fn writes_one_redacted_line_per_request_with_think_times() {
     let think: Vec<Option<f64>> = lines.iter().map(|l| l.think_time_ms).collect();
     assert_eq!(think, [None, None, Some(300.0), None]);
     assert_eq!(lines[0].messages, Some(1));
-    assert_eq!(lines[0].input_tokens_estimated, true);
+    assert!(lines[0].input_tokens_estimated);
     let text = std::fs::read_to_string(dir.trace()).unwrap();
     assert!(!text.contains("@example.com"), "{text}");
     assert!(text.contains("<email:"), "{text}");

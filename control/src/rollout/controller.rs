@@ -74,7 +74,7 @@ struct Inner {
 }
 
 impl Cell {
-    pub fn new(env: &Env, config: &RolloutConfig, now: Instant) -> Cell {
+    pub(super) fn new(env: &Env, config: &RolloutConfig, now: Instant) -> Cell {
         let policy = Policy::new(config.clone());
         publish(env.metrics(), &config.name, &policy);
         // Exported at 0 from the start, so that `increase()` sees the first.
@@ -102,7 +102,7 @@ impl Cell {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn status(&self, with_events: bool) -> RolloutStatus {
+    pub(super) fn status(&self, with_events: bool) -> RolloutStatus {
         let inner = self.lock();
         let c = inner.policy.config();
         RolloutStatus {
@@ -131,17 +131,17 @@ impl Cell {
         }
     }
 
-    pub fn state(&self) -> State {
+    pub(super) fn state(&self) -> State {
         self.lock().policy.state()
     }
 
     /// Whether it finished and left the config (see [`Cell::finish`]).
-    pub fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         self.done.load(Ordering::Acquire)
     }
 
     /// Carries out an operator's command; `Err` says why it is not allowed.
-    pub fn command(&self, env: &Env, command: Command, now: Instant) -> Result<(), String> {
+    pub(super) fn command(&self, env: &Env, command: Command, now: Instant) -> Result<(), String> {
         let mut inner = self.lock();
         let t = inner.policy.command(command, now)?;
         self.act(env, "api", &mut inner, t, now);
@@ -182,7 +182,7 @@ impl Cell {
     /// One evaluation of what was `gathered`. `None` when the task should
     /// end: the rollout left the config, or reached a final state with its
     /// weight applied (in fleet mode: on every target) and left the config.
-    pub fn tick(&self, env: &Env, now: Instant, gathered: &Gathered) -> Option<Duration> {
+    pub(super) fn tick(&self, env: &Env, now: Instant, gathered: &Gathered) -> Option<Duration> {
         // Lock first: a command applied between a load and the lock would
         // look like someone else's change of the weights.
         let mut inner = self.lock();
@@ -282,7 +282,7 @@ impl Cell {
     /// have it yet, outside the lock (a call may take its timeout), then
     /// records the round. The weight counts as applied once every target
     /// has it. Does nothing without targets or without a weight to apply.
-    pub async fn push(&self, env: &Env, pusher: &Pusher) {
+    pub(super) async fn push(&self, env: &Env, pusher: &Pusher) {
         let job = {
             let inner = self.lock();
             let c = inner.policy.config();

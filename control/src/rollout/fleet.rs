@@ -60,7 +60,7 @@ pub(crate) struct Round {
 }
 
 impl Targets {
-    pub fn new(urls: &[String]) -> Targets {
+    pub(super) fn new(urls: &[String]) -> Targets {
         let mut t = Targets::default();
         t.follow(urls);
         t
@@ -68,7 +68,7 @@ impl Targets {
 
     /// Follows a changed `targets` list: kept targets keep their state,
     /// new ones are pending. `true` when a target was added.
-    pub fn follow(&mut self, urls: &[String]) -> bool {
+    pub(super) fn follow(&mut self, urls: &[String]) -> bool {
         if self.list.iter().map(|t| &t.url).eq(urls.iter()) {
             return false;
         }
@@ -93,14 +93,14 @@ impl Targets {
 
     /// A new weight to apply: every target has to take it, even one that
     /// has it already (resume re-sets a weight moved by hand).
-    pub fn want(&mut self) {
+    pub(super) fn want(&mut self) {
         for t in &mut self.list {
             t.pending = true;
         }
     }
 
     /// The targets still to take the weight.
-    pub fn due(&self) -> Vec<String> {
+    pub(super) fn due(&self) -> Vec<String> {
         self.list
             .iter()
             .filter(|t| t.pending)
@@ -108,13 +108,13 @@ impl Targets {
             .collect()
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// Records a round that applied `weight`. A target that took it stays
     /// pending when the rollout wants another weight by now (`want`).
-    pub fn record(
+    pub(super) fn record(
         &mut self,
         weight: u32,
         want: Option<u32>,
@@ -145,7 +145,7 @@ impl Targets {
         round
     }
 
-    pub fn status(&self) -> Vec<TargetStatus> {
+    pub(super) fn status(&self) -> Vec<TargetStatus> {
         self.list.clone()
     }
 }
@@ -162,7 +162,7 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    pub fn new(c: &RolloutConfig, urls: Vec<String>, weight: u32) -> Job {
+    pub(super) fn new(c: &RolloutConfig, urls: Vec<String>, weight: u32) -> Job {
         Job {
             urls,
             route: c.route.clone(),
@@ -186,14 +186,14 @@ struct RouteView {
 }
 
 impl Pusher {
-    pub fn new() -> Pusher {
+    pub(super) fn new() -> Pusher {
         Pusher {
             client: HttpClient::new(CALL_TIMEOUT, MAX_ANSWER_BYTES),
         }
     }
 
     /// Applies `job` to each of its targets at once; one result per target.
-    pub async fn push(&self, job: &Job) -> Vec<(String, Result<(), String>)> {
+    pub(super) async fn push(&self, job: &Job) -> Vec<(String, Result<(), String>)> {
         // Read at every round, so that a token set (or rotated) after the
         // start is picked up.
         let token = match std::env::var(&job.token_env) {

@@ -95,7 +95,7 @@ fn round(v: f64) -> f64 {
 /// Reads every configured gate. A gate is judged only with at least
 /// `min_requests` canary samples (relative gates: stable samples too) and
 /// a value to compare; it passes when the value is at most the bound.
-pub fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> Vec<GateReading> {
+pub(super) fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> Vec<GateReading> {
     gates
         .bounds()
         .into_iter()
@@ -178,7 +178,7 @@ fn windows_figure(gate: Gate, obs: &Observation<'_>) -> Figure {
 
 /// The distributions the gates read, of the canary and of stable: a window
 /// merges only those (counts are always there).
-pub fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
+pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
     let (mut canary, mut stable) = (Vec::new(), Vec::new());
     for (gate, _) in gates.bounds() {
         let measure = match gate {

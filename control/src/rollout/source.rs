@@ -59,7 +59,7 @@ pub(crate) enum Gathered {
 }
 
 impl Gathered {
-    pub fn observation(&self) -> Observation<'_> {
+    pub(super) fn observation(&self) -> Observation<'_> {
         match self {
             Gathered::Windows {
                 canary,
@@ -77,7 +77,7 @@ impl Gathered {
     }
 
     /// The failed queries; empty for local windows.
-    pub fn errors(&self) -> BTreeMap<String, String> {
+    pub(super) fn errors(&self) -> BTreeMap<String, String> {
         match self {
             Gathered::Windows { .. } => BTreeMap::new(),
             Gathered::Figures { errors, .. } => errors.clone(),
@@ -99,14 +99,14 @@ pub(crate) struct Sources {
 }
 
 impl Sources {
-    pub fn new() -> Sources {
+    pub(super) fn new() -> Sources {
         Sources {
             local: LocalSource,
             prometheus: PrometheusSource::new(),
         }
     }
 
-    pub fn of(&self, config: &RolloutConfig) -> &dyn ObservationSource {
+    pub(super) fn of(&self, config: &RolloutConfig) -> &dyn ObservationSource {
         match config.source {
             Some(RolloutSource::Prometheus { .. }) => &self.prometheus,
             None => &self.local,

@@ -6,7 +6,7 @@ use sluice_filters::register_family;
 
 use super::parse::EndpointLoad;
 
-pub struct Families {
+pub(super) struct Families {
     pub running: GaugeVec,
     pub waiting: GaugeVec,
     pub kv_cache_usage: GaugeVec,
@@ -20,7 +20,7 @@ const LABELS: [&str; 2] = ["cluster", "endpoint"];
 pub(crate) const WAITING_METRIC: &str = "sluice_upstream_requests_waiting";
 
 impl Families {
-    pub fn new(registry: &Registry) -> Result<Families, prometheus::Error> {
+    pub(super) fn new(registry: &Registry) -> Result<Families, prometheus::Error> {
         let gauge = |name: &str, help: &str| register_family(registry, name, help, &LABELS);
         Ok(Families {
             running: gauge(
@@ -50,7 +50,7 @@ impl Families {
         })
     }
 
-    pub fn set_load(&self, labels: &[&str; 2], load: Option<&EndpointLoad>) {
+    pub(super) fn set_load(&self, labels: &[&str; 2], load: Option<&EndpointLoad>) {
         let each = [
             (&self.running, load.and_then(|l| l.running)),
             (&self.waiting, load.and_then(|l| l.waiting)),
@@ -66,7 +66,7 @@ impl Families {
         }
     }
 
-    pub fn remove(&self, labels: &[&str; 2]) {
+    pub(super) fn remove(&self, labels: &[&str; 2]) {
         self.set_load(labels, None);
         let _ = self.up.remove_label_values(labels);
         let _ = self.errors.remove_label_values(labels);

@@ -6,19 +6,19 @@
 
 /// One sample line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sample<'a> {
+pub(super) struct Sample<'a> {
     pub name: &'a str,
     pub labels: Vec<(&'a str, String)>,
     pub value: f64,
 }
 
 /// Every sample in `text` that reads cleanly.
-pub fn samples(text: &str) -> impl Iterator<Item = Sample<'_>> {
+pub(super) fn samples(text: &str) -> impl Iterator<Item = Sample<'_>> {
     text.lines().filter_map(sample)
 }
 
 /// Reads one line; `None` for comments, blanks and anything malformed.
-pub fn sample(line: &str) -> Option<Sample<'_>> {
+pub(super) fn sample(line: &str) -> Option<Sample<'_>> {
     let line = line.trim_start();
     if line.is_empty() || line.starts_with('#') {
         return None;
@@ -107,7 +107,7 @@ fn parse_value(text: &str) -> Option<f64> {
 
 /// The load one model server reports. `None`: the server does not export it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct EndpointLoad {
+pub(super) struct EndpointLoad {
     pub running: Option<f64>,
     pub waiting: Option<f64>,
     /// 0..1.
@@ -119,7 +119,7 @@ pub struct EndpointLoad {
 /// them, since ratios of different caches do not add up. vLLM's newer
 /// `kv_cache_usage_perc` wins over the older `gpu_cache_usage_perc` when a
 /// server exports both. Both are ratios despite the name.
-pub fn endpoint_load(text: &str) -> EndpointLoad {
+pub(super) fn endpoint_load(text: &str) -> EndpointLoad {
     let mut load = EndpointLoad::default();
     let mut old_kv = None;
     for s in samples(text) {

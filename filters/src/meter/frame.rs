@@ -12,7 +12,7 @@
 pub const MAX_EVENT: usize = 1 << 20;
 
 /// The largest non-streaming body buffered for reading at the end.
-pub const MAX_WHOLE: usize = 4 << 20;
+pub(super) const MAX_WHOLE: usize = 4 << 20;
 
 /// How a body is cut into events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

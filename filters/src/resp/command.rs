@@ -3,7 +3,7 @@
 //! never becomes a label as sent.
 
 /// Longest command name kept while parsing; longer names are `other`.
-pub const MAX_NAME: usize = 16;
+pub(super) const MAX_NAME: usize = 16;
 
 /// Known commands, lower case and sorted, so a lookup is a binary search.
 const KNOWN: &[&str] = &[

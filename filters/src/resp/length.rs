@@ -8,7 +8,7 @@ const MAX_DIGITS: u8 = 19;
 
 /// What a finished length line says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Length {
+pub(super) enum Length {
     /// `-1`: a RESP2 null bulk string or null array.
     Null,
     Count(u64),
@@ -16,14 +16,14 @@ pub enum Length {
 
 /// A length line being read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LengthLine {
+pub(super) struct LengthLine {
     negative: bool,
     digits: u8,
     value: u64,
 }
 
 impl LengthLine {
-    pub fn push(&mut self, byte: u8) -> Result<(), RespError> {
+    pub(super) fn push(&mut self, byte: u8) -> Result<(), RespError> {
         match byte {
             b'-' if !self.negative && self.digits == 0 => self.negative = true,
             b'0'..=b'9' if self.digits < MAX_DIGITS => {
@@ -38,7 +38,7 @@ impl LengthLine {
     }
 
     /// The value once `\r` ends the line: only `-1` may be negative.
-    pub fn finish(self) -> Result<Length, RespError> {
+    pub(super) fn finish(self) -> Result<Length, RespError> {
         match (self.negative, self.digits, self.value) {
             (_, 0, _) => Err(RespError::BadLength),
             (true, _, 1) => Ok(Length::Null),

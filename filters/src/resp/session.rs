@@ -11,7 +11,7 @@ use super::request::{ClientReply, RequestParser};
 
 /// Requests sent and not yet answered before the session gives up: bounds
 /// the memory of a client that pipelines without reading (16 bytes each).
-pub const MAX_IN_FLIGHT: usize = 16 * 1024;
+pub(super) const MAX_IN_FLIGHT: usize = 16 * 1024;
 
 /// A request and its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use crate::lifecycle::InflightGuard;
 use crate::telemetry::{Attempt, RequestTrace};
 use crate::upstream::Tried;
 
-pub struct RequestCtx {
+pub(crate) struct RequestCtx {
     /// Loaded once; the request finishes on it even if a swap happens.
     pub snapshot: Arc<Snapshot>,
     pub started: Instant,
@@ -66,7 +66,7 @@ pub struct RequestCtx {
 }
 
 impl RequestCtx {
-    pub fn new(inflight: InflightGuard, snapshot: Arc<Snapshot>) -> Self {
+    pub(crate) fn new(inflight: InflightGuard, snapshot: Arc<Snapshot>) -> Self {
         Self {
             snapshot,
             started: Instant::now(),
@@ -102,18 +102,18 @@ impl RequestCtx {
     }
 
     /// Time since the request started, when its upstream timing is kept.
-    pub fn stamp(&self) -> Option<Duration> {
+    pub(crate) fn stamp(&self) -> Option<Duration> {
         self.timed.then(|| self.started.elapsed())
     }
 
-    pub fn cluster(&self) -> Option<&Arc<ClusterRuntime>> {
+    pub(crate) fn cluster(&self) -> Option<&Arc<ClusterRuntime>> {
         let route = self.snapshot.routes.get(self.route?)?;
         let target = route.targets.get(self.target?)?;
         self.snapshot.clusters.get(target.cluster)
     }
 
     /// Closes the current upstream attempt's span (its end, and why it failed).
-    pub fn end_attempt(&mut self, error: Option<String>) {
+    pub(crate) fn end_attempt(&mut self, error: Option<String>) {
         if let Some(a) = self.attempts.last_mut() {
             if a.end <= a.start {
                 a.end = SystemTime::now();
@@ -123,7 +123,7 @@ impl RequestCtx {
     }
 
     /// The model for labels: the request body's, else the header's, else "unknown".
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         self.request_info
             .as_ref()
             .and_then(|i| i.model.as_deref())
@@ -131,7 +131,7 @@ impl RequestCtx {
             .unwrap_or("unknown")
     }
 
-    pub fn route_name(&self) -> Option<&str> {
+    pub(crate) fn route_name(&self) -> Option<&str> {
         Some(self.snapshot.routes.get(self.route?)?.name.as_str())
     }
 }

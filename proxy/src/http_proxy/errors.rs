@@ -5,7 +5,7 @@ use pingora::{Error, ErrorSource, ErrorType};
 use sluice_filters::Failure;
 
 /// `None` when the client went away: there is nobody to answer.
-pub fn classify(e: &Error) -> Option<Failure> {
+pub(crate) fn classify(e: &Error) -> Option<Failure> {
     use ErrorType::*;
     let failure = match (e.esource(), e.etype()) {
         (_, ConnectTimedout) => Failure::ConnectTimeout,

@@ -18,7 +18,7 @@ use super::stream_fault::StreamFault;
 use super::RequestCtx;
 
 /// What the request filter does after the faults were applied.
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Go on to the upstream (perhaps after a delay already slept).
     Proceed,
     /// The answer was written; the request is done.
@@ -30,7 +30,7 @@ pub enum Verdict {
 /// The `experiment` label of faults asked for by request headers.
 const HEADER_EXPERIMENT: &str = "header";
 
-pub async fn before_upstream(
+pub(super) async fn before_upstream(
     listener: &str,
     metrics: &Metrics,
     session: &mut Session,
@@ -112,7 +112,7 @@ pub async fn before_upstream(
 }
 
 /// The first experiment of `kind` that fires for this request, if any.
-pub fn fire(
+pub(super) fn fire(
     listener: &str,
     session: &Session,
     ctx: &RequestCtx,
@@ -162,7 +162,7 @@ async fn abort(session: &mut Session, ctx: &RequestCtx, status: u16, body: &str,
 }
 
 /// The error that makes pingora drop the client's connection unanswered.
-pub fn dropped() -> Box<Error> {
+pub(super) fn dropped() -> Box<Error> {
     Error::explain(
         ErrorType::ConnectionClosed,
         "fault injected: connection dropped",
@@ -173,7 +173,7 @@ pub fn dropped() -> Box<Error> {
 /// `x-sluice-fault-token-delay` header (where allowed), else the first
 /// experiment of kind `Stream` that fires. Only metered (LLM) answers are
 /// paced.
-pub fn stream_fault(
+pub(super) fn stream_fault(
     listener: &str,
     metrics: &Metrics,
     session: &Session,

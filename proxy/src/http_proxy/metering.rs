@@ -10,10 +10,10 @@ use sluice_filters::{scan_request, Dialect, TokenMeter, TokenOutcome};
 use super::RequestCtx;
 
 /// The model is read from at most this much of the request body.
-pub const REQUEST_SCAN_LIMIT: usize = 64 * 1024;
+pub(super) const REQUEST_SCAN_LIMIT: usize = 64 * 1024;
 
 /// Keeps the request's first chunks until the limit or the end, then scans them once.
-pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
+pub(super) fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
     if ctx.request_info.is_some() {
         return;
     }
@@ -43,7 +43,7 @@ pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stre
 
 /// Starts the meter once the answer's headers are known. Compressed answers
 /// are not metered: their bytes are not the events.
-pub fn on_response_head(
+pub(super) fn on_response_head(
     ctx: &mut RequestCtx,
     path: &str,
     content_type: Option<&[u8]>,
@@ -59,7 +59,7 @@ pub fn on_response_head(
 }
 
 /// Feeds one chunk on its way to the client; records the gaps between content chunks.
-pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
+pub(super) fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
     let Some(meter) = ctx.meter.as_mut() else {
         return;
     };
@@ -84,7 +84,7 @@ pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_str
 
 /// Ends metering (also when the stream broke off): the summary becomes the
 /// request's token outcome.
-pub fn finish(ctx: &mut RequestCtx, at: Duration) {
+pub(super) fn finish(ctx: &mut RequestCtx, at: Duration) {
     if let Some(mut meter) = ctx.meter.take() {
         let summary = meter.finish(at);
         ctx.tokens = Some(TokenOutcome {

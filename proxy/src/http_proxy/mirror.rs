@@ -17,7 +17,7 @@ use crate::mirror::{Answer, Job, MirrorQueue};
 const COMPARE_LIMIT: usize = 256 * 1024;
 
 /// What a mirrored request collects on its way.
-pub struct MirrorCapture {
+pub(crate) struct MirrorCapture {
     policy: Arc<MirrorRuntime>,
     copies: u32,
     body: Vec<Bytes>,
@@ -29,7 +29,7 @@ pub struct MirrorCapture {
 }
 
 /// Decides, once the route is known, whether this request is mirrored.
-pub fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
+pub(super) fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
     let Some(policy) = ctx
         .route
         .and_then(|r| ctx.snapshot.routes.get(r))
@@ -65,7 +65,7 @@ pub fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
 
 /// A new upstream attempt: pingora replays the body read so far (its retry
 /// buffer) through `request_body_filter`, so the copy starts over with it.
-pub fn on_attempt(ctx: &mut RequestCtx) {
+pub(super) fn on_attempt(ctx: &mut RequestCtx) {
     if let Some(m) = ctx.mirror.as_mut() {
         m.body.clear();
         m.body_len = 0;
@@ -76,7 +76,7 @@ pub fn on_attempt(ctx: &mut RequestCtx) {
 
 /// Keeps a request body chunk (a refcount); past `max_body` the body is
 /// let go and the request will not be mirrored.
-pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
+pub(super) fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stream: bool) {
     let Some(m) = ctx.mirror.as_mut() else { return };
     if let Some(chunk) = chunk.filter(|c| !c.is_empty()) {
         m.body_len += chunk.len();
@@ -91,7 +91,7 @@ pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_of_stre
 }
 
 /// Keeps the primary's answer up to the comparison limit.
-pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
+pub(super) fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
     let Some(m) = ctx.mirror.as_mut() else { return };
     if let Some(chunk) = chunk.filter(|c| !c.is_empty()) {
         m.answer_len += chunk.len();
@@ -103,7 +103,7 @@ pub fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
 
 /// End of the request: hands the job over, or counts why there is none.
 /// `body_done` says whether the client's body arrived whole.
-pub fn on_done(
+pub(super) fn on_done(
     ctx: &mut RequestCtx,
     queue: Option<&MirrorQueue>,
     req: &RequestHeader,

@@ -20,7 +20,7 @@ const RETRY_BUFFER: usize = 64 * 1024;
 
 /// Reads the body and scans it for the model when an experiment needs the
 /// model and no header gave it. The body read is kept in `ctx.peeked_body`.
-pub async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx) {
+pub(super) async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx) {
     if ctx.header_model.is_some() || ctx.request_info.is_some() {
         return;
     }

@@ -11,7 +11,7 @@ use sluice_filters::{Failure, RequestRecord, TokenOutcome};
 use super::{HttpProxy, RequestCtx};
 use crate::telemetry::FinishedRequest;
 
-pub fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeader, status: u16) {
+pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeader, status: u16) {
     let (method, path) = (req.method.as_str(), req.uri.path());
     let recording = ctx.recording.take();
     let e2e = ctx.started.elapsed();

@@ -14,7 +14,7 @@ use sluice_filters::{RequestRecord, TraceContext};
 use super::RequestCtx;
 
 /// A request being recorded.
-pub struct Recording {
+pub(crate) struct Recording {
     capture: Arc<Capture>,
     session_id: Option<String>,
     body: Vec<Bytes>,
@@ -23,7 +23,7 @@ pub struct Recording {
 }
 
 /// Decides, once the route is known, whether this request is recorded.
-pub fn on_route(ctx: &mut RequestCtx, capture: Option<Arc<Capture>>, req: &RequestHeader) {
+pub(super) fn on_route(ctx: &mut RequestCtx, capture: Option<Arc<Capture>>, req: &RequestHeader) {
     let Some(capture) = capture else { return };
     let Some(route) = ctx.route.and_then(|r| ctx.snapshot.routes.get(r)) else {
         return;
@@ -44,7 +44,7 @@ pub fn on_route(ctx: &mut RequestCtx, capture: Option<Arc<Capture>>, req: &Reque
 }
 
 /// Keeps the body's chunks up to the recorder's limit.
-pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
+pub(super) fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
     let (Some(recording), Some(chunk)) = (ctx.recording.as_mut(), chunk) else {
         return;
     };
@@ -61,7 +61,7 @@ pub fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
 }
 
 /// Hands the finished request to the recording.
-pub fn finish(
+pub(super) fn finish(
     recording: Recording,
     ctx: &RequestCtx,
     record: &RequestRecord<'_>,

@@ -10,7 +10,7 @@ const MAX_LEN: usize = 200;
 
 /// Returns the request's id, inserting a fresh one into the request header
 /// (so the upstream sees it) when it had none or an unusable one.
-pub fn take_or_make(req: &mut RequestHeader) -> String {
+pub(super) fn take_or_make(req: &mut RequestHeader) -> String {
     if let Some(v) = req.headers.get(HEADER) {
         if let Ok(s) = v.to_str() {
             if !s.is_empty() && s.len() <= MAX_LEN {

@@ -2,7 +2,7 @@
 
 use sluice_filters::RequestView;
 
-pub struct PingoraRequest<'a>(pub &'a pingora::http::RequestHeader);
+pub(super) struct PingoraRequest<'a>(pub &'a pingora::http::RequestHeader);
 
 impl RequestView for PingoraRequest<'_> {
     fn path(&self) -> &str {

@@ -33,14 +33,14 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 
 /// What the faulted answer is paced by: an experiment's action (with the
 /// guard that counts it in `max_active`) or a request header's token delay.
-pub struct StreamFault {
+pub(super) struct StreamFault {
     pub action: FaultAction,
     pub id: String,
     pub guard: Option<FaultGuard>,
 }
 
 /// How the faulted request ended.
-pub enum Ended {
+pub(super) enum Ended {
     /// The answer was written whole (or truncated cleanly).
     Done,
     /// The connection must be cut (abrupt truncation, upstream failure
@@ -50,7 +50,7 @@ pub enum Ended {
     Failed(sluice_filters::Failure),
 }
 
-pub async fn serve(
+pub(super) async fn serve(
     session: &mut Session,
     ctx: &mut RequestCtx,
     fault: StreamFault,

@@ -18,7 +18,7 @@ use crate::upstream::{self, CaError, Policy, Target, UpstreamClient};
 
 /// Answer bytes kept for the comparison; a longer answer is read to its
 /// end but compared by status, timing and tokens only.
-pub const COMPARE_LIMIT: usize = 256 * 1024;
+pub(super) const COMPARE_LIMIT: usize = 256 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled shadow connection idle longer than this is not reused. Servers
@@ -37,22 +37,22 @@ const POLICY: Policy = Policy {
 };
 
 /// One copy's answer, read whole, and the cluster that gave it.
-pub struct CopyAnswer {
+pub(super) struct CopyAnswer {
     pub cluster: String,
     pub answer: Answer,
 }
 
-pub type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
+pub(super) type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
 
 /// The sender's pooled client, shared by every copy.
 #[derive(Clone)]
-pub struct Shadow {
+pub(super) struct Shadow {
     client: Arc<UpstreamClient>,
     health: Health,
 }
 
 impl Shadow {
-    pub fn new(config: &Config) -> Result<Shadow, CaError> {
+    pub(super) fn new(config: &Config) -> Result<Shadow, CaError> {
         Ok(Shadow {
             client: UpstreamClient::new(config)?,
             health: Health::new(),
@@ -60,7 +60,7 @@ impl Shadow {
     }
 
     /// Sends every admitted copy of `job` at once and waits for them all.
-    pub async fn send_all(&self, job: Arc<Job>, admitted: Vec<Admitted>) -> Vec<CopyResult> {
+    pub(super) async fn send_all(&self, job: Arc<Job>, admitted: Vec<Admitted>) -> Vec<CopyResult> {
         let rewritten = shadow_body(&job);
         let plain = join(&job.body);
         let mut copies = tokio::task::JoinSet::new();

@@ -16,13 +16,13 @@ use sluice_filters::{EndpointSet, MirrorResult};
 
 /// A down endpoint is not tried for this long: its copies count as
 /// `connect_error` at once, so a dead shadow costs no syscalls.
-pub const DOWN_FOR: Duration = Duration::from_secs(1);
+pub(super) const DOWN_FOR: Duration = Duration::from_secs(1);
 /// An endpoint is down after a failed connect, or after this many exchanges
 /// in a row that broke (reset, garbage), like an outlier ejection.
 const ERRORS_TO_DOWN: u32 = 5;
 
 /// One cluster's endpoints as the sender sees them.
-pub struct Endpoints {
+pub(super) struct Endpoints {
     addrs: Vec<SocketAddr>,
     pub set: EndpointSet,
     errors_in_a_row: Vec<AtomicU32>,
@@ -30,13 +30,13 @@ pub struct Endpoints {
 
 /// Every cluster the sender has sent to, by name.
 #[derive(Clone)]
-pub struct Health {
+pub(super) struct Health {
     clusters: Arc<Mutex<HashMap<String, Arc<Endpoints>>>>,
     started: Instant,
 }
 
 impl Health {
-    pub fn new() -> Health {
+    pub(super) fn new() -> Health {
         Health {
             clusters: Arc::new(Mutex::new(HashMap::new())),
             started: Instant::now(),
@@ -44,13 +44,13 @@ impl Health {
     }
 
     /// The sender's clock, in the milliseconds `EndpointSet` keeps.
-    pub fn now_ms(&self) -> u64 {
+    pub(super) fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 
     /// The cluster's endpoints; started over when its list changed. Touched
     /// by the sender's tasks only, never across an await.
-    pub fn of(&self, cluster: &ClusterConfig) -> Arc<Endpoints> {
+    pub(super) fn of(&self, cluster: &ClusterConfig) -> Arc<Endpoints> {
         let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
         let same = |e: &Endpoints| {
             e.addrs.len() == cluster.endpoints.len()
@@ -75,7 +75,7 @@ impl Health {
     /// Keeps an exchange's outcome with endpoint `i` (`None` = answered). A
     /// refused connect was ejected by the client already; a timeout says the
     /// shadow is slow, not broken: `max_in_flight` bounds what that costs.
-    pub fn record(&self, endpoints: &Endpoints, i: usize, failure: Option<MirrorResult>) {
+    pub(super) fn record(&self, endpoints: &Endpoints, i: usize, failure: Option<MirrorResult>) {
         let Some(errors) = endpoints.errors_in_a_row.get(i) else {
             return;
         };
@@ -107,7 +107,7 @@ impl Health {
 
     /// When every endpoint of `cluster` is down: how long until the first
     /// is due back.
-    pub fn all_down_for(&self, cluster: &ClusterConfig) -> Option<Duration> {
+    pub(super) fn all_down_for(&self, cluster: &ClusterConfig) -> Option<Duration> {
         let now = self.now_ms();
         let back = self.of(cluster).set.all_ejected_until(now)?;
         Some(Duration::from_millis(back.saturating_sub(now)))

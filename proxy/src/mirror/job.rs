@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sluice_control::{ClusterRuntime, MirrorRuntime};
 
-pub struct Job {
+pub(crate) struct Job {
     pub policy: Arc<MirrorRuntime>,
     /// Copies to the shadow cluster, numbered 1..=shadow_copies.
     pub shadow_copies: u32,
@@ -24,7 +24,7 @@ pub struct Job {
 
 /// One answer, the primary's or a copy's, as far as the comparison needs it.
 #[derive(Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// 0 when no answer reached the client.
     pub status: u16,
     pub latency: Duration,
@@ -38,7 +38,7 @@ pub struct Answer {
 }
 
 impl Job {
-    pub fn body_len(&self) -> usize {
+    pub(crate) fn body_len(&self) -> usize {
         self.body.iter().map(Bytes::len).sum()
     }
 }

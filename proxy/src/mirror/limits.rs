@@ -13,7 +13,7 @@ use super::job::Job;
 
 /// Which copy a permit is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CopyKind {
+pub(super) enum CopyKind {
     /// Shadow copy `n` (1-based), sent to the mirror's cluster.
     Shadow(u32),
     /// A noise copy, sent to the primary's own cluster.
@@ -21,7 +21,7 @@ pub enum CopyKind {
 }
 
 /// A copy that may go. Its in-flight slot is held until it is dropped.
-pub struct Admitted {
+pub(super) struct Admitted {
     pub kind: CopyKind,
     policy: Arc<MirrorRuntime>,
     permit: Option<OwnedSemaphorePermit>,
@@ -38,7 +38,7 @@ impl Drop for Admitted {
 }
 
 #[derive(Default)]
-pub struct Limits {
+pub(super) struct Limits {
     routes: HashMap<String, RouteLimits>,
 }
 
@@ -84,7 +84,7 @@ fn burst(rate: Option<f64>) -> f64 {
 impl Limits {
     /// The copies of `job` that may go now; the others are counted as
     /// dropped (`rate` or `in_flight`).
-    pub fn admit(&mut self, job: &Job) -> Vec<Admitted> {
+    pub(super) fn admit(&mut self, job: &Job) -> Vec<Admitted> {
         let config = &job.policy.config;
         let route = self
             .routes

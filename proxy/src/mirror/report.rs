@@ -18,7 +18,7 @@ use super::limits::CopyKind;
 /// Request text kept in a diff with `keep_text`.
 const REQUEST_TEXT_LIMIT: usize = 4096;
 
-pub fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
+pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
     let metrics = &job.policy.metrics;
     let mut shadows = Vec::new();
     let mut noise = Vec::new();

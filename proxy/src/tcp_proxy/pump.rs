@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 const BUFFER: usize = 8 * 1024;
 
 /// Sees the bytes going through, by reference, in order.
-pub trait Tap {
+pub(super) trait Tap {
     /// Client bytes, once the upstream stream has accepted them.
     fn sent_to_upstream(&mut self, bytes: &[u8]);
     /// Upstream bytes, as soon as they are read (before the client gets them).
@@ -22,7 +22,7 @@ pub trait Tap {
 }
 
 /// The tap of a plain pass-through.
-pub struct NoTap;
+pub(super) struct NoTap;
 
 impl Tap for NoTap {
     fn sent_to_upstream(&mut self, _: &[u8]) {}
@@ -31,7 +31,7 @@ impl Tap for NoTap {
 
 /// What a finished copy moved.
 #[derive(Debug)]
-pub struct Pumped {
+pub(super) struct Pumped {
     pub to_upstream: u64,
     pub to_downstream: u64,
     /// The first error that ended the connection, if one did.
@@ -40,7 +40,7 @@ pub struct Pumped {
 
 /// Copies until both directions have reached EOF and been shut down, or
 /// until either fails.
-pub async fn pump<D, U, T>(downstream: &mut D, upstream: &mut U, tap: &mut T) -> Pumped
+pub(super) async fn pump<D, U, T>(downstream: &mut D, upstream: &mut U, tap: &mut T) -> Pumped
 where
     D: AsyncRead + AsyncWrite + Unpin + ?Sized,
     U: AsyncRead + AsyncWrite + Unpin + ?Sized,

@@ -11,7 +11,7 @@ use tracing::debug;
 
 use super::pump::Tap;
 
-pub struct RespTap {
+pub(super) struct RespTap {
     session: RespSession,
     handles: Arc<RespHandles>,
     /// Exchange latencies are differences of nanoseconds since this instant.
@@ -19,7 +19,7 @@ pub struct RespTap {
 }
 
 impl RespTap {
-    pub fn new(handles: Arc<RespHandles>) -> Self {
+    pub(super) fn new(handles: Arc<RespHandles>) -> Self {
         Self {
             session: RespSession::default(),
             handles,

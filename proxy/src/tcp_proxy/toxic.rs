@@ -44,7 +44,7 @@ impl RequestView for NoRequest {
 }
 
 /// The first tcp experiment that fires for a new connection on `listener`.
-pub fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultGuard> {
+pub(super) fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultGuard> {
     let target = FaultTarget::<NoRequest> {
         listener,
         route: None,
@@ -61,7 +61,11 @@ pub fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultG
 
 /// Wraps both streams of a connection; only the one the toxic reads from
 /// (by its direction) gets it. Returns (client, server).
-pub fn wrap<C, S>(client: C, server: S, fault: Option<FaultGuard>) -> (Toxicated<C>, Toxicated<S>) {
+pub(super) fn wrap<C, S>(
+    client: C,
+    server: S,
+    fault: Option<FaultGuard>,
+) -> (Toxicated<C>, Toxicated<S>) {
     let Some(guard) = fault else {
         return (Toxicated::plain(client), Toxicated::plain(server));
     };
@@ -89,7 +93,7 @@ pub fn wrap<C, S>(client: C, server: S, fault: Option<FaultGuard>) -> (Toxicated
     }
 }
 
-pub struct Toxicated<S> {
+pub(super) struct Toxicated<S> {
     inner: S,
     toxic: Option<Active>,
 }

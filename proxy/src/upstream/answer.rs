@@ -13,7 +13,7 @@ use sluice_filters::Failure;
 use super::{Failed, UpstreamClient};
 use crate::http_proxy::classify;
 
-pub struct Answer {
+pub(crate) struct Answer {
     client: Arc<UpstreamClient>,
     session: HttpSession,
     peer: HttpPeer,
@@ -46,23 +46,23 @@ impl Answer {
         })
     }
 
-    pub fn head(&self) -> &ResponseHeader {
+    pub(crate) fn head(&self) -> &ResponseHeader {
         &self.head
     }
 
     /// The index of the endpoint that answered, in its cluster.
-    pub fn endpoint(&self) -> usize {
+    pub(crate) fn endpoint(&self) -> usize {
         self.endpoint
     }
 
     /// Whether the answer came on a pooled connection.
-    pub fn reused(&self) -> bool {
+    pub(crate) fn reused(&self) -> bool {
         self.reused
     }
 
     /// The next body chunk; `None` at the end, after which the connection
     /// is back in the pool. Each read waits at most the peer's read timeout.
-    pub async fn read(&mut self) -> Result<Option<Bytes>, Failure> {
+    pub(crate) async fn read(&mut self) -> Result<Option<Bytes>, Failure> {
         self.session
             .read_body_bytes()
             .await
@@ -71,7 +71,7 @@ impl Answer {
 
     /// Ends the exchange: a body read to its end leaves the connection
     /// pooled (if the server keeps it alive); any other is closed.
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         self.client.release(self.session, &self.peer).await;
     }
 
@@ -80,7 +80,7 @@ impl Answer {
     /// waiting for its next item may be dropped and started again without
     /// losing bytes: the read in progress is kept inside the stream, which
     /// a loop that `select!`s between the upstream and a timer needs.
-    pub fn into_body(self) -> impl Stream<Item = Result<Bytes, Failure>> + Send {
+    pub(crate) fn into_body(self) -> impl Stream<Item = Result<Bytes, Failure>> + Send {
         futures_util::stream::unfold(Some(self), |state| async move {
             let mut answer = state?;
             match answer.read().await {

@@ -23,7 +23,7 @@ use crate::harness::{http_listener_yaml, listener, start, Admin};
 use crate::support::{install_crypto_provider, TlsFixture};
 
 /// One SSE answer as the client saw it: each event with when it arrived.
-pub struct Seen {
+pub(super) struct Seen {
     pub events: Vec<(Duration, String)>,
     pub ttft: Option<Duration>,
     /// The body ended cleanly (not cut mid-stream).
@@ -31,7 +31,7 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn content_times(&self) -> Vec<Duration> {
+    pub(super) fn content_times(&self) -> Vec<Duration> {
         self.events
             .iter()
             .filter(|(_, e)| e.contains("\"content\":\"") && !e.contains("\"content\":\"\""))
@@ -39,19 +39,19 @@ impl Seen {
             .collect()
     }
 
-    pub fn gaps_ms(&self) -> Vec<f64> {
+    pub(super) fn gaps_ms(&self) -> Vec<f64> {
         let t = self.content_times();
         t.windows(2)
             .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
             .collect()
     }
 
-    pub fn has(&self, text: &str) -> bool {
+    pub(super) fn has(&self, text: &str) -> bool {
         self.events.iter().any(|(_, e)| e.contains(text))
     }
 
     /// Data events whose JSON does not parse.
-    pub fn malformed(&self) -> usize {
+    pub(super) fn malformed(&self) -> usize {
         self.events
             .iter()
             .filter_map(|(_, e)| e.trim().strip_prefix("data: "))
@@ -60,7 +60,7 @@ impl Seen {
     }
 }
 
-pub async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
+pub(super) async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
     let client = reqwest::Client::new();
     let mut req = client.post(url).json(&json!({
         "model": "mock-llm", "stream": true, "stream_options": {"include_usage": true},
@@ -94,13 +94,13 @@ pub async fn stream_chat(url: &str, headers: &[(&str, &str)]) -> Seen {
     seen
 }
 
-pub fn percentile(values: &[f64], q: f64) -> f64 {
+pub(super) fn percentile(values: &[f64], q: f64) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-pub async fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> MockLlm {
+pub(super) async fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> MockLlm {
     MockLlm::start(MockLlmOptions {
         ttft: Duration::from_millis(ttft_ms),
         itl: Duration::from_millis(itl_ms),
@@ -111,7 +111,7 @@ pub async fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> MockLlm {
     .unwrap()
 }
 
-pub fn llm_yaml(mock: &MockLlm) -> String {
+pub(super) fn llm_yaml(mock: &MockLlm) -> String {
     format!(
         "{}clusters:\n  - {{ name: llm, kind: llm, endpoints: [{}] }}\nroutes:\n  - {{ name: chat, listener: public, split: {{ llm: 1 }}, allow_header_faults: true }}\n",
         http_listener_yaml(0),

@@ -9,13 +9,13 @@ use sluice_proxy::Sluice;
 
 /// Where a listener binds unless the test says otherwise: an ephemeral port, which
 /// `Sluice::start` reports as bound (`harness::listener`), so no port is raced for.
-pub fn loopback_listen() -> String {
+pub(super) fn loopback_listen() -> String {
     "127.0.0.1:0".to_string()
 }
 
 /// A test's config, section by section; [`TestConfig::yaml`] writes it out.
 #[derive(Clone, Debug)]
-pub struct TestConfig {
+pub(crate) struct TestConfig {
     /// The body of the `admin` flow map.
     admin: String,
     /// The body of the `runtime` flow map; `None` leaves the section out.
@@ -36,7 +36,7 @@ impl Default for TestConfig {
 impl TestConfig {
     /// The admin API on `127.0.0.1:0`, two runtime threads and a 5 s grace period; no
     /// listener yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             admin: "listen: 127.0.0.1:0".to_owned(),
             runtime: Some("threads: 2, grace_period: 5s".to_owned()),
@@ -49,29 +49,29 @@ impl TestConfig {
 
     /// [`TestConfig::new`] with the http listener `public`, the one [`TestConfig::route`]
     /// puts routes on.
-    pub fn http() -> Self {
+    pub(crate) fn http() -> Self {
         Self::new().listener("public", "http", "")
     }
 
     /// Replaces the `admin` flow map's body (`listen: ..., token_env: ...`).
-    pub fn admin(mut self, body: impl Into<String>) -> Self {
+    pub(crate) fn admin(mut self, body: impl Into<String>) -> Self {
         self.admin = body.into();
         self
     }
 
     /// Replaces the `runtime` flow map's body (`threads: 1, grace_period: 1s`).
-    pub fn runtime(mut self, body: impl Into<String>) -> Self {
+    pub(crate) fn runtime(mut self, body: impl Into<String>) -> Self {
         self.runtime = Some(body.into());
         self
     }
 
     /// A listener on [`loopback_listen`]; `extra` adds keys (`cluster: redis`, `cert: ...`).
-    pub fn listener(self, name: &str, protocol: &str, extra: &str) -> Self {
+    pub(crate) fn listener(self, name: &str, protocol: &str, extra: &str) -> Self {
         self.listener_at(name, protocol, loopback_listen(), extra)
     }
 
     /// A listener on `listen`, for a test that must know the port before the start.
-    pub fn listener_at(
+    pub(crate) fn listener_at(
         mut self,
         name: &str,
         protocol: &str,
@@ -86,7 +86,7 @@ impl TestConfig {
     }
 
     /// A cluster of `kind` on `endpoints`.
-    pub fn cluster<T: Display>(
+    pub(crate) fn cluster<T: Display>(
         self,
         name: &str,
         kind: &str,
@@ -96,7 +96,7 @@ impl TestConfig {
     }
 
     /// [`TestConfig::cluster`] with more keys (`version: v1, timeouts: { ... }`).
-    pub fn cluster_with<T: Display>(
+    pub(crate) fn cluster_with<T: Display>(
         mut self,
         name: &str,
         kind: &str,
@@ -115,12 +115,12 @@ impl TestConfig {
     }
 
     /// A route on listener `public` with `split` as the body of its split map (`a: 90, b: 10`).
-    pub fn route(self, name: &str, split: &str) -> Self {
+    pub(crate) fn route(self, name: &str, split: &str) -> Self {
         self.route_with(name, split, "")
     }
 
     /// [`TestConfig::route`] with more keys (`match: { ... }, sticky: { ... }, mirror: ...`).
-    pub fn route_with(mut self, name: &str, split: &str, extra: &str) -> Self {
+    pub(crate) fn route_with(mut self, name: &str, split: &str, extra: &str) -> Self {
         self.routes.push(flow(&[
             &format!("name: {name}, listener: public, split: {{ {split} }}"),
             extra,
@@ -130,13 +130,13 @@ impl TestConfig {
 
     /// Any other top-level section: `key: value`, where `value` is a flow map or list, or a
     /// block that starts on the next line (`"\n  - name: ..."`).
-    pub fn section(mut self, key: &str, value: impl Display) -> Self {
+    pub(crate) fn section(mut self, key: &str, value: impl Display) -> Self {
         self.sections.push(format!("{key}: {value}"));
         self
     }
 
     /// The config as YAML.
-    pub fn yaml(&self) -> String {
+    pub(crate) fn yaml(&self) -> String {
         let mut out = format!("admin: {{ {} }}\n", self.admin);
         if let Some(runtime) = &self.runtime {
             out.push_str(&format!("runtime: {{ {runtime} }}\n"));
@@ -162,7 +162,7 @@ impl TestConfig {
     }
 
     /// Sluice started in-process on this config.
-    pub fn start(&self) -> Sluice {
+    pub(crate) fn start(&self) -> Sluice {
         super::start(&self.yaml())
     }
 }

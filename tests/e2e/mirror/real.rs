@@ -17,7 +17,7 @@ const PROMPTS: [&str; 4] = [
 ];
 
 /// The value of a sample whose line starts with `prefix` (name and labels).
-pub fn sample(metrics: &str, prefix: &str) -> f64 {
+pub(super) fn sample(metrics: &str, prefix: &str) -> f64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(prefix))

@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use crate::support::{self, free_port, Process, TempDir, WAIT_POLL};
 
 /// The `rotel-agent` binary that the pip package ships, if it is installed.
-pub fn rotel_agent() -> Option<PathBuf> {
+pub(super) fn rotel_agent() -> Option<PathBuf> {
     let python = support::python()?;
     let out = Command::new(python)
         .args([
@@ -31,7 +31,7 @@ pub fn rotel_agent() -> Option<PathBuf> {
 }
 
 /// A running rotel agent; killed when dropped.
-pub struct Collector {
+pub(super) struct Collector {
     _child: Process,
     grpc: SocketAddr,
     output: Arc<Mutex<String>>,
@@ -41,7 +41,7 @@ pub struct Collector {
 impl Collector {
     /// Starts rotel and waits until its gRPC port accepts. A port taken between
     /// [`free_port`] and rotel binding it is retried on new ports.
-    pub async fn start(agent: &PathBuf) -> anyhow::Result<Collector> {
+    pub(super) async fn start(agent: &PathBuf) -> anyhow::Result<Collector> {
         let mut last = None;
         for _ in 0..3 {
             match Self::try_start(agent).await {
@@ -123,22 +123,22 @@ impl Collector {
     }
 
     /// `http://127.0.0.1:PORT`, for `telemetry.otlp_endpoint`.
-    pub fn endpoint(&self) -> String {
+    pub(super) fn endpoint(&self) -> String {
         format!("http://{}", self.grpc)
     }
 
     /// Everything rotel printed so far.
-    pub fn output(&self) -> String {
+    pub(super) fn output(&self) -> String {
         self.output.lock().unwrap().clone()
     }
 
     /// The spans received so far (parsed from rotel's detailed debug log).
-    pub fn spans(&self) -> Vec<ReceivedSpan> {
+    pub(super) fn spans(&self) -> Vec<ReceivedSpan> {
         parse_spans(&self.output())
     }
 
     /// Waits until `count` spans of the trace `trace_id` (32 hex) have arrived.
-    pub async fn wait_for_trace(
+    pub(super) async fn wait_for_trace(
         &self,
         trace_id: &str,
         count: usize,
@@ -166,7 +166,7 @@ impl Collector {
 
     /// The two spans of one proxied request in trace `trace_id`, (server, client), once
     /// both arrived (30 s at most).
-    pub async fn request_spans(&self, trace_id: &str) -> (ReceivedSpan, ReceivedSpan) {
+    pub(super) async fn request_spans(&self, trace_id: &str) -> (ReceivedSpan, ReceivedSpan) {
         let spans = self
             .wait_for_trace(trace_id, 2, Duration::from_secs(30))
             .await;
@@ -182,7 +182,7 @@ impl Collector {
 /// One span as the collector printed it. Attribute values keep rotel's rendering:
 /// `Str(x)`, `Int(7)`, `Double(0.5)`, `Slice(Str(stop))`.
 #[derive(Clone, Debug, Default)]
-pub struct ReceivedSpan {
+pub(super) struct ReceivedSpan {
     /// `service.name` of the resource the span came with.
     pub service: String,
     pub trace_id: String,
@@ -195,7 +195,7 @@ pub struct ReceivedSpan {
 }
 
 impl ReceivedSpan {
-    pub fn attr(&self, key: &str) -> &str {
+    pub(super) fn attr(&self, key: &str) -> &str {
         self.attributes.get(key).map_or("", String::as_str)
     }
 }

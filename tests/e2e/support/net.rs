@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 
 /// How often [`wait_for_tcp`] retries.
-pub const WAIT_POLL: Duration = Duration::from_millis(20);
+pub(crate) const WAIT_POLL: Duration = Duration::from_millis(20);
 
 /// A port on 127.0.0.1 that was free a moment ago (bound to `:0`, read, released).
 /// For servers that must be told a port up front; one that can bind `:0` itself should.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener
         .local_addr()
@@ -20,7 +20,7 @@ pub fn free_port() -> u16 {
 
 /// Polls a TCP connect to `addr` every [`WAIT_POLL`] until it succeeds or `timeout`
 /// (wall-clock, so it holds under a paused tokio clock too) runs out.
-pub async fn wait_for_tcp(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_for_tcp(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         let err = match tokio::net::TcpStream::connect(addr).await {

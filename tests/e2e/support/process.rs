@@ -4,10 +4,10 @@
 use std::ops::{Deref, DerefMut};
 use std::process::Child;
 
-pub struct Process(Child);
+pub(crate) struct Process(Child);
 
 impl Process {
-    pub fn new(child: Child) -> Self {
+    pub(crate) fn new(child: Child) -> Self {
         Self(child)
     }
 }

@@ -12,14 +12,14 @@ use super::net::{free_port, wait_for_tcp};
 use super::process::Process;
 
 /// Whether `bin --version` runs.
-pub fn have(bin: &str) -> bool {
+pub(crate) fn have(bin: &str) -> bool {
     Command::new(bin)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
 }
 
-pub struct Prometheus {
+pub(crate) struct Prometheus {
     _child: Process,
     dir: std::path::PathBuf,
     port: u16,
@@ -27,7 +27,7 @@ pub struct Prometheus {
 
 impl Prometheus {
     /// Scrapes `/metrics` of every target once a second.
-    pub async fn start(targets: &[SocketAddr]) -> Prometheus {
+    pub(crate) async fn start(targets: &[SocketAddr]) -> Prometheus {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("sluice-prom-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -63,12 +63,12 @@ impl Prometheus {
     }
 
     /// The base URL of its HTTP API.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The first value an instant query answers, if any.
-    pub async fn query(&self, promql: &str) -> Option<f64> {
+    pub(crate) async fn query(&self, promql: &str) -> Option<f64> {
         let v: Value = reqwest::Client::new()
             .get(format!("{}/api/v1/query", self.url()))
             .query(&[("query", promql)])

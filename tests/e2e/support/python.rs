@@ -6,14 +6,14 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// The workspace root (the directory above the `tests` crate).
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().unwrap_or(manifest).to_path_buf()
 }
 
 /// A Python that can `import openai`: `$SLUICE_PYTHON` (set by `scripts/test.sh`), else
 /// `.venv/bin/python` at the workspace root. `None` when neither works; checked once.
-pub fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
@@ -43,7 +43,7 @@ fn imports_openai(python: &Path) -> bool {
 /// Runs `command` (a script on [`python`]) off the runtime, with loopback kept off any
 /// proxy, and parses the JSON it prints; a run that prints anything else fails the test
 /// with its status and both of its streams.
-pub async fn run_json(mut command: Command) -> serde_json::Value {
+pub(crate) async fn run_json(mut command: Command) -> serde_json::Value {
     command.env("NO_PROXY", "127.0.0.1,localhost");
     let output = tokio::task::spawn_blocking(move || command.output())
         .await

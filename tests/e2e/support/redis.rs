@@ -10,7 +10,7 @@ use super::net::{free_port, WAIT_POLL};
 use super::process::Process;
 
 /// Whether `redis-server` is on PATH.
-pub fn redis_available() -> bool {
+pub(crate) fn redis_available() -> bool {
     Command::new("redis-server")
         .arg("--version")
         .stdin(Stdio::null())
@@ -21,7 +21,7 @@ pub fn redis_available() -> bool {
 }
 
 /// `redis-server` without persistence on 127.0.0.1; killed when dropped.
-pub struct RedisServer {
+pub(crate) struct RedisServer {
     child: Process,
     addr: SocketAddr,
 }
@@ -29,7 +29,7 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts it and waits until it accepts connections. A port taken between
     /// [`free_port`] and redis binding it makes redis exit; that is retried on a new port.
-    pub async fn start() -> anyhow::Result<Self> {
+    pub(crate) async fn start() -> anyhow::Result<Self> {
         let mut last = None;
         for _ in 0..3 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -50,16 +50,16 @@ impl RedisServer {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// `redis://127.0.0.1:PORT`
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
 }

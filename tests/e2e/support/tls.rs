@@ -12,13 +12,13 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 /// Makes ring the process-wide rustls provider. rustls panics when it must pick between
 /// two compiled-in providers; this project compiles only ring, and installing it first
 /// keeps that true whatever else links rustls. Later calls are no-ops.
-pub fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// A self-signed certificate (SANs `localhost`, `127.0.0.1`) and its key, also on disk
 /// as `cert.pem` and `key.pem` in a private temp dir that is removed on drop.
-pub struct TlsFixture {
+pub(crate) struct TlsFixture {
     dir: PathBuf,
     cert_pem: String,
     key_pem: String,
@@ -27,7 +27,7 @@ pub struct TlsFixture {
 }
 
 impl TlsFixture {
-    pub fn new() -> anyhow::Result<Self> {
+    pub(crate) fn new() -> anyhow::Result<Self> {
         install_crypto_provider();
         let certified =
             rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
@@ -45,37 +45,37 @@ impl TlsFixture {
         Ok(fixture)
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn cert_path(&self) -> PathBuf {
+    pub(crate) fn cert_path(&self) -> PathBuf {
         self.dir.join("cert.pem")
     }
 
-    pub fn key_path(&self) -> PathBuf {
+    pub(crate) fn key_path(&self) -> PathBuf {
         self.dir.join("key.pem")
     }
 
-    pub fn cert_pem(&self) -> &str {
+    pub(crate) fn cert_pem(&self) -> &str {
         &self.cert_pem
     }
 
-    pub fn key_pem(&self) -> &str {
+    pub(crate) fn key_pem(&self) -> &str {
         &self.key_pem
     }
 
-    pub fn cert_der(&self) -> &[u8] {
+    pub(crate) fn cert_der(&self) -> &[u8] {
         &self.cert_der
     }
 
     /// The certificate as a root a reqwest client can trust.
-    pub fn reqwest_certificate(&self) -> anyhow::Result<reqwest::Certificate> {
+    pub(crate) fn reqwest_certificate(&self) -> anyhow::Result<reqwest::Certificate> {
         reqwest::Certificate::from_pem(self.cert_pem.as_bytes()).context("parse cert.pem")
     }
 
     /// A reqwest client that trusts this certificate and nothing else.
-    pub fn client(&self) -> anyhow::Result<reqwest::Client> {
+    pub(crate) fn client(&self) -> anyhow::Result<reqwest::Client> {
         reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false)
@@ -85,7 +85,7 @@ impl TlsFixture {
     }
 
     /// A rustls server config (ring provider) serving this certificate, ALPN h2 and http/1.1.
-    pub fn server_config(&self) -> anyhow::Result<rustls::ServerConfig> {
+    pub(crate) fn server_config(&self) -> anyhow::Result<rustls::ServerConfig> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()));
         let mut config = rustls::ServerConfig::builder_with_provider(provider)

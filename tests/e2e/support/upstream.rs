@@ -29,7 +29,7 @@ use tokio_rustls::TlsAcceptor;
 use super::tls::TlsFixture;
 
 /// A plain-TCP fake upstream (HTTP/1.1 and h2c). Stops on drop.
-pub struct NamedUpstream {
+pub(crate) struct NamedUpstream {
     name: String,
     addr: SocketAddr,
     /// `http` or `https`.
@@ -39,12 +39,12 @@ pub struct NamedUpstream {
 }
 
 impl NamedUpstream {
-    pub async fn start(name: &str) -> anyhow::Result<Self> {
+    pub(crate) async fn start(name: &str) -> anyhow::Result<Self> {
         Self::spawn(name, None).await
     }
 
     /// The same upstream behind TLS (certificate from a [`TlsFixture`]; ALPN h2, http/1.1).
-    pub async fn start_tls(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
+    pub(crate) async fn start_tls(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
         let acceptor = TlsAcceptor::from(Arc::new(tls.server_config()?));
         Self::spawn(name, Some(acceptor)).await
     }
@@ -61,21 +61,21 @@ impl NamedUpstream {
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `http://127.0.0.1:PORT`, or `https://` (the certificate also names `localhost`).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Requests received so far (counted when the request head arrives).
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
 }
@@ -210,7 +210,7 @@ fn respond(
 }
 
 /// Lower-case hex SHA-256, the format of the echo's `body_sha256`.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
         .iter()
         .map(|b| format!("{b:02x}"))

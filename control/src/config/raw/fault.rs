@@ -10,7 +10,7 @@ use super::RawPercent;
 
 mod action;
 
-pub use action::{
+pub(crate) use action::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
     RawTruncateMode,
 };

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
-pub const DEFAULT_MIRROR_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+pub(crate) const DEFAULT_MIRROR_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct MirrorConfig {

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use sluice_filters::{Bodies, RedactionConfig};
 
-pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
-pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+pub(crate) const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 /// The session header of a route without a sticky header.
-pub const DEFAULT_SESSION_HEADER: &str = "x-session-id";
+pub(super) const DEFAULT_SESSION_HEADER: &str = "x-session-id";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecorderConfig {

@@ -32,16 +32,16 @@ pub struct RolloutConfig {
     pub target_token_env: String,
 }
 
-pub const DEFAULT_STEPS: [u32; 5] = [1, 5, 20, 50, 100];
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(30);
-pub const DEFAULT_MIN_REQUESTS: u64 = 100;
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(250);
-pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
-pub const DEFAULT_CONSECUTIVE: u32 = 2;
+pub(crate) const DEFAULT_STEPS: [u32; 5] = [1, 5, 20, 50, 100];
+pub(crate) const DEFAULT_HOLD: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_MIN_REQUESTS: u64 = 100;
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(250);
+pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONSECUTIVE: u32 = 2;
 /// Prometheus's own default `scrape_interval`.
-pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
 /// The variable `sluice ctl` reads the token from, too.
-pub const DEFAULT_TARGET_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
+pub(crate) const DEFAULT_TARGET_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
 
 impl RolloutConfig {
     /// Fleet mode applies weights through the targets' control APIs.

@@ -15,7 +15,7 @@ use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 use sluice_filters::parse_duration;
 
-pub const DEFAULT_MAX_FAULT_TTL: Duration = Duration::from_secs(3600);
+pub(super) const DEFAULT_MAX_FAULT_TTL: Duration = Duration::from_secs(3600);
 const DEFAULT_HALT_WINDOW: Duration = Duration::from_secs(10);
 
 /// What an experiment's references are checked against.

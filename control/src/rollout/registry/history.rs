@@ -21,7 +21,7 @@ pub(super) struct History {
 
 impl History {
     /// Keeps `cell`; returns the names that went to make room.
-    pub fn insert(&mut self, cell: Arc<Cell>) -> Vec<String> {
+    pub(super) fn insert(&mut self, cell: Arc<Cell>) -> Vec<String> {
         let name = cell.name.clone();
         if self.cells.insert(name.clone(), cell).is_some() {
             self.order.retain(|n| *n != name);
@@ -37,16 +37,16 @@ impl History {
         gone
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<Cell>> {
+    pub(super) fn get(&self, name: &str) -> Option<&Arc<Cell>> {
         self.cells.get(name)
     }
 
-    pub fn remove(&mut self, name: &str) -> Option<Arc<Cell>> {
+    pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Cell>> {
         self.order.retain(|n| n != name);
         self.cells.remove(name)
     }
 
-    pub fn cells(&self) -> impl Iterator<Item = &Arc<Cell>> {
+    pub(super) fn cells(&self) -> impl Iterator<Item = &Arc<Cell>> {
         self.cells.values()
     }
 }

@@ -32,7 +32,7 @@ pub(crate) struct PrometheusSource {
 }
 
 impl PrometheusSource {
-    pub fn new() -> PrometheusSource {
+    pub(crate) fn new() -> PrometheusSource {
         PrometheusSource {
             client: HttpClient::new(QUERY_TIMEOUT, MAX_ANSWER_BYTES),
         }

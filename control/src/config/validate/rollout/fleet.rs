@@ -20,7 +20,7 @@ pub(super) struct Fleet {
 
 impl Fleet {
     /// Prometheus's scrape interval, when the gates are read there.
-    pub fn scrape_interval(&self) -> Option<Duration> {
+    pub(super) fn scrape_interval(&self) -> Option<Duration> {
         self.source.as_ref().map(|s| match s {
             RolloutSource::Prometheus {
                 scrape_interval, ..
