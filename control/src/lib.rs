@@ -43,7 +43,7 @@ pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DI
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};
 pub use recorder::{
-    Capture, CaptureStatus, Captured, Recorder, Source as RecordingSource,
+    Capture, CaptureIds, CaptureStatus, Captured, Recorder, Source as RecordingSource,
     BYTES_METRIC as RECORDER_BYTES_METRIC, DROPPED_METRIC as RECORDER_DROPPED_METRIC,
     LINES_METRIC as RECORDER_LINES_METRIC, MAX_BODY as RECORDER_MAX_BODY,
 };

@@ -29,7 +29,7 @@ use crate::events::EventLog;
 use crate::store::SnapshotStore;
 
 pub(crate) use capture::StartError;
-pub use capture::{Capture, CaptureStatus, Captured, MAX_BODY};
+pub use capture::{Capture, CaptureIds, CaptureStatus, Captured, MAX_BODY};
 
 pub const LINES_METRIC: &str = "sluice_recorder_lines_total";
 pub const DROPPED_METRIC: &str = "sluice_recorder_dropped_total";

@@ -54,20 +54,17 @@ impl StartError {
     }
 }
 
-/// One finished request, owned, on its way to the writer.
+/// One finished request, owned, on its way to the writer. Its strings are
+/// packed in one buffer: one allocation per request rather than ten, each
+/// freed on the writer's thread.
 #[derive(Debug)]
 pub struct Captured {
-    pub request_id: String,
-    pub trace_id: Option<String>,
-    /// The session header's value, as sent (redacted by the writer).
-    pub session_id: Option<String>,
-    pub route: String,
-    pub cluster: String,
-    pub version: String,
-    pub model: String,
+    text: String,
+    /// Where each [`Text`] field ends in `text`.
+    ends: [u32; Text::COUNT],
+    /// Which of the optional fields are present, by [`Text`] bit.
+    present: u16,
     pub operation: Operation,
-    pub method: String,
-    pub path: String,
     pub status: u16,
     /// When the request arrived, on the data plane's clock.
     pub arrived: Instant,
@@ -75,64 +72,133 @@ pub struct Captured {
     pub e2e: Duration,
     pub failure: Option<Failure>,
     pub tokens: Option<TokenOutcome>,
-    pub prompt_fingerprint: Option<String>,
     /// The body's first chunks (refcounted, not copied), at most
     /// [`MAX_BODY`] in all; `body_cut` when there was more.
     pub body: Vec<Bytes>,
     pub body_cut: bool,
 }
 
+/// The string fields of a [`Captured`], in their order in its buffer.
+#[derive(Clone, Copy)]
+enum Text {
+    RequestId,
+    Route,
+    Cluster,
+    Version,
+    Model,
+    Method,
+    Path,
+    Fingerprint,
+    TraceId,
+    Session,
+}
+
+impl Text {
+    const COUNT: usize = 10;
+}
+
+/// What the data plane knows of a request beyond its record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CaptureIds<'a> {
+    /// The W3C trace id, 32 hex digits.
+    pub trace_id: Option<&'a str>,
+    /// The session header's value, as sent (redacted by the writer).
+    pub session_id: Option<&'a str>,
+}
+
 impl Captured {
-    /// The record of a request as the data plane finished it. The caller
-    /// adds the ids, the session, the times and the body.
-    pub fn of(record: &RequestRecord<'_>, arrived: Instant, arrived_wall: SystemTime) -> Captured {
+    /// The record of a request as the data plane finished it, with its ids,
+    /// its arrival and its body's chunks.
+    pub fn new(
+        record: &RequestRecord<'_>,
+        ids: CaptureIds<'_>,
+        arrived: (Instant, SystemTime),
+        body: Vec<Bytes>,
+        body_cut: bool,
+    ) -> Captured {
+        let fields: [Option<&str>; Text::COUNT] = [
+            Some(record.request_id),
+            Some(record.route),
+            Some(record.cluster),
+            Some(record.version),
+            Some(record.model),
+            Some(record.method),
+            Some(record.path),
+            record.prompt_fingerprint,
+            ids.trace_id,
+            ids.session_id,
+        ];
+        let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
+        let mut ends = [0; Text::COUNT];
+        let mut present = 0;
+        for (i, field) in fields.iter().enumerate() {
+            if let Some(f) = field {
+                text.push_str(f);
+                present |= 1 << i;
+            }
+            ends[i] = text.len() as u32;
+        }
         Captured {
-            request_id: record.request_id.to_owned(),
-            trace_id: None,
-            session_id: None,
-            route: record.route.to_owned(),
-            cluster: record.cluster.to_owned(),
-            version: record.version.to_owned(),
-            model: record.model.to_owned(),
+            text,
+            ends,
+            present,
             operation: record.operation,
-            method: record.method.to_owned(),
-            path: record.path.to_owned(),
             status: record.status,
-            arrived,
-            arrived_wall,
+            arrived: arrived.0,
+            arrived_wall: arrived.1,
             e2e: record.e2e,
             failure: record.failure,
             tokens: record.tokens.cloned(),
-            prompt_fingerprint: record.prompt_fingerprint.map(str::to_owned),
-            body: Vec::new(),
-            body_cut: false,
+            body,
+            body_cut,
         }
+    }
+
+    fn text(&self, field: Text) -> &str {
+        let i = field as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.text.get(start..self.ends[i] as usize).unwrap_or("")
+    }
+
+    fn optional(&self, field: Text) -> Option<&str> {
+        (self.present & (1 << field as usize) != 0).then(|| self.text(field))
+    }
+
+    pub(super) fn trace_id(&self) -> Option<&str> {
+        self.optional(Text::TraceId)
+    }
+
+    pub(super) fn session_id(&self) -> Option<&str> {
+        self.optional(Text::Session)
     }
 
     /// The record again, borrowed, for the trace line.
     pub(super) fn record(&self) -> RequestRecord<'_> {
         RequestRecord {
-            request_id: &self.request_id,
-            route: &self.route,
-            cluster: &self.cluster,
-            version: &self.version,
-            model: &self.model,
+            request_id: self.text(Text::RequestId),
+            route: self.text(Text::Route),
+            cluster: self.text(Text::Cluster),
+            version: self.text(Text::Version),
+            model: self.text(Text::Model),
             operation: self.operation,
-            method: &self.method,
-            path: &self.path,
+            method: self.text(Text::Method),
+            path: self.text(Text::Path),
             status: self.status,
             e2e: self.e2e,
             failure: self.failure,
             tokens: self.tokens.as_ref(),
-            prompt_fingerprint: self.prompt_fingerprint.as_deref(),
+            prompt_fingerprint: self.optional(Text::Fingerprint),
             upstream: UpstreamTiming::default(),
         }
     }
 }
 
 /// What the writer sends.
+// Lines are not boxed: the queue's slots are allocated once, and a box
+// would be one more allocation per request, freed on another thread.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Message {
-    Line(Box<Captured>),
+    Line(Captured),
     /// Write what is queued, close the files and end.
     Stop,
 }
@@ -266,7 +332,7 @@ impl Capture {
         if self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        match self.tx.try_send(Message::Line(Box::new(captured))) {
+        match self.tx.try_send(Message::Line(captured)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.counts

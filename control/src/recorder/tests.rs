@@ -79,12 +79,20 @@ fn captured(
         prompt_fingerprint: None,
         upstream: Default::default(),
     };
-    let mut c = Captured::of(&record, base + at, SystemTime::now());
-    c.session_id = session.map(str::to_owned);
-    c.body = vec![Bytes::from(format!(
+    let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#
-    ))];
-    c
+    ));
+    let ids = CaptureIds {
+        trace_id: None,
+        session_id: session,
+    };
+    Captured::new(
+        &record,
+        ids,
+        (base + at, SystemTime::now()),
+        vec![body],
+        false,
+    )
 }
 
 fn read(path: &Path) -> Vec<TraceLine> {

@@ -17,6 +17,9 @@ use super::capture::{Captured, Counts, Message};
 use super::{RecorderMetrics, DRAIN_EVERY};
 use crate::config::RecorderConfig;
 
+/// Lines are written to the file in writes of this much (a few hundred
+/// lines), so a busy recording makes few system calls.
+const WRITE_BUFFER: usize = 256 * 1024;
 /// Sessions whose last request is remembered for think times.
 const SESSIONS: usize = 100_000;
 
@@ -45,7 +48,7 @@ impl Files {
             std::fs::rename(&path, numbered(&path, next))?;
             next += 1;
         }
-        let out = BufWriter::new(create(&path)?);
+        let out = BufWriter::with_capacity(WRITE_BUFFER, create(&path)?);
         Ok(Files {
             path,
             out,
@@ -78,7 +81,7 @@ impl Files {
         self.out.flush()?;
         std::fs::rename(&self.path, numbered(&self.path, self.next))?;
         self.next += 1;
-        self.out = BufWriter::new(create(&self.path)?);
+        self.out = BufWriter::with_capacity(WRITE_BUFFER, create(&self.path)?);
         self.in_file = 0;
         Ok(())
     }
@@ -170,8 +173,7 @@ impl Writer {
     fn write(&mut self, captured: &Captured, think: &mut ThinkTimes, line: &mut Vec<u8>) {
         let arrival = captured.arrived.saturating_duration_since(self.started);
         let think_time = captured
-            .session_id
-            .as_deref()
+            .session_id()
             .and_then(|s| think.observe(s, arrival, arrival + captured.e2e));
         let body = joined_body(captured);
         let record = captured.record();
@@ -182,8 +184,8 @@ impl Writer {
                 .arrived_wall
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_micros() as i64),
-            trace_id: captured.trace_id.as_deref(),
-            session_id: captured.session_id.as_deref(),
+            trace_id: captured.trace_id(),
+            session_id: captured.session_id(),
             think_time,
             body: body.as_deref(),
             bodies: self.bodies,

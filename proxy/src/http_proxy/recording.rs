@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use pingora::http::RequestHeader;
-use sluice_control::{Capture, Captured, RECORDER_MAX_BODY};
+use sluice_control::{Capture, CaptureIds, Captured, RECORDER_MAX_BODY};
 use sluice_filters::{RequestRecord, TraceContext};
 
 use super::RequestCtx;
@@ -81,9 +81,7 @@ pub(super) fn finish(
             body.push(peeked.clone());
         }
     }
-    let mut captured = Captured::of(record, ctx.started, ctx.started_at);
-    captured.session_id = session_id;
-    captured.trace_id = match &ctx.trace {
+    let trace_id = match &ctx.trace {
         Some(trace) => Some(trace.context.trace_id_hex()),
         None => req
             .headers
@@ -91,7 +89,11 @@ pub(super) fn finish(
             .and_then(|v| TraceContext::parse(v.as_bytes()))
             .map(|c| c.trace_id_hex()),
     };
-    captured.body = body;
-    captured.body_cut = body_cut;
+    let ids = CaptureIds {
+        trace_id: trace_id.as_deref(),
+        session_id: session_id.as_deref(),
+    };
+    let arrived = (ctx.started, ctx.started_at);
+    let captured = Captured::new(record, ids, arrived, body, body_cut);
     capture.submit(captured);
 }
