@@ -12,7 +12,9 @@
 #   envoy    --concurrency 1, static config, HTTP connection manager + router
 #   haproxy  nbthread 1 (when haproxy is installed)
 #   sluice-record  (--record) sluice with the recorder on: every request
-#            recorded (percent 100, bodies redacted) to a trace file
+#            recorded (percent 100, bodies redacted) to a trace file; its
+#            writer at the default `priority: idle`
+#   sluice-record-normal  (--record) the same with the writer at `priority: normal`
 #   sluice-base    (--baseline BIN) the same config as `sluice`, served by
 #            another sluice binary (an earlier commit's), for before/after
 # (--threads N gives each proxy N workers instead of 1.)
@@ -95,7 +97,7 @@ build_release open_loop
 sluice="$root/target/release/sluice"
 
 targets=(direct sluice sluice-mirror3 nginx envoy)
-((record)) && targets+=(sluice-record)
+((record)) && targets+=(sluice-record sluice-record-normal)
 if [[ -n $baseline ]]; then
     [[ -x $baseline ]] || die "--baseline $baseline is not an executable"
     targets+=(sluice-base)
@@ -143,6 +145,7 @@ log "upstream ($upstream_kind) on 127.0.0.1:$upstream_port"
 start_sluice_as() {
     local name=$1 p=$2 extra=$3 tail=${4:-} bin=${5:-$sluice} admin
     admin="$(free_port)"
+    admin_of[$name]=$admin
     {
         sluice_config_head "$threads" "$admin" "$p"
         cat <<EOF
@@ -162,10 +165,16 @@ start_sluice() { start_sluice_as sluice "$1" ""; }
 # upstream's core also serves the copies).
 start_sluice-mirror3() { start_sluice_as sluice-mirror3 "$1" ", mirror: { cluster: shadow, percent: 100, copies: 3 }"; }
 
-# Every request recorded, bodies redacted, to a trace file in the work dir.
+# Every request recorded, bodies redacted, to a trace file in the work dir; the
+# writer at its default (idle) CPU priority, or at the data plane's.
+declare -A admin_of
 start_sluice-record() {
     start_sluice_as sluice-record "$1" "" \
-        "recorder: { path: $work/trace.jsonl, percent: 100, bodies: redacted, max_bytes: 8GiB }"
+        "recorder: { path: $work/trace-idle.jsonl, percent: 100, bodies: redacted, max_bytes: 8GiB }"
+}
+start_sluice-record-normal() {
+    start_sluice_as sluice-record-normal "$1" "" \
+        "recorder: { path: $work/trace-normal.jsonl, percent: 100, bodies: redacted, max_bytes: 8GiB, priority: normal }"
 }
 
 start_sluice-base() { start_sluice_as sluice-base "$1" "" "" "$baseline"; }
@@ -479,7 +488,7 @@ declare -A med_rps
         [[ -n ${med_rps[$peer]:-} ]] || continue
         ratios+=("sluice/$peer $(awk -v a="${med_rps[sluice]}" -v b="${med_rps[$peer]}" 'BEGIN { printf "%.2f", a / b }')")
     done
-    for own in sluice-record sluice-base; do
+    for own in sluice-record sluice-record-normal sluice-base; do
         [[ -n ${med_rps[$own]:-} ]] || continue
         ratios+=("$own/sluice $(awk -v a="${med_rps[$own]}" -v b="${med_rps[sluice]}" 'BEGIN { printf "%.3f", a / b }')")
     done
@@ -493,7 +502,14 @@ declare -A med_rps
     fi
     if ((record)); then
         echo
-        echo "sluice-record wrote $(cat "$work"/trace.jsonl* | wc -l) trace lines, $(cat "$work"/trace.jsonl* | wc -c) bytes."
+        for t in sluice-record sluice-record-normal; do
+            curl -fsS "http://127.0.0.1:${admin_of[$t]}/metrics" | awk -v t="$t" '
+                /^sluice_recorder_lines_total/ { lines = $2 }
+                /^sluice_recorder_dropped_total/ { dropped += $2 }
+                /^sluice_recorder_bytes_total/ { bytes = $2 }
+                END { printf "%s wrote %d trace lines (%d bytes) and dropped %d (queue full): %.0f%% of the requests it served, warm-ups included, were recorded.\n",
+                      t, lines, bytes, dropped, (lines + dropped > 0 ? 100 * lines / (lines + dropped) : 0) }'
+        done
     fi
     echo
     echo "proxy CPU % is the proxy's user+system time over the run's wall time (100 = one core);"

@@ -15,8 +15,8 @@ pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_s
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    MirrorConfig, MirrorPriority, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
-    RouteConfig, RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
+    MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamTls,
 };
 

@@ -18,6 +18,7 @@ mod recorder;
 mod reload;
 mod rollout;
 mod shared;
+mod side_thread;
 mod snapshot;
 mod stats;
 mod store;
@@ -30,10 +31,10 @@ pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, MirrorConfig,
-    MirrorPriority, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawMirror,
-    RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
+    OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach,
+    RawPercent, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
+    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
+    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
@@ -53,6 +54,7 @@ pub use rollout::{
     RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
 pub use shared::Shared;
+pub use side_thread::set_side_priority;
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{
     Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_WINDOW_SECONDS,

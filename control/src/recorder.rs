@@ -49,6 +49,9 @@ pub(crate) struct RecorderMetrics {
     pub lines: IntCounter,
     /// By `reason`: `queue_full`, `max_bytes`, `write_error`.
     pub dropped: IntCounterVec,
+    /// `dropped{reason="queue_full"}`, resolved once: it is counted on the
+    /// request path.
+    pub dropped_queue_full: IntCounter,
     pub bytes: IntCounter,
 }
 
@@ -58,14 +61,16 @@ impl RecorderMetrics {
             register_family(registry, LINES_METRIC, "Trace lines written.", &[])?;
         let bytes: IntCounterVec =
             register_family(registry, BYTES_METRIC, "Trace bytes written.", &[])?;
+        let dropped: IntCounterVec = register_family(
+            registry,
+            DROPPED_METRIC,
+            "Trace lines not written, by reason.",
+            &["reason"],
+        )?;
         Ok(RecorderMetrics {
             lines: lines.with_label_values::<&str>(&[]),
-            dropped: register_family(
-                registry,
-                DROPPED_METRIC,
-                "Trace lines not written, by reason.",
-                &["reason"],
-            )?,
+            dropped_queue_full: dropped.with_label_values(&["queue_full"]),
+            dropped,
             bytes: bytes.with_label_values::<&str>(&[]),
         })
     }

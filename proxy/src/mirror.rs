@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::{Config, MirrorDiffs, MirrorPriority};
+use sluice_control::{set_side_priority, Config, MirrorDiffs, SidePriority};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -73,11 +73,11 @@ impl MirrorSender {
     pub(crate) fn start(
         config: &Config,
         diffs: Arc<MirrorDiffs>,
-        priority: MirrorPriority,
+        priority: SidePriority,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let shadow = Shadow::new(config).map_err(std::io::Error::other)?;
-        let set_priority = move || set_sender_priority(priority);
+        let set_priority = move || set_side_priority(priority, "mirror sender");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)
             .thread_name("sluice-mirror")
@@ -114,32 +114,6 @@ impl Drop for MirrorSender {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Puts the calling sender thread at `priority`. Under `Idle` (Linux
-/// `SCHED_IDLE`) it runs only on CPU time no other thread wants, and a
-/// data-plane thread that wakes preempts it at once; without that, a proxy
-/// thread waking behind a busy sender thread on its core could wait out the
-/// rest of the sender's time slice (+45% primary p99 with a live ×3 shadow,
-/// docs/BENCHMARKS.md). The price: on a saturated machine copies wait, time
-/// out or overflow the queue (`queue_full`), which is why it can be turned
-/// off where complete shadow traffic matters more than the primary's tail.
-fn set_sender_priority(priority: MirrorPriority) {
-    #[cfg(target_os = "linux")]
-    if priority == MirrorPriority::Idle {
-        use thread_priority::{
-            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-            ThreadPriority, ThreadSchedulePolicy,
-        };
-        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-        if let Err(e) =
-            set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
-        {
-            tracing::warn!(error = ?e, "mirror sender keeps normal CPU priority");
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = priority;
 }
 
 /// How often a busy sender takes what the proxy queued. The proxy never wakes

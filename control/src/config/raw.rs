@@ -8,7 +8,7 @@ mod mirror;
 mod recorder;
 mod rollout;
 
-use super::typed::MirrorPriority;
+use super::typed::SidePriority;
 
 pub(crate) use fault::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
@@ -112,7 +112,7 @@ pub struct RawRuntime {
     pub max_fault_ttl: Option<String>,
     /// CPU priority of the shadow sender's threads (default `idle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mirror_priority: Option<MirrorPriority>,
+    pub mirror_priority: Option<SidePriority>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

@@ -276,12 +276,12 @@ fn yaml_syntax_error_has_a_location() {
 
 #[test]
 fn mirror_priority_is_idle_unless_set_to_normal() {
-    use crate::MirrorPriority;
+    use crate::SidePriority;
     let c = Config::from_yaml(GOOD).unwrap();
-    assert_eq!(c.runtime.mirror_priority, MirrorPriority::Idle);
+    assert_eq!(c.runtime.mirror_priority, SidePriority::Idle);
     let normal = GOOD.replacen("threads: 2", "threads: 2, mirror_priority: normal", 1);
     let c = Config::from_yaml(&normal).unwrap();
-    assert_eq!(c.runtime.mirror_priority, MirrorPriority::Normal);
+    assert_eq!(c.runtime.mirror_priority, SidePriority::Normal);
     let e = errors_of("threads: 2", "threads: 2, mirror_priority: high");
     assert!(
         e[0].starts_with(

@@ -107,20 +107,22 @@ pub struct RuntimeConfig {
     pub grace_period: Duration,
     /// The longest `ttl` a fault experiment may have.
     pub max_fault_ttl: Duration,
-    pub mirror_priority: MirrorPriority,
+    pub mirror_priority: SidePriority,
 }
 
-/// How the shadow sender's threads compete with the data plane for CPU.
+/// How a side thread (the shadow sender's, the recorder's writer) competes
+/// with the data plane for CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum MirrorPriority {
-    /// Linux `SCHED_IDLE`: copies run on CPU time the data plane leaves, and
-    /// a waking proxy thread preempts them at once. On a saturated machine
-    /// copies wait, time out or are dropped, and the primary does not notice.
+pub enum SidePriority {
+    /// Linux `SCHED_IDLE`: the side work runs on CPU time the data plane
+    /// leaves, and a waking proxy thread preempts it at once. On a saturated
+    /// machine it waits, and its queue overflows (counted), and the primary
+    /// does not notice.
     #[default]
     Idle,
-    /// The same priority as the data plane: copies keep up under load, and
-    /// cost the primary CPU when it is short of it.
+    /// The same priority as the data plane: the side work keeps up under
+    /// load, and costs the primary CPU when it is short of it.
     Normal,
 }
 

@@ -6,12 +6,13 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use bytes::BytesMut;
 use sluice_filters::{Bodies, Redactor, ThinkTimes, TraceInput, TraceLine};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::mpsc::Receiver;
 
 use super::capture::{Captured, Counts, Message};
 use super::{RecorderMetrics, DRAIN_EVERY};
@@ -133,10 +134,13 @@ impl Writer {
         let mut think = ThinkTimes::new(SESSIONS);
         let mut line = Vec::with_capacity(4096);
         'idle: loop {
-            let first = match self.rx.recv_timeout(Duration::from_millis(500)) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
+            // Parked only on an empty queue: a stop that found the queue
+            // full (and could not queue `Stop`) is seen here.
+            if self.counts.stopping.load(Ordering::Relaxed) && self.rx.is_empty() {
+                break;
+            }
+            let Some(first) = self.rx.blocking_recv() else {
+                break;
             };
             let mut next = Some(first);
             loop {

@@ -203,7 +203,7 @@ fn thread_policies(name: &str) -> Vec<u32> {
 /// Starts a sender at `priority` and waits (5 s at most) until the drain
 /// thread and every runtime worker run under `policy`; how many do.
 #[cfg(target_os = "linux")]
-fn sender_threads_under(priority: MirrorPriority, policy: u32) -> usize {
+fn sender_threads_under(priority: SidePriority, policy: u32) -> usize {
     let (store, _shared) = store("{ cluster: s }");
     let (mut sender, _queue) = MirrorSender::start(
         &store.load().config,
@@ -231,11 +231,11 @@ fn sender_threads_under(priority: MirrorPriority, policy: u32) -> usize {
 #[test]
 fn by_default_the_sender_runs_only_on_cpu_time_nobody_else_wants() {
     let default = Config::from_yaml("listeners: []\n").map(|c| c.runtime.mirror_priority);
-    assert_eq!(default.ok(), Some(MirrorPriority::Idle));
+    assert_eq!(default.ok(), Some(SidePriority::Idle));
     // One test for both settings: other tests' senders share the thread name.
-    let idle = sender_threads_under(MirrorPriority::Idle, 5);
+    let idle = sender_threads_under(SidePriority::Idle, 5);
     assert!(idle > SENDER_THREADS, "{idle} threads under SCHED_IDLE");
-    let normal = sender_threads_under(MirrorPriority::Normal, 0);
+    let normal = sender_threads_under(SidePriority::Normal, 0);
     assert!(
         normal > SENDER_THREADS,
         "{normal} threads under SCHED_OTHER"

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{RawPercent, RawSize};
+use crate::config::typed::SidePriority;
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +33,10 @@ pub struct RawRecorder {
     pub allow_unredacted: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<RawRedaction>,
+    /// The writer thread's CPU priority (default `idle`: it never takes CPU
+    /// the data plane wants, and drops lines, counted, when it cannot keep up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<SidePriority>,
     /// How long the recording runs; required by `PUT /v1/recorder`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,

@@ -13,7 +13,8 @@ fn every_key_and_the_defaults() {
     let c = Config::from_yaml(&with_recorder(
         "{ path: /var/trace.jsonl, rotate_bytes: 1MiB, max_bytes: 2GiB, percent: 5%, \
          session_header: X-User, routes: [chat], bodies: none, \
-         redaction: { patterns: ['order-\\d+'], drop_keys: [ssn], key_env: KEY }, ttl: 30m }",
+         redaction: { patterns: ['order-\\d+'], drop_keys: [ssn], key_env: KEY }, ttl: 30m, \
+         priority: normal }",
     ))
     .unwrap();
     let r = c.recorder.unwrap();
@@ -26,6 +27,7 @@ fn every_key_and_the_defaults() {
     assert_eq!(r.redaction.drop_keys, ["ssn"]);
     assert_eq!(r.key_env.as_deref(), Some("KEY"));
     assert_eq!(r.ttl, Some(Duration::from_secs(1800)));
+    assert_eq!(r.priority, crate::SidePriority::Normal);
 
     let d = Config::from_yaml(&with_recorder("{ path: t.jsonl }"))
         .unwrap()
@@ -36,6 +38,8 @@ fn every_key_and_the_defaults() {
         (100.0, Bodies::Redacted, None)
     );
     assert!(d.routes.is_empty() && d.session_header.is_none());
+    // The writer takes only CPU time the data plane leaves.
+    assert_eq!(d.priority, crate::SidePriority::Idle);
     // The route's sticky header is the session header.
     assert_eq!(d.session_header(Some("x-session-id")), "x-session-id");
 }

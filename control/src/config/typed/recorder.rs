@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use sluice_filters::{Bodies, RedactionConfig};
 
+use super::SidePriority;
+
 pub(crate) const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 /// The session header of a route without a sticky header.
@@ -31,6 +33,8 @@ pub struct RecorderConfig {
     pub key_env: Option<String>,
     /// `None`: until stopped or the config drops it.
     pub ttl: Option<Duration>,
+    /// The writer thread's CPU priority.
+    pub priority: SidePriority,
 }
 
 impl RecorderConfig {

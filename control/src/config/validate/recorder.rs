@@ -140,6 +140,7 @@ pub(super) fn recorder(
         redaction,
         key_env: written.key_env,
         ttl,
+        priority: raw.priority.unwrap_or_default(),
     }
 }
 
