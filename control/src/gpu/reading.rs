@@ -3,6 +3,7 @@
 //! touches NVML, so it is tested with made-up readings.
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
 /// One poll. A field that the device or driver does not support is `None`
 /// and is left out of the gauges and of the view.
@@ -166,28 +167,19 @@ pub(super) struct GpuView {
     pub polled_at_ms: Option<u64>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub(super) struct DeviceView {
     pub index: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_used_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_total_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization_gpu_percent: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization_memory_percent: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature_celsius: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_watts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_limit_watts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub throttle_reasons: Option<Vec<&'static str>>,
 }
 
