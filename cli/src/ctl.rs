@@ -100,6 +100,16 @@ pub(crate) fn read_file(file: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(file).with_context(|| file.display().to_string())
 }
 
+/// A JSON object of the flags that were given; those not given are left out.
+pub(crate) fn given<'a>(
+    flags: impl IntoIterator<Item = (&'a str, Option<serde_json::Value>)>,
+) -> serde_json::Map<String, serde_json::Value> {
+    flags
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_string(), value?)))
+        .collect()
+}
+
 /// The request a rollout command makes.
 fn rollout_request(command: &RolloutCommand) -> anyhow::Result<Call> {
     let operator = |name: &str, command: Command| {

@@ -19,6 +19,7 @@ use std::time::Duration;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
+use sluice_control::serve_until_cancelled;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -223,14 +224,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, cancel: Cancel
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        result = conn.as_mut() => result,
-        () = cancel.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
+    let result = serve_until_cancelled(conn, &cancel, None).await;
     // Clients that hang up mid-stream land here; that is normal for a test server, hence debug.
     if let Err(e) = result {
         debug!(error = %e, "mock llm connection ended with an error");

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+use crate::graceful::serve_until_cancelled;
 use crate::observers::Observers;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
@@ -251,17 +252,7 @@ pub(crate) async fn serve_admin(
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT);
             let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            let result = tokio::select! {
-                result = conn.as_mut() => result,
-                () = cancel.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    match tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await {
-                        Ok(result) => result,
-                        Err(_) => Ok(()),
-                    }
-                }
-            };
+            let result = serve_until_cancelled(conn, &cancel, Some(SHUTDOWN_GRACE)).await;
             if let Err(e) = result {
                 debug!(%peer, error = %e, "control API connection ended with an error");
             }

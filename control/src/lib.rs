@@ -9,6 +9,7 @@ mod config;
 mod events;
 mod fault;
 mod gpu;
+mod graceful;
 mod http_client;
 mod lifecycle;
 mod mirror;
@@ -39,6 +40,7 @@ pub use config::{
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
+pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, Stop};
 pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
 pub use observers::Observers;

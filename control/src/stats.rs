@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +69,7 @@ pub struct LatencySummary {
     pub p99: f64,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Serialize)]
 pub struct StatsRow {
     pub route: String,
@@ -79,13 +81,10 @@ pub struct StatsRow {
     pub error_rate: f64,
     pub latency_ms: LatencySummary,
     /// Time to first token; absent when no metered answer had one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<LatencySummary>,
     /// Gap between content chunks.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub gap_ms: Option<LatencySummary>,
     /// Time per output token after the first.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tpot_ms: Option<LatencySummary>,
     pub output_tokens: u64,
     pub output_tokens_per_second: f64,

@@ -10,7 +10,8 @@ mod metrics;
 mod pace;
 
 pub use action::{
-    ActionName, Direction, Distribution, FaultAction, FaultKind, Toxic, TruncateMode,
+    ActionName, Direction, Distribution, FaultAction, FaultKind, RequestAction, StreamAction,
+    Toxic, TruncateMode,
 };
 pub use header::{header_faults, HeaderFault, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY};
 pub use metrics::FaultMetrics;

@@ -34,6 +34,7 @@ pub use fault::{
     FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
     Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
+pub use fault::{RequestAction, StreamAction};
 pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
 };

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_with::skip_serializing_none;
 
 use crate::record::RequestRecord;
 use crate::redact::Redactor;
@@ -30,53 +31,37 @@ pub const TRACE_VERSION: u32 = 1;
 
 /// One request of a trace. Optional fields are absent from the line when
 /// unknown (a trace converted from a public format has no route, no TTFT).
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceLine {
     pub v: u32,
     pub request_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// `gen_ai.operation.name`: chat, text_completion, embeddings, other.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Microseconds from the start of the recording to the request's arrival.
     pub arrival_us: u64,
     /// The arrival's wall-clock time, RFC 3339 in UTC with microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<String>,
     /// The status the client got; 0 when no answer reached it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// The stream ended the way its dialect ends (`[DONE]`, `message_stop`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clean_end: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<f64>,
     /// Every gap between content chunks, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gaps_ms: Vec<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     /// `input_tokens` is an estimate (characters / 4), not the server's usage.
     #[serde(default)]
@@ -85,7 +70,6 @@ pub struct TraceLine {
     #[serde(default)]
     pub output_tokens_estimated: bool,
     /// The proxy's prompt fingerprint (SHA-256 of prompt, model, temperature).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_fingerprint: Option<String>,
     /// Keyed rolling hashes of the prompt's blocks of [`HASH_BLOCK_BYTES`],
     /// as Mooncake's `hash_ids`: two prompts share a prefix of ids exactly as
@@ -93,13 +77,10 @@ pub struct TraceLine {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hash_ids: Vec<u64>,
     /// For chat: the number of messages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<u32>,
     /// Within a session: from the end of the previous answer to this arrival.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time_ms: Option<f64>,
     /// The request body, redacted unless the recorder was told otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Body>,
 }
 

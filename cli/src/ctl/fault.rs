@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use sluice_control::ApiEndpoint;
 use sluice_filters::ActionName;
 
-use super::{call_to, read_file, Call};
+use super::{call_to, given, read_file, Call};
 
 #[derive(Subcommand)]
 pub(super) enum FaultCommand {
@@ -87,27 +87,18 @@ fn add_body(a: &AddArgs) -> anyhow::Result<String> {
     let Some(action) = &a.action else {
         bail!("--action is required (or --file)");
     };
-    let mut body = Map::new();
-    let mut put = |key: &str, value: Option<Value>| {
-        if let Some(v) = value {
-            body.insert(key.to_string(), v);
-        }
-    };
-    put("id", a.id.clone().map(Value::from));
-    put("ttl", a.ttl.clone().map(Value::from));
-    put("percent", a.percent.map(Value::from));
-    put("max_active", a.max_active.map(Value::from));
-    let mut matcher = Map::new();
-    for (key, value) in [
-        ("route", &a.route),
-        ("cluster", &a.cluster),
-        ("listener", &a.listener),
-        ("model", &a.model),
-    ] {
-        if let Some(v) = value {
-            matcher.insert(key.into(), v.clone().into());
-        }
-    }
+    let mut body = given([
+        ("id", a.id.clone().map(Value::from)),
+        ("ttl", a.ttl.clone().map(Value::from)),
+        ("percent", a.percent.map(Value::from)),
+        ("max_active", a.max_active.map(Value::from)),
+    ]);
+    let mut matcher = given([
+        ("route", a.route.clone().map(Value::from)),
+        ("cluster", a.cluster.clone().map(Value::from)),
+        ("listener", a.listener.clone().map(Value::from)),
+        ("model", a.model.clone().map(Value::from)),
+    ]);
     if !a.headers.is_empty() {
         matcher.insert("headers".into(), Value::Object(pairs(&a.headers, false)?));
     }
@@ -152,6 +143,28 @@ mod tests {
     struct Flags {
         #[command(flatten)]
         add: AddArgs,
+    }
+
+    #[test]
+    fn the_flags_given_become_the_body_and_the_others_are_left_out() {
+        use clap::Parser;
+        let flags = Flags::try_parse_from([
+            "add",
+            "--action",
+            "abort",
+            "--id",
+            "x",
+            "--route",
+            "chat",
+            "--param",
+            "status=503",
+        ])
+        .unwrap();
+        let body: Value = serde_json::from_str(&add_body(&flags.add).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({"id": "x", "match": {"route": "chat"}, "action": {"abort": {"status": 503}}})
+        );
     }
 
     #[test]

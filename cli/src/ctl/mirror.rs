@@ -2,10 +2,10 @@
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sluice_control::ApiEndpoint;
 
-use super::{call_to, read_file, Call};
+use super::{call_to, given, read_file, Call};
 
 #[derive(Subcommand)]
 pub(super) enum MirrorCommand {
@@ -63,19 +63,15 @@ fn set_body(set: &MirrorSet) -> anyhow::Result<String> {
     let Some(cluster) = &set.cluster else {
         bail!("give --cluster (or the whole policy with --file)");
     };
-    let mut map = Map::new();
-    map.insert("cluster".into(), cluster.clone().into());
-    let mut put = |key: &str, value: Option<Value>| {
-        if let Some(v) = value {
-            map.insert(key.into(), v);
-        }
-    };
-    put("percent", set.percent.map(Value::from));
-    put("copies", set.copies.map(Value::from));
-    put("sample_by", set.sample_by.clone().map(Value::from));
-    put("max_body", set.max_body.clone().map(Value::from));
-    put("rate_limit", set.rate_limit.map(Value::from));
-    put("max_in_flight", set.max_in_flight.map(Value::from));
-    put("timeout", set.timeout.clone().map(Value::from));
+    let map = given([
+        ("cluster", Some(cluster.clone().into())),
+        ("percent", set.percent.map(Value::from)),
+        ("copies", set.copies.map(Value::from)),
+        ("sample_by", set.sample_by.clone().map(Value::from)),
+        ("max_body", set.max_body.clone().map(Value::from)),
+        ("rate_limit", set.rate_limit.map(Value::from)),
+        ("max_in_flight", set.max_in_flight.map(Value::from)),
+        ("timeout", set.timeout.clone().map(Value::from)),
+    ]);
     Ok(Value::Object(map).to_string())
 }

@@ -14,31 +14,22 @@ pub(super) enum Endpoint {
 /// because real clients send many options (temperature, tools, ...) a mock has no use for.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct CompletionRequest {
-    #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
     pub stream: Option<bool>,
-    #[serde(default)]
     pub max_tokens: Option<u32>,
-    #[serde(default)]
     pub max_completion_tokens: Option<u32>,
-    #[serde(default)]
     pub stream_options: Option<StreamOptions>,
-    #[serde(default)]
     pub messages: Option<Vec<Message>>,
-    #[serde(default)]
     pub prompt: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct StreamOptions {
-    #[serde(default)]
     pub include_usage: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Message {
-    #[serde(default)]
     pub content: Option<Value>,
 }
 

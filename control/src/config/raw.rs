@@ -24,15 +24,15 @@ pub use rollout::{
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::{ConfigError, ConfigErrors};
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RawRuntime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin: Option<RawAdmin>,
     #[serde(default)]
     pub listeners: Vec<RawListener>,
@@ -46,40 +46,33 @@ pub struct RawConfig {
     /// Fault experiments; also added at run time by `POST /v1/faults`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<RawFault>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<RawTelemetry>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<RawGpu>,
     /// Traffic recording; also started at run time by `PUT /v1/recorder`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder: Option<RawRecorder>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTelemetry {
     /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`. No export when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otlp_endpoint: Option<String>,
     /// Share of traces kept, 0.0..=1.0 (default 1.0). A sampled `traceparent` from the client is always kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_ratio: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_name: Option<String>,
     /// Request header that names the model when the body does not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_header: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_log: Option<RawAccessLog>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAccessLog {
     /// `stdout` or a file path (appended to).
     pub path: String,
     /// Percent of requests logged, 0..=100 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percent: Option<f64>,
 }
 
@@ -91,38 +84,32 @@ pub enum RawGpuMode {
     Off,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGpu {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<RawGpuMode>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_period: Option<String>,
     /// The longest `ttl` a fault experiment may have (default 1h).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_fault_ttl: Option<String>,
     /// CPU priority of the shadow sender's threads (default `idle`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror_priority: Option<SidePriority>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<String>,
 }
 
@@ -134,6 +121,7 @@ pub enum RawProtocol {
     Tcp,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawListener {
@@ -141,16 +129,12 @@ pub struct RawListener {
     pub listen: String,
     pub protocol: RawProtocol,
     /// `https`: PEM certificate chain file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cert: Option<String>,
     /// `https`: PEM private key file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// `http`: accept HTTP/2 with prior knowledge beside HTTP/1.1 (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2c: Option<bool>,
     /// `tcp`: the cluster every connection goes to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
 }
 
@@ -163,77 +147,65 @@ pub enum RawClusterKind {
     Http,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCluster {
     pub name: String,
     pub kind: RawClusterKind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub endpoints: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<RawUpstreamTls>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeouts: Option<RawTimeouts>,
     /// `llm`: the model server's own Prometheus path (e.g. `/metrics`), scraped into `sluice_upstream_*`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_interval: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawUpstreamTls {
     /// Server name sent and verified; defaults to the endpoint's host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
     /// Verify the upstream's certificate (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<bool>,
     /// PEM file of extra CA certificates to trust.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTimeouts {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_byte: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRoute {
     pub name: String,
     pub listener: String,
-    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "match")]
     pub matcher: Option<RawMatch>,
     pub split: BTreeMap<String, u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sticky: Option<RawSticky>,
     /// Let a request pick stable or canary with `x-sluice-version` (testers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_version_header: Option<bool>,
     /// Let a request ask for faults with `x-sluice-fault-*` headers (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_header_faults: Option<bool>,
     /// Shadow traffic: copies of this route's requests to another cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<RawMirror>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMatch {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_prefix: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,

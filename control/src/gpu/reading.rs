@@ -2,7 +2,8 @@
 //! values, throttle-reason names and the `GET /v1/gpu` view. Nothing here
 //! touches NVML, so it is tested with made-up readings.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 /// One poll. A field that the device or driver does not support is `None`
 /// and is left out of the gauges and of the view.
@@ -12,7 +13,10 @@ pub(super) struct Reading {
     pub devices: Vec<DeviceReading>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+/// One device as read; serialized, it is a device of the `GET /v1/gpu`
+/// view, with power in watts and the throttle reasons by name.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub(super) struct DeviceReading {
     pub index: u32,
     pub name: Option<String>,
@@ -24,10 +28,21 @@ pub(super) struct DeviceReading {
     /// Percent of the last sample period device memory was read or written.
     pub utilization_memory_percent: Option<u32>,
     pub temperature_celsius: Option<u32>,
+    #[serde(rename = "power_watts", serialize_with = "as_watts")]
     pub power_milliwatts: Option<u32>,
+    #[serde(rename = "power_limit_watts", serialize_with = "as_watts")]
     pub power_limit_milliwatts: Option<u32>,
     /// NVML's clocks-event (throttle) reason bit mask.
+    #[serde(rename = "throttle_reasons", serialize_with = "as_reason_names")]
     pub throttle_bits: Option<u64>,
+}
+
+fn as_watts<S: Serializer>(milli: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    milli.map(milli_to_unit).serialize(s)
+}
+
+fn as_reason_names<S: Serializer>(bits: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    bits.map(throttle_reason_names).serialize(s)
 }
 
 /// NVML's throttle reasons, as `nvmlClocksThrottleReason*` bits, with the
@@ -161,34 +176,9 @@ pub(super) struct GpuView {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<String>,
-    pub devices: Vec<DeviceView>,
+    pub devices: Vec<DeviceReading>,
     /// Milliseconds since the Unix epoch of the last poll; `null` before one.
     pub polled_at_ms: Option<u64>,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub(super) struct DeviceView {
-    pub index: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uuid: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_used_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_total_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub utilization_gpu_percent: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub utilization_memory_percent: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature_celsius: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power_watts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power_limit_watts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttle_reasons: Option<Vec<&'static str>>,
 }
 
 impl GpuView {
@@ -208,26 +198,8 @@ impl GpuView {
             available: true,
             reason: None,
             driver_version: reading.driver_version.clone(),
-            devices: reading.devices.iter().map(DeviceView::of).collect(),
+            devices: reading.devices.clone(),
             polled_at_ms: Some(polled_at_ms),
-        }
-    }
-}
-
-impl DeviceView {
-    fn of(d: &DeviceReading) -> DeviceView {
-        DeviceView {
-            index: d.index,
-            name: d.name.clone(),
-            uuid: d.uuid.clone(),
-            memory_used_bytes: d.memory_used_bytes,
-            memory_total_bytes: d.memory_total_bytes,
-            utilization_gpu_percent: d.utilization_gpu_percent,
-            utilization_memory_percent: d.utilization_memory_percent,
-            temperature_celsius: d.temperature_celsius,
-            power_watts: d.power_milliwatts.map(milli_to_unit),
-            power_limit_watts: d.power_limit_milliwatts.map(milli_to_unit),
-            throttle_reasons: d.throttle_bits.map(throttle_reason_names),
         }
     }
 }

@@ -6,32 +6,30 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
 pub const DIFF_CAPACITY: usize = 256;
 
 /// One side of a differing pair. Without `compare.keep_text` only lengths
 /// and fingerprints describe the answer.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DiffLeg {
     pub cluster: String,
     /// 0 when no answer came.
     pub status: u16,
     pub latency_ms: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     pub bytes: usize,
     pub fingerprint: String,
     /// How many ids `compare.ids` found.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ids_count: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ids: Option<Vec<String>>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DiffRecord {
     /// Rises by one per recorded pair.
@@ -46,25 +44,17 @@ pub struct DiffRecord {
     pub copy: u32,
     /// `status`, `text`, `ids`: what differed beyond the noise floor.
     pub kinds: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub recall: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ratio: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_ratio: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_token_delta: Option<i64>,
     /// The worst similarity and recall among noise copies (only with `noise_copies`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_similarity: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_recall: Option<f64>,
     pub request_bytes: usize,
     pub request_fingerprint: String,
     /// The request body, only with `compare.keep_text` (and cut to 4 KiB).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_text: Option<String>,
     pub primary: DiffLeg,
     pub shadow: DiffLeg,

@@ -53,6 +53,14 @@ fn recorder() -> Arc<Recorder> {
     Recorder::new(&prometheus::Registry::new()).unwrap()
 }
 
+/// A recorder started on `path` with `extra` config, and its capture.
+fn recording(path: &Path, extra: &str) -> (Arc<Recorder>, Arc<Capture>) {
+    let recorder = recorder();
+    recorder.start(config(path, extra), Source::Api).unwrap();
+    let capture = recorder.current().unwrap();
+    (recorder, capture)
+}
+
 /// A finished request of `session` that arrived `at` after `base` and took `e2e`.
 fn captured(
     id: u32,
@@ -95,6 +103,11 @@ fn captured(
     )
 }
 
+/// A request of no session that arrived as the capture started and took no time.
+fn untimed(capture: &Capture, id: u32) -> Captured {
+    captured(id, None, capture.started(), Duration::ZERO, Duration::ZERO)
+}
+
 fn read(path: &Path) -> Vec<TraceLine> {
     let text = std::fs::read_to_string(path).unwrap();
     parse_lines(&text).map(Result::unwrap).collect()
@@ -103,11 +116,7 @@ fn read(path: &Path) -> Vec<TraceLine> {
 #[test]
 fn writes_one_redacted_line_per_request_with_think_times() {
     let dir = Dir::new("lines");
-    let recorder = recorder();
-    recorder
-        .start(config(&dir.trace(), ""), Source::Api)
-        .unwrap();
-    let capture = recorder.current().unwrap();
+    let (recorder, capture) = recording(&dir.trace(), "");
     let base = capture.started();
     let ms = Duration::from_millis;
     // Session a: 0..100 ms, then 400 ms later (think 300 ms); b once; one without.
@@ -137,11 +146,7 @@ fn writes_one_redacted_line_per_request_with_think_times() {
 #[test]
 fn rotates_by_size_and_keeps_every_line() {
     let dir = Dir::new("rotate");
-    let recorder = recorder();
-    recorder
-        .start(config(&dir.trace(), ", rotate_bytes: 4KiB"), Source::Api)
-        .unwrap();
-    let capture = recorder.current().unwrap();
+    let (recorder, capture) = recording(&dir.trace(), ", rotate_bytes: 4KiB");
     let base = capture.started();
     for i in 0..100 {
         capture.submit(captured(
@@ -170,19 +175,9 @@ fn rotates_by_size_and_keeps_every_line() {
 #[test]
 fn stops_writing_at_max_bytes_and_counts_the_rest() {
     let dir = Dir::new("max");
-    let recorder = recorder();
-    recorder
-        .start(config(&dir.trace(), ", max_bytes: 3000"), Source::Api)
-        .unwrap();
-    let capture = recorder.current().unwrap();
+    let (recorder, capture) = recording(&dir.trace(), ", max_bytes: 3000");
     for i in 0..20 {
-        capture.submit(captured(
-            i,
-            None,
-            capture.started(),
-            Duration::ZERO,
-            Duration::ZERO,
-        ));
+        capture.submit(untimed(&capture, i));
     }
     let status = recorder.stop().unwrap();
     assert!(status.lines > 0 && status.lines < 20, "{status:?}");
@@ -218,16 +213,8 @@ fn a_key_from_the_environment_gives_the_same_tokens_in_two_recordings() {
     std::env::set_var("SLUICE_TEST_RECORDER_KEY", "a fixed key");
     let extra = ", redaction: { key_env: SLUICE_TEST_RECORDER_KEY }";
     let token_of = |path: &Path| {
-        let recorder = recorder();
-        recorder.start(config(path, extra), Source::Api).unwrap();
-        let capture = recorder.current().unwrap();
-        capture.submit(captured(
-            7,
-            None,
-            capture.started(),
-            Duration::ZERO,
-            Duration::ZERO,
-        ));
+        let (recorder, capture) = recording(path, extra);
+        capture.submit(untimed(&capture, 7));
         recorder.stop();
         let body = read(path)[0].body.clone().unwrap();
         body.0.get().to_owned()
@@ -266,14 +253,7 @@ fn an_unwritable_path_is_an_error_that_names_it() {
 #[test]
 fn sessions_are_kept_whole_at_the_percent() {
     let dir = Dir::new("sample");
-    let recorder = recorder();
-    recorder
-        .start(
-            config(&dir.trace(), ", percent: 30, routes: []"),
-            Source::Api,
-        )
-        .unwrap();
-    let capture = recorder.current().unwrap();
+    let (recorder, capture) = recording(&dir.trace(), ", percent: 30, routes: []");
     let mut kept = 0;
     for s in 0..5000 {
         let key = format!("user-{s}");

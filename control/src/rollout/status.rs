@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
 use super::fleet::TargetStatus;
 use super::gates::GateReading;
@@ -28,6 +29,7 @@ pub struct RolloutEvent {
 }
 
 /// The body of `GET /v1/rollouts/{name}`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RolloutStatus {
     pub name: String,
@@ -45,13 +47,11 @@ pub struct RolloutStatus {
     /// The last evaluation, by gate name.
     pub gates: BTreeMap<&'static str, GateReading>,
     /// Fleet mode: where the gates are read, and what failed there.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<SourceStatus>,
     /// Fleet mode: each target's control API and whether it has the weight.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetStatus>,
     /// Oldest first; left out of the list (`GET /v1/rollouts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<RolloutEvent>>,
 }
 

@@ -4,11 +4,35 @@
 
 use super::*;
 
+/// Stats with their aggregator task running, as the control plane runs them.
+struct Running {
+    stats: Arc<Stats>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    fn start() -> Running {
+        let stats = Stats::new();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
+        Running {
+            stats,
+            cancel,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.task.await.unwrap();
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn window_reports_rates_errors_and_percentiles_then_forgets() {
-    let stats = Stats::new();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
+    let running = Running::start();
+    let stats = &running.stats;
     let key = stats.key("chat", "a", "v1");
     assert_eq!(stats.key("chat", "a", "v1"), key);
     tokio::time::advance(Duration::from_secs(10)).await;
@@ -44,8 +68,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
     assert!((r.output_tokens_per_second - 5.0).abs() < 0.01);
     tokio::time::advance(Duration::from_secs(11)).await;
     assert!(stats.rows().is_empty());
-    cancel.cancel();
-    task.await.unwrap();
+    running.stop().await;
 }
 
 fn sample(key: StatsKey, status: u16, ttft_ms: u64) -> Sample {
@@ -70,9 +93,8 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn the_current_partial_second_counts_at_once() {
-    let stats = Stats::new();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
+    let running = Running::start();
+    let stats = &running.stats;
     let key = stats.key("chat", "canary", "v2");
     tokio::time::advance(Duration::from_millis(10_500)).await;
     for _ in 0..20 {
@@ -91,15 +113,13 @@ async fn the_current_partial_second_counts_at_once() {
     assert_eq!(other.requests, 0);
     assert_eq!(other.quantile_ms(Measure::Ttft, 0.95), None);
     assert_eq!(other.error_percent(), None);
-    cancel.cancel();
-    task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_view_reads_any_window_up_to_a_minute() {
-    let stats = Stats::new();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
+    let running = Running::start();
+    let stats = &running.stats;
     let key = stats.key("chat", "canary", "v2");
     // Asking once keeps a minute of history for the key from then on.
     assert_eq!(stats.view(key, Duration::from_secs(60)).requests, 0);
@@ -130,15 +150,13 @@ async fn a_view_reads_any_window_up_to_a_minute() {
     assert_eq!(rows[0].requests, 9);
     tokio::time::advance(Duration::from_secs(61)).await;
     assert_eq!(count(60), 0);
-    cancel.cancel();
-    task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn growing_a_ring_keeps_its_history() {
-    let stats = Stats::new();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(stats.clone().run_aggregator(cancel.clone()));
+    let running = Running::start();
+    let stats = &running.stats;
     let key = stats.key("chat", "a", "v1");
     for _ in 0..8 {
         stats.record(sample(key, 200, 50));
@@ -153,8 +171,7 @@ async fn growing_a_ring_keeps_its_history() {
         tokio::time::advance(Duration::from_secs(1)).await;
     }
     assert_eq!(stats.view(key, Duration::from_secs(30)).requests, 28);
-    cancel.cancel();
-    task.await.unwrap();
+    running.stop().await;
 }
 
 #[test]

@@ -59,8 +59,20 @@ pub enum Toxic {
     LimitData { bytes: u64, direction: Direction },
 }
 
+/// What an experiment injects, by where it acts; each stage matches only
+/// the actions it carries out.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FaultAction {
+    /// Before the request goes upstream (HTTP listeners).
+    Request(RequestAction),
+    /// On a streamed answer (HTTP listeners, LLM clusters).
+    Stream(StreamAction),
+    /// On a TCP listener's connection.
+    Tcp(Toxic),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestAction {
     Delay {
         delay: Duration,
         jitter: Duration,
@@ -74,6 +86,10 @@ pub enum FaultAction {
     Reset,
     /// Close the client's connection without an answer.
     Close,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamAction {
     FirstTokenDelay {
         delay: Duration,
     },
@@ -94,10 +110,9 @@ pub enum FaultAction {
     Corrupt {
         after_chunks: u32,
     },
-    StreamBandwidth {
+    Bandwidth {
         bytes_per_sec: u64,
     },
-    Tcp(Toxic),
 }
 
 crate::name_table! {
@@ -126,32 +141,19 @@ crate::name_table! {
     }
 }
 
-/// Where an action acts.
+/// Where an action acts: [`FaultAction`]'s variant without its action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
-    /// Before the request goes upstream (HTTP listeners).
     Request,
-    /// On a streamed answer (HTTP listeners, LLM clusters).
     Stream,
-    /// On a TCP listener's connection.
     Tcp,
 }
 
 impl FaultAction {
     pub fn kind(&self) -> FaultKind {
         match self {
-            FaultAction::Delay { .. }
-            | FaultAction::Abort { .. }
-            | FaultAction::Reset
-            | FaultAction::Close => FaultKind::Request,
-            FaultAction::FirstTokenDelay { .. }
-            | FaultAction::TokenDelay { .. }
-            | FaultAction::Stall { .. }
-            | FaultAction::Truncate { .. }
-            | FaultAction::DropUsage
-            | FaultAction::DropDone
-            | FaultAction::Corrupt { .. }
-            | FaultAction::StreamBandwidth { .. } => FaultKind::Stream,
+            FaultAction::Request(_) => FaultKind::Request,
+            FaultAction::Stream(_) => FaultKind::Stream,
             FaultAction::Tcp(_) => FaultKind::Tcp,
         }
     }
@@ -164,19 +166,35 @@ impl FaultAction {
 
     pub fn action_name(&self) -> ActionName {
         match self {
-            FaultAction::Delay { .. } => ActionName::Delay,
-            FaultAction::Abort { .. } => ActionName::Abort,
-            FaultAction::Reset => ActionName::Reset,
-            FaultAction::Close => ActionName::Close,
-            FaultAction::FirstTokenDelay { .. } => ActionName::FirstTokenDelay,
-            FaultAction::TokenDelay { .. } => ActionName::TokenDelay,
-            FaultAction::Stall { .. } => ActionName::Stall,
-            FaultAction::Truncate { .. } => ActionName::Truncate,
-            FaultAction::DropUsage => ActionName::DropUsage,
-            FaultAction::DropDone => ActionName::DropDone,
-            FaultAction::Corrupt { .. } => ActionName::Corrupt,
-            FaultAction::StreamBandwidth { .. } => ActionName::Bandwidth,
+            FaultAction::Request(a) => a.action_name(),
+            FaultAction::Stream(a) => a.action_name(),
             FaultAction::Tcp(t) => t.action_name(),
+        }
+    }
+}
+
+impl RequestAction {
+    pub fn action_name(&self) -> ActionName {
+        match self {
+            RequestAction::Delay { .. } => ActionName::Delay,
+            RequestAction::Abort { .. } => ActionName::Abort,
+            RequestAction::Reset => ActionName::Reset,
+            RequestAction::Close => ActionName::Close,
+        }
+    }
+}
+
+impl StreamAction {
+    pub fn action_name(&self) -> ActionName {
+        match self {
+            StreamAction::FirstTokenDelay { .. } => ActionName::FirstTokenDelay,
+            StreamAction::TokenDelay { .. } => ActionName::TokenDelay,
+            StreamAction::Stall { .. } => ActionName::Stall,
+            StreamAction::Truncate { .. } => ActionName::Truncate,
+            StreamAction::DropUsage => ActionName::DropUsage,
+            StreamAction::DropDone => ActionName::DropDone,
+            StreamAction::Corrupt { .. } => ActionName::Corrupt,
+            StreamAction::Bandwidth { .. } => ActionName::Bandwidth,
         }
     }
 }

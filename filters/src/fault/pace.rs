@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::action::{FaultAction, TruncateMode};
+use super::action::{StreamAction, TruncateMode};
 use crate::meter::EventKind;
 
 /// One thing to send, and when (time since the stream started).
@@ -25,7 +25,7 @@ pub const CORRUPT_EVENT: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\
 
 #[derive(Clone, Debug)]
 pub struct Pacer {
-    action: FaultAction,
+    action: StreamAction,
     last_emit: Duration,
     last_arrival: Option<Duration>,
     last_len: usize,
@@ -37,7 +37,7 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    pub fn new(action: FaultAction) -> Self {
+    pub fn new(action: StreamAction) -> Self {
         Pacer {
             action,
             last_emit: Duration::ZERO,
@@ -66,57 +66,62 @@ impl Pacer {
         let content = kind == EventKind::Content;
         let mut at = (arrival + self.shift).max(self.last_emit);
         let mut steps = Vec::with_capacity(2);
+        // Each action acts at its moment only; before and after it the
+        // event goes as it came.
         match self.action {
-            FaultAction::FirstTokenDelay { delay } if content && self.content_seen == 0 => {
-                self.shift = delay;
-                at = (arrival + delay).max(self.last_emit);
+            StreamAction::FirstTokenDelay { delay } => {
+                if content && self.content_seen == 0 {
+                    self.shift = delay;
+                    at = (arrival + delay).max(self.last_emit);
+                }
             }
-            FaultAction::TokenDelay { delay, jitter } if content && self.content_seen > 0 => {
-                let gap = self
-                    .last_arrival
-                    .map_or(Duration::ZERO, |last| arrival.saturating_sub(last));
-                let spread = jitter.as_secs_f64() * (2.0 * random - 1.0);
-                let extra = (delay.as_secs_f64() + spread).max(0.0);
-                at = at.max(self.last_emit + gap + Duration::from_secs_f64(extra));
+            StreamAction::TokenDelay { delay, jitter } => {
+                if content && self.content_seen > 0 {
+                    let gap = self
+                        .last_arrival
+                        .map_or(Duration::ZERO, |last| arrival.saturating_sub(last));
+                    let spread = jitter.as_secs_f64() * (2.0 * random - 1.0);
+                    let extra = (delay.as_secs_f64() + spread).max(0.0);
+                    at = at.max(self.last_emit + gap + Duration::from_secs_f64(extra));
+                }
             }
-            FaultAction::Stall {
+            StreamAction::Stall {
                 after_chunks,
                 duration,
-            } if content && self.content_seen == after_chunks && self.shift.is_zero() => {
-                self.shift = duration;
-                at = (arrival + duration).max(self.last_emit + duration);
+            } => {
+                if content && self.content_seen == after_chunks && self.shift.is_zero() {
+                    self.shift = duration;
+                    at = (arrival + duration).max(self.last_emit + duration);
+                }
             }
-            FaultAction::Truncate { after_chunks, mode } if self.content_seen >= after_chunks => {
-                self.ended = true;
-                return vec![Step::End(at, mode)];
+            StreamAction::Truncate { after_chunks, mode } => {
+                if self.content_seen >= after_chunks {
+                    self.ended = true;
+                    return vec![Step::End(at, mode)];
+                }
             }
-            FaultAction::DropUsage if kind == EventKind::Usage => return Vec::new(),
-            FaultAction::DropDone if kind == EventKind::Done => return Vec::new(),
-            FaultAction::Corrupt { after_chunks }
-                if content && !self.corrupted && self.content_seen == after_chunks =>
-            {
-                self.corrupted = true;
-                steps.push(Step::Corrupt(at));
+            StreamAction::DropUsage => {
+                if kind == EventKind::Usage {
+                    return Vec::new();
+                }
             }
-            FaultAction::StreamBandwidth { bytes_per_sec } if self.last_len > 0 => {
-                let send_time = self.last_len as f64 / bytes_per_sec.max(1) as f64;
-                at = at.max(self.last_emit + Duration::from_secs_f64(send_time));
+            StreamAction::DropDone => {
+                if kind == EventKind::Done {
+                    return Vec::new();
+                }
             }
-            // The stream actions whose moment has not come (or has passed),
-            // and the actions that never reach a stream.
-            FaultAction::FirstTokenDelay { .. }
-            | FaultAction::TokenDelay { .. }
-            | FaultAction::Stall { .. }
-            | FaultAction::Truncate { .. }
-            | FaultAction::DropUsage
-            | FaultAction::DropDone
-            | FaultAction::Corrupt { .. }
-            | FaultAction::StreamBandwidth { .. }
-            | FaultAction::Delay { .. }
-            | FaultAction::Abort { .. }
-            | FaultAction::Reset
-            | FaultAction::Close
-            | FaultAction::Tcp(_) => {}
+            StreamAction::Corrupt { after_chunks } => {
+                if content && !self.corrupted && self.content_seen == after_chunks {
+                    self.corrupted = true;
+                    steps.push(Step::Corrupt(at));
+                }
+            }
+            StreamAction::Bandwidth { bytes_per_sec } => {
+                if self.last_len > 0 {
+                    let send_time = self.last_len as f64 / bytes_per_sec.max(1) as f64;
+                    at = at.max(self.last_emit + Duration::from_secs_f64(send_time));
+                }
+            }
         }
         steps.push(Step::Forward(at));
         self.last_emit = at;

@@ -16,7 +16,7 @@ fn experiment(matcher: FaultMatch) -> Experiment {
         ttl: Duration::from_secs(10),
         max_active: None,
         halt_if: None,
-        action: FaultAction::Reset,
+        action: FaultAction::Request(RequestAction::Reset),
     }
 }
 
@@ -147,15 +147,21 @@ fn delays_are_drawn_around_the_asked_value_and_never_negative() {
 
 #[test]
 fn actions_say_their_kind_and_name() {
-    assert_eq!(FaultAction::Reset.kind(), FaultKind::Request);
-    assert_eq!(FaultAction::DropDone.kind(), FaultKind::Stream);
+    assert_eq!(
+        FaultAction::Request(RequestAction::Reset).kind(),
+        FaultKind::Request
+    );
+    assert_eq!(
+        FaultAction::Stream(StreamAction::DropDone).kind(),
+        FaultKind::Stream
+    );
     let toxic = FaultAction::Tcp(Toxic::ResetPeer {
         timeout: Duration::ZERO,
     });
     assert_eq!(toxic.kind(), FaultKind::Tcp);
     assert_eq!(toxic.name(), "reset_peer");
     assert_eq!(
-        FaultAction::StreamBandwidth { bytes_per_sec: 1 }.action_name(),
+        FaultAction::Stream(StreamAction::Bandwidth { bytes_per_sec: 1 }).action_name(),
         ActionName::Bandwidth
     );
 }

@@ -37,6 +37,15 @@ impl LengthLine {
         Ok(())
     }
 
+    /// Reads one byte of the line: its value once `\r` ends it, `None`
+    /// before.
+    pub(super) fn take(&mut self, byte: u8) -> Result<Option<Length>, RespError> {
+        match byte {
+            b'\r' => self.finish().map(Some),
+            _ => self.push(byte).map(|()| None),
+        }
+    }
+
     /// The value once `\r` ends the line: only `-1` may be negative.
     pub(super) fn finish(self) -> Result<Length, RespError> {
         match (self.negative, self.digits, self.value) {

@@ -99,12 +99,10 @@ impl ReplyParser {
                     bytes = rest;
                 }
                 State::Header(header, mut line) => {
-                    if byte == b'\r' {
-                        self.state = State::HeaderLf(header, line.finish()?);
-                    } else {
-                        line.push(byte)?;
-                        self.state = State::Header(header, line);
-                    }
+                    self.state = match line.take(byte)? {
+                        Some(length) => State::HeaderLf(header, length),
+                        None => State::Header(header, line),
+                    };
                     bytes = rest;
                 }
                 State::HeaderLf(header, length) => {

@@ -150,12 +150,9 @@ impl RequestParser {
                     }
                 }
                 State::Count(mut line) => {
-                    self.state = match byte {
-                        b'\r' => State::CountLf(line.finish()?),
-                        _ => {
-                            line.push(byte)?;
-                            State::Count(line)
-                        }
+                    self.state = match line.take(byte)? {
+                        Some(length) => State::CountLf(length),
+                        None => State::Count(line),
                     };
                     bytes = rest;
                 }
@@ -179,12 +176,9 @@ impl RequestParser {
                     bytes = rest;
                 }
                 State::ArgLength(mut line) => {
-                    self.state = match byte {
-                        b'\r' => State::ArgLengthLf(line.finish()?),
-                        _ => {
-                            line.push(byte)?;
-                            State::ArgLength(line)
-                        }
+                    self.state = match line.take(byte)? {
+                        Some(length) => State::ArgLengthLf(length),
+                        None => State::ArgLength(line),
                     };
                     bytes = rest;
                 }

@@ -11,7 +11,10 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
-use sluice_filters::{header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics};
+use sluice_filters::{
+    header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics, RequestAction,
+    StreamAction,
+};
 
 use super::request_view::PingoraRequest;
 use super::stream_fault::StreamFault;
@@ -74,9 +77,13 @@ pub(super) async fn before_upstream(
     let Some(guard) = fire(listener, session, ctx, FaultKind::Request) else {
         return Verdict::Proceed;
     };
+    // `fire` picked an experiment of kind `Request`.
+    let FaultAction::Request(action) = guard.runtime().experiment.action.clone() else {
+        return Verdict::Proceed;
+    };
     let id = guard.runtime().experiment.id.clone();
-    match guard.runtime().experiment.action.clone() {
-        FaultAction::Delay {
+    match action {
+        RequestAction::Delay {
             delay,
             jitter,
             distribution,
@@ -85,29 +92,18 @@ pub(super) async fn before_upstream(
             tokio::time::sleep(wait).await;
             Verdict::Proceed
         }
-        FaultAction::Abort { status, body } => {
+        RequestAction::Abort { status, body } => {
             abort(session, ctx, status, &body, &id).await;
             Verdict::Answered
         }
-        action @ (FaultAction::Reset | FaultAction::Close) => {
-            if action == FaultAction::Reset {
+        action @ (RequestAction::Reset | RequestAction::Close) => {
+            if action == RequestAction::Reset {
                 super::reset::arm(session);
             }
             ctx.fault_dropped = true;
             session.set_keepalive(None);
             Verdict::Drop
         }
-        // `fire` picked an experiment of kind `Request`: these act later,
-        // on the streamed answer (`stream_fault`) or on tcp listeners.
-        FaultAction::FirstTokenDelay { .. }
-        | FaultAction::TokenDelay { .. }
-        | FaultAction::Stall { .. }
-        | FaultAction::Truncate { .. }
-        | FaultAction::DropUsage
-        | FaultAction::DropDone
-        | FaultAction::Corrupt { .. }
-        | FaultAction::StreamBandwidth { .. }
-        | FaultAction::Tcp(_) => Verdict::Proceed,
     }
 }
 
@@ -194,7 +190,7 @@ pub(super) fn stream_fault(
                 .with_label_values(&[HEADER_EXPERIMENT, ActionName::TokenDelay.as_str()])
                 .inc();
             return Some(StreamFault {
-                action: FaultAction::TokenDelay {
+                action: StreamAction::TokenDelay {
                     delay,
                     jitter: Duration::ZERO,
                 },
@@ -204,8 +200,11 @@ pub(super) fn stream_fault(
         }
     }
     let guard = fire(listener, session, ctx, FaultKind::Stream)?;
+    let FaultAction::Stream(action) = guard.runtime().experiment.action else {
+        return None;
+    };
     Some(StreamFault {
-        action: guard.runtime().experiment.action.clone(),
+        action,
         id: guard.runtime().experiment.id.clone(),
         guard: Some(guard),
     })

@@ -20,7 +20,7 @@ use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
 use sluice_filters::{
-    Dialect, EventKind, FaultAction, Framer, Framing, Pacer, Step, TokenMeter, TruncateMode,
+    Dialect, EventKind, Framer, Framing, Pacer, Step, StreamAction, TokenMeter, TruncateMode,
     CORRUPT_EVENT, HOP_BY_HOP,
 };
 use tokio::time::{sleep_until, Instant};
@@ -34,7 +34,7 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 /// What the faulted answer is paced by: an experiment's action (with the
 /// guard that counts it in `max_active`) or a request header's token delay.
 pub(super) struct StreamFault {
-    pub action: FaultAction,
+    pub action: StreamAction,
     pub id: String,
     pub guard: Option<FaultGuard>,
 }
@@ -151,7 +151,7 @@ async fn pace(
     session: &mut Session,
     ctx: &mut RequestCtx,
     answer: Answer,
-    action: FaultAction,
+    action: StreamAction,
     dialect: Dialect,
     encoded: bool,
 ) -> Ended {

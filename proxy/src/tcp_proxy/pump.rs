@@ -49,28 +49,26 @@ where
     let mut up = Half::new();
     let mut down = Half::new();
     let error = poll_fn(|cx| {
-        let to_up = match up.poll(cx, &mut *downstream, &mut *upstream, &mut |side, b| {
-            if let Side::Written = side {
-                tap.sent_to_upstream(b);
-            }
-        }) {
-            Poll::Ready(Err(e)) => return Poll::Ready(Some(e)),
-            Poll::Ready(Ok(())) => true,
-            Poll::Pending => false,
+        // Both directions are polled each time; the first error ends both.
+        let mut both_done = || -> io::Result<bool> {
+            let polled = up.poll(cx, &mut *downstream, &mut *upstream, &mut |side, b| {
+                if let Side::Written = side {
+                    tap.sent_to_upstream(b);
+                }
+            });
+            let to_up = finished(polled)?;
+            let polled = down.poll(cx, &mut *upstream, &mut *downstream, &mut |side, b| {
+                if let Side::Read = side {
+                    tap.read_from_upstream(b);
+                }
+            });
+            let to_down = finished(polled)?;
+            Ok(to_up && to_down)
         };
-        let to_down = match down.poll(cx, &mut *upstream, &mut *downstream, &mut |side, b| {
-            if let Side::Read = side {
-                tap.read_from_upstream(b);
-            }
-        }) {
-            Poll::Ready(Err(e)) => return Poll::Ready(Some(e)),
-            Poll::Ready(Ok(())) => true,
-            Poll::Pending => false,
-        };
-        if to_up && to_down {
-            Poll::Ready(None)
-        } else {
-            Poll::Pending
+        match both_done() {
+            Ok(true) => Poll::Ready(None),
+            Ok(false) => Poll::Pending,
+            Err(e) => Poll::Ready(Some(e)),
         }
     })
     .await;
@@ -78,6 +76,14 @@ where
         to_upstream: up.moved,
         to_downstream: down.moved,
         error,
+    }
+}
+
+/// Whether one direction has reached EOF and been shut down.
+fn finished(poll: Poll<io::Result<()>>) -> io::Result<bool> {
+    match poll {
+        Poll::Ready(result) => result.map(|()| true),
+        Poll::Pending => Ok(false),
     }
 }
 

@@ -3,41 +3,35 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::RawPercent;
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMirror {
     /// The shadow cluster copies go to.
     pub cluster: String,
     /// Share of requests mirrored, 0..=100 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percent: Option<RawPercent>,
     /// Copies per mirrored request; fractional allowed (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<f64>,
     /// Larger request bodies are not mirrored: `1MiB`, `512KiB`, bytes (default 1MiB).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_body: Option<RawSize>,
     /// Copies per second the route may send; more are dropped (default unlimited).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<f64>,
     /// Copies the route may have outstanding at once (default 64).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<u32>,
     /// Header whose value decides sampling, so a session is mirrored whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_by: Option<String>,
     /// How long a copy may take, answer read to its end (default 30s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewrite: Option<RawRewrite>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<RawCompare>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRewrite {
@@ -45,24 +39,20 @@ pub struct RawRewrite {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// Put in the JSON body's `model` field.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCompare {
     /// JSON pointer with `*` to the ids of a JSON answer, for recall@k.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ids: Option<String>,
     /// Extra copies to the primary's own cluster, to learn the noise floor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_copies: Option<u32>,
     /// Keep prompt and answer text in `/v1/mirror/diffs` (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_text: Option<bool>,
     /// Text similarity below this is a difference (default 1.0: any change).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_similarity: Option<f64>,
 }
 

@@ -1,44 +1,37 @@
 //! `recorder:` as written, which is also the body of `PUT /v1/recorder`.
 
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::{RawPercent, RawSize};
 use crate::config::typed::SidePriority;
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRecorder {
     /// The trace file (JSON lines); rotated files are `PATH.1`, `PATH.2`, ...
     pub path: String,
     /// Start a new file when the current one reaches this size (default 64MiB).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotate_bytes: Option<RawSize>,
     /// Stop writing when the recording reaches this size, all files together (default 1GiB).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<RawSize>,
     /// Share of sessions (or of requests without one) recorded, 0..=100 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percent: Option<RawPercent>,
     /// The header that names a session (default: the route's sticky header, else `x-session-id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_header: Option<String>,
     /// The routes recorded (default: all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<String>,
     /// What of the request body is kept (default `redacted`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bodies: Option<RawBodies>,
     /// Required for `bodies: full`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_unredacted: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<RawRedaction>,
     /// The writer thread's CPU priority (default `idle`: it never takes CPU
     /// the data plane wants, and drops lines, counted, when it cannot keep up).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<SidePriority>,
     /// How long the recording runs; required by `PUT /v1/recorder`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
 }
 
@@ -50,6 +43,7 @@ pub enum RawBodies {
     Full,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRedaction {
@@ -61,7 +55,6 @@ pub struct RawRedaction {
     pub drop_keys: Vec<String>,
     /// The environment variable holding the token key, so that tokens stay
     /// the same across recordings (default: a random key per recording).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_env: Option<String>,
 }
 

@@ -8,11 +8,13 @@ use std::fmt;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::super::typed::{Gate, Unit};
 use super::super::ConfigErrors;
 use super::keyed;
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRollout {
@@ -21,36 +23,27 @@ pub struct RawRollout {
     pub stable: String,
     pub canary: String,
     /// Canary weights in percent, rising, the last one 100.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<u32>>,
     /// How long each step runs with every gate passing before the next.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<String>,
     /// Canary requests in the window before any gate is judged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_requests: Option<u64>,
     /// How often the gates are evaluated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
     /// How far back the gates look (at most 60s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
     /// Evaluations in a row with a breach before acting on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consecutive: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_breach: Option<RawOnBreach>,
     #[serde(default)]
     pub gates: RawGates,
     /// Fleet mode: read the gates from Prometheus instead of local stats.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RawRolloutSource>,
     /// Fleet mode: control API base URLs every weight change is applied to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<String>,
     /// Fleet mode: the environment variable holding the targets' bearer
     /// token (default `SLUICE_ADMIN_TOKEN`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_token_env: Option<String>,
 }
 
@@ -144,13 +137,13 @@ pub struct RawRolloutSource {
     pub prometheus: RawPrometheusSource,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPrometheusSource {
     pub url: String,
     /// How often Prometheus scrapes the fleet (default 15s): bounds the
     /// window from below and sets the default interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrape_interval: Option<String>,
     /// PromQL per gate (or `requests`), replacing the generated query.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use sluice_filters::{ActionName, Direction, Distribution, FaultAction, Toxic, TruncateMode};
+use sluice_filters::{
+    ActionName, Direction, Distribution, FaultAction, RequestAction, StreamAction, Toxic,
+    TruncateMode,
+};
 
 use super::super::*;
 
@@ -67,11 +70,11 @@ fn a_full_experiment_is_read() {
     assert_eq!(e.matcher.model.as_deref(), Some("gpt"));
     assert_eq!(
         e.action,
-        FaultAction::Delay {
+        FaultAction::Request(RequestAction::Delay {
             delay: Duration::from_millis(200),
             jitter: Duration::from_millis(50),
             distribution: Distribution::Lognormal,
-        }
+        })
     );
     assert!(c.routes[0].allow_header_faults);
     assert_eq!(c.runtime.max_fault_ttl, Duration::from_secs(600));
@@ -80,54 +83,67 @@ fn a_full_experiment_is_read() {
 #[test]
 fn every_action_is_read() {
     let ms = Duration::from_millis;
-    let http = [
+    let request = [
         (
             "abort: { status: 503 }",
-            FaultAction::Abort {
+            RequestAction::Abort {
                 status: 503,
                 body: "fault injected".into(),
             },
         ),
-        ("reset: {}", FaultAction::Reset),
-        ("close: {}", FaultAction::Close),
+        ("reset: {}", RequestAction::Reset),
+        ("close: {}", RequestAction::Close),
+    ];
+    for (text, want) in request {
+        assert_eq!(
+            action_of(text, "public"),
+            FaultAction::Request(want),
+            "{text}"
+        );
+    }
+    let stream = [
         (
             "first_token_delay: { delay: 300ms }",
-            FaultAction::FirstTokenDelay { delay: ms(300) },
+            StreamAction::FirstTokenDelay { delay: ms(300) },
         ),
         (
             "token_delay: { delay: 50ms, jitter: 5ms }",
-            FaultAction::TokenDelay {
+            StreamAction::TokenDelay {
                 delay: ms(50),
                 jitter: ms(5),
             },
         ),
         (
             "stall: { after_chunks: 3, duration: 1s }",
-            FaultAction::Stall {
+            StreamAction::Stall {
                 after_chunks: 3,
                 duration: ms(1000),
             },
         ),
         (
             "truncate: { after_chunks: 2, mode: abrupt }",
-            FaultAction::Truncate {
+            StreamAction::Truncate {
                 after_chunks: 2,
                 mode: TruncateMode::Abrupt,
             },
         ),
-        ("drop_usage: {}", FaultAction::DropUsage),
-        ("drop_done: {}", FaultAction::DropDone),
+        ("drop_usage: {}", StreamAction::DropUsage),
+        ("drop_done: {}", StreamAction::DropDone),
         (
             "corrupt: { after_chunks: 1 }",
-            FaultAction::Corrupt { after_chunks: 1 },
+            StreamAction::Corrupt { after_chunks: 1 },
         ),
         (
             "bandwidth: { bytes_per_sec: 100 }",
-            FaultAction::StreamBandwidth { bytes_per_sec: 100 },
+            StreamAction::Bandwidth { bytes_per_sec: 100 },
         ),
     ];
-    for (text, want) in http {
-        assert_eq!(action_of(text, "public"), want, "{text}");
+    for (text, want) in stream {
+        assert_eq!(
+            action_of(text, "public"),
+            FaultAction::Stream(want),
+            "{text}"
+        );
     }
     let d = Direction::Downstream;
     let tcp = [

@@ -9,7 +9,7 @@ fn ms(n: u64) -> Duration {
 
 /// Plans `n` content events arriving every `gap` ms (the first at 100 ms),
 /// then a usage event and `[DONE]`; returns every step.
-fn plan(action: FaultAction, n: u64, gap: u64) -> Vec<Step> {
+fn plan(action: StreamAction, n: u64, gap: u64) -> Vec<Step> {
     let mut p = Pacer::new(action);
     let mut steps = p.on_event(EventKind::Other, 40, ms(90), 0.5);
     for i in 0..n {
@@ -34,7 +34,7 @@ fn forwards(steps: &[Step]) -> Vec<u64> {
 #[test]
 fn token_delay_spaces_content_evenly_by_gap_plus_delay() {
     let steps = plan(
-        FaultAction::TokenDelay {
+        StreamAction::TokenDelay {
             delay: ms(50),
             jitter: ms(0),
         },
@@ -47,14 +47,14 @@ fn token_delay_spaces_content_evenly_by_gap_plus_delay() {
 
 #[test]
 fn first_token_delay_shifts_the_rest_too() {
-    let steps = plan(FaultAction::FirstTokenDelay { delay: ms(300) }, 3, 10);
+    let steps = plan(StreamAction::FirstTokenDelay { delay: ms(300) }, 3, 10);
     assert_eq!(forwards(&steps), [90, 400, 410, 420, 430, 430]);
 }
 
 #[test]
 fn stall_holds_once_after_its_chunks() {
     let steps = plan(
-        FaultAction::Stall {
+        StreamAction::Stall {
             after_chunks: 2,
             duration: ms(500),
         },
@@ -67,7 +67,7 @@ fn stall_holds_once_after_its_chunks() {
 #[test]
 fn truncate_ends_after_its_chunks_and_sends_nothing_more() {
     let steps = plan(
-        FaultAction::Truncate {
+        StreamAction::Truncate {
             after_chunks: 2,
             mode: TruncateMode::Abrupt,
         },
@@ -87,9 +87,9 @@ fn truncate_ends_after_its_chunks_and_sends_nothing_more() {
 
 #[test]
 fn drops_and_corruption() {
-    assert_eq!(forwards(&plan(FaultAction::DropUsage, 2, 10)).len(), 4);
-    assert_eq!(forwards(&plan(FaultAction::DropDone, 2, 10)).len(), 4);
-    let steps = plan(FaultAction::Corrupt { after_chunks: 1 }, 3, 10);
+    assert_eq!(forwards(&plan(StreamAction::DropUsage, 2, 10)).len(), 4);
+    assert_eq!(forwards(&plan(StreamAction::DropDone, 2, 10)).len(), 4);
+    let steps = plan(StreamAction::Corrupt { after_chunks: 1 }, 3, 10);
     assert_eq!(steps[2], Step::Corrupt(ms(110)));
     assert_eq!(
         steps
@@ -103,13 +103,13 @@ fn drops_and_corruption() {
 #[test]
 fn bandwidth_spaces_events_by_their_size() {
     // 40-byte events at 400 B/s: 100 ms each.
-    let steps = plan(FaultAction::StreamBandwidth { bytes_per_sec: 400 }, 3, 10);
+    let steps = plan(StreamAction::Bandwidth { bytes_per_sec: 400 }, 3, 10);
     assert_eq!(forwards(&steps), [90, 190, 290, 390, 490, 640]);
 }
 
 #[test]
 fn token_delay_jitter_stays_within_its_bounds() {
-    let mut p = Pacer::new(FaultAction::TokenDelay {
+    let mut p = Pacer::new(StreamAction::TokenDelay {
         delay: ms(50),
         jitter: ms(10),
     });

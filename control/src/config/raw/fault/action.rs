@@ -3,6 +3,7 @@
 //! validation.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::skip_serializing_none;
 use sluice_filters::{ActionName, UnknownName};
 
 use super::super::keyed::{self, Keyed};
@@ -118,22 +119,21 @@ pub enum RawDirection {
     Downstream,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDelay {
     pub delay: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<String>,
     /// `delay` only; uniform by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distribution: Option<RawDistribution>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAbort {
     pub status: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
 }
 
@@ -160,25 +160,25 @@ pub struct RawAfterChunks {
     pub after_chunks: u32,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawBandwidth {
     pub bytes_per_sec: u64,
     /// tcp only; default downstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<RawDirection>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLatency {
     pub latency: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<RawDirection>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSlicer {
@@ -186,7 +186,6 @@ pub struct RawSlicer {
     #[serde(default)]
     pub size_variation: usize,
     pub delay: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<RawDirection>,
 }
 
@@ -196,10 +195,10 @@ pub struct RawTimeout {
     pub timeout: String,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLimitData {
     pub bytes: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<RawDirection>,
 }

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use sluice_filters::{
-    join_names, ActionName, Direction, Distribution, FaultAction, FaultKind, Toxic, TruncateMode,
+    join_names, ActionName, Direction, Distribution, FaultAction, FaultKind, RequestAction,
+    StreamAction, Toxic, TruncateMode,
 };
 
 use super::super::super::raw::{
@@ -75,7 +76,7 @@ fn parse(at: &str, body: &RawActionBody, on_tcp: bool, errs: &mut Errors) -> Fau
         }
     };
     match body {
-        RawActionBody::Delay(d) => FaultAction::Delay {
+        RawActionBody::Delay(d) => FaultAction::Request(RequestAction::Delay {
             delay: positive(errs, "delay", &d.delay),
             jitter: may_be_zero(errs, "jitter", d.jitter.as_deref()),
             distribution: match d.distribution {
@@ -83,7 +84,7 @@ fn parse(at: &str, body: &RawActionBody, on_tcp: bool, errs: &mut Errors) -> Fau
                 Some(RawDistribution::Normal) => Distribution::Normal,
                 Some(RawDistribution::Lognormal) => Distribution::Lognormal,
             },
-        },
+        }),
         RawActionBody::Abort(x) => {
             if !(200..=599).contains(&x.status) {
                 errs.push(
@@ -91,50 +92,50 @@ fn parse(at: &str, body: &RawActionBody, on_tcp: bool, errs: &mut Errors) -> Fau
                     format!("{} is not an HTTP status from 200 to 599", x.status),
                 );
             }
-            FaultAction::Abort {
+            FaultAction::Request(RequestAction::Abort {
                 status: x.status,
                 body: x.body.clone().unwrap_or_else(|| "fault injected".into()),
-            }
+            })
         }
-        RawActionBody::Reset(RawEmpty {}) => FaultAction::Reset,
-        RawActionBody::Close(RawEmpty {}) => FaultAction::Close,
+        RawActionBody::Reset(RawEmpty {}) => FaultAction::Request(RequestAction::Reset),
+        RawActionBody::Close(RawEmpty {}) => FaultAction::Request(RequestAction::Close),
         RawActionBody::FirstTokenDelay(d) => {
             only_delay(errs, d, false);
-            FaultAction::FirstTokenDelay {
+            FaultAction::Stream(StreamAction::FirstTokenDelay {
                 delay: positive(errs, "delay", &d.delay),
-            }
+            })
         }
         RawActionBody::TokenDelay(d) => {
             only_delay(errs, d, true);
-            FaultAction::TokenDelay {
+            FaultAction::Stream(StreamAction::TokenDelay {
                 delay: positive(errs, "delay", &d.delay),
                 jitter: may_be_zero(errs, "jitter", d.jitter.as_deref()),
-            }
+            })
         }
-        RawActionBody::Stall(s) => FaultAction::Stall {
+        RawActionBody::Stall(s) => FaultAction::Stream(StreamAction::Stall {
             after_chunks: s.after_chunks,
             duration: positive(errs, "duration", &s.duration),
-        },
-        RawActionBody::Truncate(t) => FaultAction::Truncate {
+        }),
+        RawActionBody::Truncate(t) => FaultAction::Stream(StreamAction::Truncate {
             after_chunks: t.after_chunks,
             mode: match t.mode {
                 RawTruncateMode::Clean => TruncateMode::Clean,
                 RawTruncateMode::Abrupt => TruncateMode::Abrupt,
             },
-        },
-        RawActionBody::DropUsage(RawEmpty {}) => FaultAction::DropUsage,
-        RawActionBody::DropDone(RawEmpty {}) => FaultAction::DropDone,
-        RawActionBody::Corrupt(c) => FaultAction::Corrupt {
+        }),
+        RawActionBody::DropUsage(RawEmpty {}) => FaultAction::Stream(StreamAction::DropUsage),
+        RawActionBody::DropDone(RawEmpty {}) => FaultAction::Stream(StreamAction::DropDone),
+        RawActionBody::Corrupt(c) => FaultAction::Stream(StreamAction::Corrupt {
             after_chunks: c.after_chunks,
-        },
+        }),
         RawActionBody::Bandwidth(b) if !on_tcp => {
             at_least_one(errs, "bytes_per_sec", b.bytes_per_sec);
             if b.direction.is_some() {
                 errs.push(format!("{at}.direction"), "allowed only on a tcp listener");
             }
-            FaultAction::StreamBandwidth {
+            FaultAction::Stream(StreamAction::Bandwidth {
                 bytes_per_sec: b.bytes_per_sec,
-            }
+            })
         }
         RawActionBody::Bandwidth(b) => {
             at_least_one(errs, "bytes_per_sec", b.bytes_per_sec);
