@@ -13,6 +13,7 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod fit;
 mod trace;
 
 #[derive(Parser)]
@@ -45,6 +46,9 @@ enum Command {
     Ctl(ctl::CtlArgs),
     /// Trace files: convert between formats, and their statistics.
     Trace(trace::TraceArgs),
+    /// Fit a workload model (arrivals, rate curve, lengths, sessions) to a
+    /// trace, and write it as YAML for `sluice load`.
+    Fit(fit::FitArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
         Command::MockLlm(args) => mock_llm(args.into()),
         Command::Ctl(args) => ctl::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Fit(args) => fit::run(args),
     };
     match result {
         Ok(code) => code,

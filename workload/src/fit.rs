@@ -148,6 +148,22 @@ impl FitBuilder {
     }
 }
 
+/// Fits every arrival kind to inter-arrival times in seconds, each finite
+/// and > 0 (the first bad one is refused with its index).
+pub fn fit_gaps(gaps_s: Vec<f64>) -> Result<ArrivalFit, String> {
+    if let Some((i, g)) = gaps_s
+        .iter()
+        .enumerate()
+        .find(|(_, g)| !(g.is_finite() && **g > 0.0))
+    {
+        return Err(format!("gap {i}: {g} is not a time > 0"));
+    }
+    if gaps_s.len() < 2 {
+        return Err(format!("{} gaps: a fit needs at least 2", gaps_s.len()));
+    }
+    arrival::fit_arrivals(gaps_s, "gaps").ok_or_else(|| "no arrival kind fits the gaps".to_owned())
+}
+
 /// Reads `path` (in `from`, or the format its content shows) and fits it;
 /// `now_unix_us` is the `fitted_at` of the model.
 pub fn fit_file(

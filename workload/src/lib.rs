@@ -12,8 +12,8 @@ mod fit;
 mod trace;
 
 pub use fit::{
-    compare_table, fit_file, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate, Cap,
-    FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
+    compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
+    Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
     SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
     WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
 };

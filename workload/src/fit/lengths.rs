@@ -11,8 +11,8 @@ use super::dist::normal_cdf;
 use super::optimize::nelder_mead;
 use super::round::sig;
 
-/// A length with at least this share of the values is a cap (when it is at
-/// or above the 90th percentile: a cap sits at the top).
+/// A length at or above the 90th percentile (a cap sits at the top) with at
+/// least this share of the values is a cap.
 pub(crate) const CAP_SHARE: f64 = 0.01;
 /// Values the lognormal needs, besides the cap.
 pub(crate) const MIN_LENGTHS: usize = 10;
@@ -65,10 +65,13 @@ pub(crate) fn fit_lengths(
     for v in &sorted {
         *counts.entry(*v).or_default() += 1;
     }
+    // The most frequent length at or above the 90th percentile, when it
+    // holds the share of a cap.
     let cap = counts
         .iter()
+        .filter(|(v, _)| **v >= p90)
         .max_by_key(|(v, c)| (**c, **v))
-        .filter(|(v, c)| **c as f64 >= CAP_SHARE * n as f64 && **v >= p90)
+        .filter(|(_, c)| **c as f64 >= CAP_SHARE * n as f64)
         .map(|(v, c)| Cap {
             tokens: *v,
             share: sig(*c as f64 / n as f64),
