@@ -10,15 +10,11 @@ use sluice_workload::{
     compare_table, fit_to, parse_duration, FitOptions, Fitted, Format, TokenLengths,
 };
 
-/// Fit a workload model to a trace: inter-arrival times against
-/// exponential, gamma (its shape is vLLM's burstiness and AIPerf's
-/// arrival-smoothness), Weibull, lognormal and a two-Weibull mixture, the
-/// best by BIC; the rate per window; token lengths as truncated lognormals
-/// with a max_tokens cap; sessions. Times in seconds. Exit 2 on a bad
-/// trace, and then no model file is written.
+/// `sluice fit`: the trace, where the model goes, and how to print the fit.
 #[derive(clap::Args)]
 #[command(after_help = sluice_workload::KL_DEFINITION)]
 pub(crate) struct FitArgs {
+    /// sluice JSONL, Mooncake JSONL, an Azure or a BurstGPT CSV.
     trace: PathBuf,
     /// Write the model (YAML, the `workload:` block of `sluice load`).
     #[arg(short, long)]

@@ -48,6 +48,14 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Fit a workload model (arrivals, rate curve, lengths, sessions) to a
     /// trace, and write it as YAML for `sluice load`.
+    ///
+    /// Inter-arrival times (seconds) against exponential, gamma (its shape
+    /// is vLLM's burstiness and AIPerf's arrival-smoothness), Weibull,
+    /// lognormal and a two-Weibull mixture (EM), the best by BIC, each with
+    /// its log-likelihood, AIC, BIC, KS and KL; the rate per window; token
+    /// lengths as lognormals truncated to [1, max] with a max_tokens cap as
+    /// a point mass; sessions (turns, think time, session starts). Exit 2 on
+    /// a bad trace, and then no model file is written.
     Fit(fit::FitArgs),
 }
 

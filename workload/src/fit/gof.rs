@@ -15,7 +15,7 @@ pub(crate) const KL_PSEUDOCOUNT: f64 = 0.5;
 pub const KL_DEFINITION: &str = "KL = sum_i p_i ln(p_i / q_i) over 50 bins with log-spaced edges \
 from the 0.1st to the 99.9th percentile of the inter-arrival times; p_i = (count_i + 0.5) / \
 (n_in + 25), the empirical share with a pseudocount of 0.5 per bin (n_in: the samples inside the \
-range); q_i = (F(e_i+1) - F(e_i)) / (F(e_50) - F(e_0)), the model's mass of the bin from its CDF F, \
+range); q_i = (F(e_{i+1}) - F(e_i)) / (F(e_50) - F(e_0)), the model's mass of the bin from its CDF F, \
 renormalised to the range (floored at 1e-12). In nats; 0 for a perfect fit.";
 
 /// A sample of positive values, with what every fit needs of it.

@@ -186,3 +186,13 @@ fn unknown_fields_are_refused_with_their_path() {
         "arrival: unknown field `rate`, expected `components` at line 3 column 3"
     );
 }
+
+#[test]
+fn the_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../docs/workload.md");
+    let after = docs.split("### The model file").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let model = WorkloadModel::from_yaml(yaml).unwrap();
+    assert_eq!(model.token_correlation.unwrap().rho, 0.4375);
+}
