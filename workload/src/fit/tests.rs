@@ -7,6 +7,7 @@
 mod bad_input;
 mod model_file;
 mod recovery;
+mod windows;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
