@@ -13,6 +13,7 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod fit;
 mod trace;
 
 #[derive(Parser)]
@@ -45,6 +46,17 @@ enum Command {
     Ctl(ctl::CtlArgs),
     /// Trace files: convert between formats, and their statistics.
     Trace(trace::TraceArgs),
+    /// Fit a workload model (arrivals, rate curve, lengths, sessions) to a
+    /// trace, and write it as YAML for `sluice load`.
+    ///
+    /// Inter-arrival times (seconds) against exponential, gamma (its shape
+    /// is vLLM's burstiness and AIPerf's arrival-smoothness), Weibull,
+    /// lognormal and a two-Weibull mixture (EM), the best by BIC, each with
+    /// its log-likelihood, AIC, BIC, KS and KL; the rate per window; token
+    /// lengths as lognormals truncated to [1, max] with a max_tokens cap as
+    /// a point mass; sessions (turns, think time, session starts). Exit 2 on
+    /// a bad trace, and then no model file is written.
+    Fit(fit::FitArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -129,6 +141,7 @@ fn main() -> ExitCode {
         Command::MockLlm(args) => mock_llm(args.into()),
         Command::Ctl(args) => ctl::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Fit(args) => fit::run(args),
     };
     match result {
         Ok(code) => code,

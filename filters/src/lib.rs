@@ -1,6 +1,7 @@
 //! Pure per-request logic for sluice: no I/O, no clock reads, no spawning.
 //! Callers pass bytes, instants (as plain numbers) and random numbers in.
 
+mod arrival;
 mod balance;
 mod compare;
 mod failure;
@@ -23,6 +24,7 @@ mod trace_context;
 mod units;
 mod weighted;
 
+pub use arrival::{Arrival, WeibullComponent};
 pub use balance::EndpointSet;
 pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,

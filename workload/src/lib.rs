@@ -5,11 +5,18 @@
 //! depends on `sluice-proxy` or pingora: `tests/e2e/layout.rs` fails if it does.
 //!
 //! Pure models first (they take data and an RNG), then the thin drivers
-//! (timer thread, clients, writers). So far: trace files and their
-//! statistics.
+//! (timer thread, clients, writers). So far: trace files, their
+//! statistics, and the fit of a workload model to a trace.
 
+mod fit;
 mod trace;
 
+pub use fit::{
+    compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
+    Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
+    SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
+    WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
+};
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
     TraceReader, TraceStats, TraceWriter, WriteError,

@@ -17,6 +17,7 @@ mod write;
 use std::fmt;
 
 pub use read::{for_each_row, Refused, Skipped, TraceReader};
+pub(crate) use stats::{dispersion, QUANTISED_ZERO_SHARE};
 pub use stats::{Lengths, StatsBuilder, TraceStats};
 pub use write::{convert, Converted, TraceWriter, WriteError};
 
@@ -119,7 +120,7 @@ fn time(column: &str, text: &str) -> Result<f64, String> {
 }
 
 /// `µs` as decimal seconds, trailing zeros trimmed: `12`, `12.5`, `0.000001`.
-fn seconds_text(us: u64) -> String {
+pub(crate) fn seconds_text(us: u64) -> String {
     let (whole, frac) = (us / 1_000_000, us % 1_000_000);
     if frac == 0 {
         return whole.to_string();

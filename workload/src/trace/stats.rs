@@ -21,7 +21,7 @@ const STATS_VERSION: u32 = 1;
 /// Above this share of zero inter-arrival times the trace is called
 /// quantised: a continuous arrival process recorded to the microsecond at
 /// 1,000 requests/s has about 0.1%.
-const QUANTISED_ZERO_SHARE: f64 = 0.01;
+pub(crate) const QUANTISED_ZERO_SHARE: f64 = 0.01;
 
 /// `sluice trace stats --json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -192,7 +192,7 @@ impl Moments {
 /// Variance / mean of the arrivals per window of `width` µs, over the whole
 /// windows from the first arrival (the partial last one left out, as it
 /// would count low); `None` under two windows.
-fn dispersion(sorted: &[u64], width: u64) -> Option<f64> {
+pub(crate) fn dispersion(sorted: &[u64], width: u64) -> Option<f64> {
     let first = *sorted.first()?;
     let windows = (sorted[sorted.len() - 1] - first) / width;
     if windows < 2 {

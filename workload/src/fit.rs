@@ -1,0 +1,250 @@
+//! Fitting a workload model to a trace (`sluice fit`): the inter-arrival
+//! times against five kinds (exponential, gamma, Weibull, lognormal, a
+//! two-Weibull mixture by EM), chosen by BIC and scored by KS and KL; the
+//! rate over time in windows; token lengths as truncated lognormals with a
+//! cap; sessions. Pure but for [`fit_file`], which reads the trace and
+//! hashes it, and [`write_model`]. A fit is whole or not at all: a bad row
+//! or a trace with nothing to fit is an error, and no model is written.
+
+mod arrival;
+mod dist;
+mod em;
+mod gof;
+mod lengths;
+mod model;
+mod optimize;
+mod report;
+mod round;
+mod sessions;
+mod single;
+mod windows;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use sluice_filters::{format_rfc3339, TraceLine};
+
+use crate::trace::{for_each_row, seconds_text, Format, Refused, TraceError, TraceReader};
+use sessions::Turn;
+
+pub use arrival::{ArrivalFit, Candidate};
+pub use gof::KL_DEFINITION;
+pub use lengths::{Cap, TokenLengths};
+pub use model::{
+    ArrivalModel, ModelError, ModelErrors, RateCurve, Source, TokenCorrelation, WorkloadModel,
+    MODEL_VERSION,
+};
+pub use report::{compare_table, Fitted, SessionsReport};
+pub use sessions::{Quantiles, SessionModel, ThinkTime};
+pub use windows::Window;
+
+/// Requests a fit needs (two inter-arrival times).
+pub const MIN_REQUESTS: usize = 3;
+
+/// How to fit.
+#[derive(Clone, Debug)]
+pub struct FitOptions {
+    /// Of the rate curve and the per-window records.
+    pub window: Duration,
+}
+
+impl Default for FitOptions {
+    fn default() -> FitOptions {
+        FitOptions {
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why there is no fit.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    /// The trace does not read (its file and line).
+    #[error("{0}")]
+    Trace(#[from] TraceError),
+    /// The trace reads but there is nothing to fit.
+    #[error("{file}: {message}")]
+    Data { file: String, message: String },
+    /// The model file could not be written.
+    #[error("{file}: {message}")]
+    Write { file: String, message: String },
+}
+
+/// Collects rows as they are read: arrivals (which must not go back in
+/// time), lengths, sessions.
+#[derive(Debug, Default)]
+pub struct FitBuilder {
+    arrivals: Vec<u64>,
+    input: Vec<u64>,
+    output: Vec<u64>,
+    pairs: Vec<(u64, u64)>,
+    sessions: HashMap<String, Vec<Turn>>,
+}
+
+impl FitBuilder {
+    /// Refuses a row that arrives before the one before it.
+    pub fn add(&mut self, line: &TraceLine) -> Result<(), String> {
+        if let Some(last) = self.arrivals.last().filter(|l| **l > line.arrival_us) {
+            return Err(format!(
+                "arrival {} s is before the previous row's {} s: the trace must be sorted by \
+                 arrival",
+                seconds_text(line.arrival_us),
+                seconds_text(*last)
+            ));
+        }
+        self.arrivals.push(line.arrival_us);
+        self.input.extend(line.input_tokens);
+        self.output.extend(line.output_tokens);
+        if let (Some(i), Some(o)) = (line.input_tokens, line.output_tokens) {
+            self.pairs.push((i, o));
+        }
+        if let Some(session) = &line.session_id {
+            self.sessions
+                .entry(session.clone())
+                .or_default()
+                .push(Turn {
+                    arrival_us: line.arrival_us,
+                    e2e_ms: line.e2e_ms,
+                    think_ms: line.think_time_ms,
+                });
+        }
+        Ok(())
+    }
+
+    /// The fit; `source` is filled in but for `requests`, which is counted
+    /// here. `file` names the trace in errors.
+    pub fn finish(
+        self,
+        file: &str,
+        options: &FitOptions,
+        source: Source,
+    ) -> Result<Fitted, FitError> {
+        let data = |message: String| FitError::Data {
+            file: file.to_owned(),
+            message,
+        };
+        let n = self.arrivals.len();
+        if n < MIN_REQUESTS {
+            let what = match n {
+                0 => "no requests".to_owned(),
+                1 => "1 request".to_owned(),
+                n => format!("{n} requests"),
+            };
+            return Err(data(format!(
+                "{what}: a fit needs at least {MIN_REQUESTS} (two inter-arrival times)"
+            )));
+        }
+        if self.arrivals[0] == self.arrivals[n - 1] {
+            return Err(data(format!(
+                "all {n} requests arrive at the same instant ({} s): there is no inter-arrival \
+                 time to fit",
+                seconds_text(self.arrivals[0])
+            )));
+        }
+        report::build(self, options, source).map_err(data)
+    }
+}
+
+/// Fits every arrival kind to inter-arrival times in seconds, each finite
+/// and > 0 (the first bad one is refused with its index).
+pub fn fit_gaps(gaps_s: Vec<f64>) -> Result<ArrivalFit, String> {
+    if let Some((i, g)) = gaps_s
+        .iter()
+        .enumerate()
+        .find(|(_, g)| !(g.is_finite() && **g > 0.0))
+    {
+        return Err(format!("gap {i}: {g} is not a time > 0"));
+    }
+    if gaps_s.len() < 2 {
+        return Err(format!("{} gaps: a fit needs at least 2", gaps_s.len()));
+    }
+    arrival::fit_arrivals(gaps_s, "gaps").ok_or_else(|| "no arrival kind fits the gaps".to_owned())
+}
+
+/// Reads `path` (in `from`, or the format its content shows) and fits it;
+/// `now_unix_us` is the `fitted_at` of the model.
+pub fn fit_file(
+    path: &Path,
+    from: Option<Format>,
+    options: &FitOptions,
+    now_unix_us: i64,
+) -> Result<Fitted, FitError> {
+    let mut reader = TraceReader::open(path, from)?;
+    let mut builder = FitBuilder::default();
+    for_each_row(&mut reader, false, |line| {
+        builder.add(line).map_err(Refused::Row)
+    })?;
+    let name = path.display().to_string();
+    let source = Source {
+        trace: name.clone(),
+        sha256: sha256_of(path).map_err(|message| FitError::Data {
+            file: name.clone(),
+            message,
+        })?,
+        requests: 0,
+        fitted_at: format_rfc3339(now_unix_us),
+    };
+    builder.finish(&name, options, source)
+}
+
+/// [`fit_file`], then the model written to `out` when there is one: only
+/// a whole fit writes it.
+pub fn fit_to(
+    path: &Path,
+    from: Option<Format>,
+    options: &FitOptions,
+    out: Option<&Path>,
+    now_unix_us: i64,
+) -> Result<Fitted, FitError> {
+    let fitted = fit_file(path, from, options, now_unix_us)?;
+    if let Some(out) = out {
+        write_model(out, &fitted.model)?;
+    }
+    Ok(fitted)
+}
+
+fn sha256_of(path: &Path) -> Result<String, String> {
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Writes the model beside `path` and renames it over `path`, so that a
+/// failure leaves no half file.
+pub fn write_model(path: &Path, model: &WorkloadModel) -> Result<(), FitError> {
+    let file = path.display().to_string();
+    let error = |e: std::io::Error| FitError::Write {
+        file: file.clone(),
+        message: e.to_string(),
+    };
+    let partial = path.with_file_name(format!(
+        ".{}.partial",
+        path.file_name()
+            .map_or("model.yaml".into(), |n| n.to_string_lossy())
+    ));
+    std::fs::write(&partial, model.to_yaml()).map_err(error)?;
+    std::fs::rename(&partial, path).map_err(|e| {
+        // Best effort: the error being reported matters more.
+        let _ = std::fs::remove_file(&partial);
+        error(e)
+    })
+}
+
+#[cfg(test)]
+mod tests;
