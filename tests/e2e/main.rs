@@ -10,6 +10,7 @@ mod split;
 mod cli;
 mod demo;
 mod faults;
+mod fit;
 mod fleet;
 mod layout;
 mod lifecycle;

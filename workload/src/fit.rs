@@ -73,10 +73,17 @@ pub enum FitError {
     Write { file: String, message: String },
 }
 
-/// Collects rows as they are read: arrivals (which must not go back in
-/// time), lengths, sessions.
+/// Collects rows as they are read: arrivals, lengths, sessions.
+///
+/// The recorder writes a line when its request ends, so in a sluice trace
+/// a long answer's line comes after the lines of requests that arrived
+/// later: its rows are put in arrival order here. The public formats are
+/// written in arrival order, and a row of theirs that goes back in time is
+/// refused.
 #[derive(Debug, Default)]
 pub struct FitBuilder {
+    /// Rows come in the order their requests ended (sluice JSONL).
+    in_end_order: bool,
     arrivals: Vec<u64>,
     input: Vec<u64>,
     output: Vec<u64>,
@@ -85,9 +92,19 @@ pub struct FitBuilder {
 }
 
 impl FitBuilder {
-    /// Refuses a row that arrives before the one before it.
+    /// A builder for rows of `format`.
+    pub fn new(format: Format) -> FitBuilder {
+        FitBuilder {
+            in_end_order: format == Format::Sluice,
+            ..FitBuilder::default()
+        }
+    }
+
+    /// Refuses a row that arrives before the one before it, unless rows
+    /// come in the order requests ended.
     pub fn add(&mut self, line: &TraceLine) -> Result<(), String> {
-        if let Some(last) = self.arrivals.last().filter(|l| **l > line.arrival_us) {
+        let last = self.arrivals.last().filter(|_| !self.in_end_order);
+        if let Some(last) = last.filter(|l| **l > line.arrival_us) {
             return Err(format!(
                 "arrival {} s is before the previous row's {} s: the trace must be sorted by \
                  arrival",
@@ -117,11 +134,15 @@ impl FitBuilder {
     /// The fit; `source` is filled in but for `requests`, which is counted
     /// here. `file` names the trace in errors.
     pub fn finish(
-        self,
+        mut self,
         file: &str,
         options: &FitOptions,
         source: Source,
     ) -> Result<Fitted, FitError> {
+        // Sessions' turns are put in order by `fit_sessions`.
+        if self.in_end_order {
+            self.arrivals.sort_unstable();
+        }
         let data = |message: String| FitError::Data {
             file: file.to_owned(),
             message,
@@ -173,7 +194,7 @@ pub fn fit_file(
     now_unix_us: i64,
 ) -> Result<Fitted, FitError> {
     let mut reader = TraceReader::open(path, from)?;
-    let mut builder = FitBuilder::default();
+    let mut builder = FitBuilder::new(reader.format());
     for_each_row(&mut reader, false, |line| {
         builder.add(line).map_err(Refused::Row)
     })?;

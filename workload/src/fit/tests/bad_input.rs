@@ -1,7 +1,7 @@
 //! A trace with nothing to fit, or a bad row, is an error with its full
 //! text, and no model file is written.
 
-use super::super::{fit_to, FitOptions};
+use super::super::{fit_file, fit_to, FitOptions};
 use super::temp_file;
 use crate::Format;
 
@@ -86,13 +86,14 @@ fn negative_times() {
 
 #[test]
 fn unsorted_times() {
+    // Mooncake traces are written in arrival order: a row back in time is wrong.
+    let mooncake: String = [0, 3000, 1000, 4000]
+        .iter()
+        .map(|ms| format!("{{\"timestamp\":{ms},\"input_length\":10,\"output_length\":5}}\n"))
+        .collect();
     assert_eq!(
-        refused(
-            "t.jsonl",
-            &sluice(&[0, 3_000_000, 1_000_000, 4_000_000]),
-            None
-        ),
-        "DIR/t.jsonl:3: arrival 1 s is before the previous row's 3 s: the trace must be \
+        refused("m.jsonl", &mooncake, None),
+        "DIR/m.jsonl:3: arrival 1 s is before the previous row's 3 s: the trace must be \
          sorted by arrival"
     );
     let azure = "TIMESTAMP,ContextTokens,GeneratedTokens\n\
@@ -103,6 +104,24 @@ fn unsorted_times() {
         "DIR/a.csv:3: TIMESTAMP: `2023-11-16 18:15:45.0000000` is before the first row's \
          (2023-11-16T18:15:46.680590Z): the rows must be in time order"
     );
+}
+
+/// The recorder writes a line when its request ends: a long answer's line
+/// comes after later arrivals' lines. That trace fits as the sorted one.
+#[test]
+fn a_sluice_trace_in_the_order_requests_ended_fits_as_sorted() {
+    let ended = [
+        0, 3_000_000, 1_000_000, 4_000_000, 2_500_000, 6_000_000, 5_200_000,
+    ];
+    let mut arrived = ended;
+    arrived.sort_unstable();
+    let fit = |name: &str, arrivals: &[u64]| {
+        let (path, dir) = temp_file(name, &sluice(arrivals));
+        let fitted = fit_file(&path, None, &FitOptions::default(), 0).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        serde_json::to_value(&fitted.arrival).unwrap()
+    };
+    assert_eq!(fit("ended.jsonl", &ended), fit("arrived.jsonl", &arrived));
 }
 
 #[test]
