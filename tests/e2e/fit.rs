@@ -65,7 +65,7 @@ async fn session(client: reqwest::Client, url: String, id: String, plan: Vec<Dur
 /// Nearest-rank median.
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[(values.len() + 1) / 2 - 1]
+    values[values.len().div_ceil(2) - 1]
 }
 
 fn within_10pct(got: f64, want: f64) -> bool {
