@@ -157,6 +157,23 @@ fn sluice_to_mooncake_to_sluice_keeps_what_both_have() {
     );
 }
 
+/// The recorder writes lines in the order requests ended; Mooncake (like
+/// the CSV formats) is in arrival order, so the conversion sorts.
+#[test]
+fn a_sluice_trace_in_end_order_converts_in_arrival_order() {
+    let mut lines = sluice_lines();
+    lines.swap(0, 2);
+    let mooncake = convert_text("e.jsonl", &jsonl(&lines), Format::Mooncake).unwrap();
+    let timestamps: Vec<u64> = read("m.jsonl", &mooncake)
+        .iter()
+        .map(|l| l.arrival_us / 1000)
+        .collect();
+    assert_eq!(timestamps, [0, 1250, 2500, 3750]);
+    // sluice to sluice keeps the order it was given.
+    let same = convert_text("e.jsonl", &jsonl(&lines), Format::Sluice).unwrap();
+    assert_eq!(same, jsonl(&lines));
+}
+
 #[test]
 fn azure_to_sluice_to_azure_is_the_same_file() {
     let sluice = convert_text("a.csv", AZURE, Format::Sluice).unwrap();

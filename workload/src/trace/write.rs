@@ -33,15 +33,24 @@ impl<W: Write> TraceWriter<W> {
     }
 
     pub fn write(&mut self, line: &TraceLine) -> Result<(), WriteError> {
-        let text = match self.format {
+        let text = self.encode(line)?;
+        self.write_encoded(&text).map_err(WriteError::Io)
+    }
+
+    /// The row as this format writes it.
+    fn encode(&self, line: &TraceLine) -> Result<String, WriteError> {
+        match self.format {
             Format::Sluice => Ok(line.to_json()),
             Format::Mooncake => mooncake::encode(line),
             Format::Azure => azure::encode(line),
             Format::BurstGpt => burstgpt::encode(line),
         }
-        .map_err(WriteError::Row)?;
-        self.header().map_err(WriteError::Io)?;
-        writeln!(self.out, "{text}").map_err(WriteError::Io)?;
+        .map_err(WriteError::Row)
+    }
+
+    fn write_encoded(&mut self, text: &str) -> io::Result<()> {
+        self.header()?;
+        writeln!(self.out, "{text}")?;
         self.rows += 1;
         Ok(())
     }
@@ -83,6 +92,11 @@ pub struct Converted {
 
 /// Every row of `reader` into `writer` (named `out_name` in errors). Without
 /// `skip_bad` the first bad row stops it with that row's `file:line: what`.
+///
+/// A sluice trace is in the order requests ended (the recorder writes a
+/// line at the end); the public formats are in arrival order, so from a
+/// sluice trace into one of them the encoded rows are sorted by arrival
+/// before they are written.
 pub fn convert<W: Write>(
     reader: &mut TraceReader,
     writer: TraceWriter<W>,
@@ -91,12 +105,24 @@ pub fn convert<W: Write>(
 ) -> Result<(Converted, W), TraceError> {
     let mut writer = writer;
     let io_error = |e: io::Error| TraceError::new(out_name, 0, e.to_string());
+    let refused = |e: WriteError| match e {
+        WriteError::Row(message) => Refused::Row(message),
+        WriteError::Io(e) => Refused::Fatal(io_error(e)),
+    };
+    let sort = reader.format() == Format::Sluice && writer.format != Format::Sluice;
+    let mut held: Vec<(u64, String)> = Vec::new();
     let skipped = for_each_row(reader, skip_bad, |line| {
-        writer.write(line).map_err(|e| match e {
-            WriteError::Row(message) => Refused::Row(message),
-            WriteError::Io(e) => Refused::Fatal(io_error(e)),
-        })
+        if sort {
+            held.push((line.arrival_us, writer.encode(line).map_err(refused)?));
+            Ok(())
+        } else {
+            writer.write(line).map_err(refused)
+        }
     })?;
+    held.sort_by_key(|(arrival, _)| *arrival);
+    for (_, text) in &held {
+        writer.write_encoded(text).map_err(io_error)?;
+    }
     let converted = Converted {
         from: reader.format(),
         to: writer.format,
