@@ -14,6 +14,7 @@ use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::cli;
 use crate::harness::{self, Admin};
+use crate::recorder::{poll_recording, recording_sluice};
 use crate::support::TempDir;
 
 /// Session starts come in `BURSTS` bursts of `PER_BURST`, `BURST_GAP` apart.
@@ -79,25 +80,17 @@ async fn fitted_sessions_and_think_times_match_the_client() {
     let mock = MockLlm::start(MockLlmOptions::paced_ms(5, 1, 8))
         .await
         .unwrap();
-    let sluice = harness::llm_config(mock.addr())
-        .section(
-            "recorder",
-            format!("{{ path: \"{}\", percent: 100 }}", trace.display()),
-        )
-        .start();
+    let sluice = recording_sluice(mock.addr(), &trace);
     let url = format!(
         "http://{}/v1/chat/completions",
         harness::listener(&sluice, "public")
     );
     let admin = Admin::new(&sluice);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while admin.get("/v1/recorder").await.0 != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "the config's recording never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (status, recording) = poll_recording(&admin).await;
+    assert_eq!(
+        status, 200,
+        "the config's recording never started: {recording}"
+    );
 
     // The plan up front, from a seed: each session's turns and think times.
     let mut rng = StdRng::seed_from_u64(14);

@@ -6,11 +6,14 @@
 //! client got, and no secret.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 use sluice_cli::{MockLlm, MockLlmOptions};
 use sluice_filters::{parse_lines, TraceLine};
+use sluice_proxy::Sluice;
 
 use crate::harness::{self, Admin};
 use crate::support::{self, TempDir};
@@ -68,12 +71,7 @@ async fn openai_sdk_sessions_are_recorded_whole_and_redacted() {
     let mock = MockLlm::start(MockLlmOptions::paced_ms(10, 2, 8))
         .await
         .unwrap();
-    let sluice = harness::llm_config(mock.addr())
-        .section(
-            "recorder",
-            format!("{{ path: \"{}\", percent: 100 }}", trace.display()),
-        )
-        .start();
+    let sluice = recording_sluice(mock.addr(), &trace);
     let port = harness::listener(&sluice, "public").port();
     let admin = Admin::new(&sluice);
     // The control plane starts the config's recording as it starts.
@@ -166,7 +164,19 @@ async fn openai_sdk_sessions_are_recorded_whole_and_redacted() {
 
 /// `GET /v1/recorder` until a recording runs (the control plane starts the
 /// config's a moment after the listeners).
-async fn poll_recording(admin: &Admin) -> (u16, Value) {
+/// sluice in front of the LLM at `upstream`, its config recording every
+/// request to `trace`.
+pub(crate) fn recording_sluice(upstream: SocketAddr, trace: &Path) -> Sluice {
+    harness::llm_config(upstream)
+        .section(
+            "recorder",
+            format!("{{ path: \"{}\", percent: 100 }}", trace.display()),
+        )
+        .start()
+}
+
+/// `GET /v1/recorder` once it shows a recording (5 s at most).
+pub(crate) async fn poll_recording(admin: &Admin) -> (u16, Value) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let (status, body) = admin.get("/v1/recorder").await;
