@@ -82,6 +82,9 @@ pub struct FitBuilder {
     output: Vec<u64>,
     pairs: Vec<(u64, u64)>,
     sessions: HashMap<String, Vec<Turn>>,
+    /// Arrivals of the rows without a session id: sessions of one turn,
+    /// when the trace has sessions.
+    loose: Vec<u64>,
 }
 
 impl FitBuilder {
@@ -110,6 +113,8 @@ impl FitBuilder {
                     e2e_ms: line.e2e_ms,
                     think_ms: line.think_time_ms,
                 });
+        } else {
+            self.loose.push(line.arrival_us);
         }
         Ok(())
     }

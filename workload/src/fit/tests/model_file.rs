@@ -196,3 +196,25 @@ fn the_example_in_the_docs_reads() {
     let model = WorkloadModel::from_yaml(yaml).unwrap();
     assert_eq!(model.token_correlation.unwrap().rho, 0.4375);
 }
+
+#[test]
+fn rows_without_a_session_are_sessions_of_one_turn() {
+    let mut builder = FitBuilder::default();
+    for i in 0..40u64 {
+        let line = TraceLine {
+            v: TRACE_VERSION,
+            request_id: format!("r{i}"),
+            // Rows 0..20 are ten sessions of two turns; the rest have none.
+            session_id: (i < 20).then(|| format!("s{}", i / 2)),
+            arrival_us: i * 1_000_000 + (i % 7) * 100_000,
+            ..TraceLine::default()
+        };
+        builder.add(&line).unwrap();
+    }
+    let fitted = builder
+        .finish("t", &FitOptions::default(), source())
+        .unwrap();
+    let sessions = fitted.sessions.unwrap();
+    assert_eq!(sessions.sessions, 30);
+    assert_eq!((sessions.turns.min, sessions.turns.max), (1.0, 2.0));
+}
