@@ -25,3 +25,5 @@ pub use trace::{
 /// The units the load-testing half parses, the same as the proxy config's:
 /// `250ms`, `5%`, `64KiB`.
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
+/// The arrival process a model names (`arrival:`), shared with `sluice load`.
+pub use sluice_filters::{Arrival, WeibullComponent};
