@@ -103,10 +103,25 @@ fn sessions_lengths_and_the_model_round_trip() {
     for key in ["kind", "params", "loglik", "aic", "bic", "ks", "kl"] {
         assert!(first.get(key).is_some(), "{key} in {first}");
     }
+    let exponential = &json["candidates"][0];
+    assert_eq!(exponential["kind"], "exponential");
     assert_eq!(
-        json["candidates"][0]["params"]["rate"],
-        json["candidates"][0]["params"]["rate"]
+        exponential["params"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["rate"]
     );
+    let mixture = &json["candidates"][4];
+    assert_eq!(mixture["kind"], "weibull_mixture");
+    let weights: f64 = mixture["params"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["weight"].as_f64().unwrap())
+        .sum();
+    near("mixture weights", weights, 1.0, 1e-3);
 }
 
 const GOOD: &str = "\
