@@ -15,7 +15,7 @@ pub use fit::{
     compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
     Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
     SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
-    WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
+    WorkloadModel, KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
