@@ -9,7 +9,7 @@ use rand::seq::index::sample as pick;
 use rand::{Rng, SeedableRng};
 use sluice_filters::WeibullComponent;
 
-use super::dist::weibull_ln_pdf;
+use super::dist::LnWeibull;
 use super::gof::Sample;
 use super::single::weibull_steps;
 
@@ -126,15 +126,23 @@ fn run(ln_x: &[f64], mut m: Mixture, rounds: usize) -> Option<(Mixture, f64)> {
 /// Fills `resp` with each value's responsibility of component `a`; returns
 /// the log-likelihood.
 fn expect(ln_x: &[f64], m: &Mixture, resp: &mut [f64]) -> f64 {
-    let (wa, wb) = (m.weight.ln(), (1.0 - m.weight).ln());
+    let a = LnWeibull::new(m.weight, m.a.0, m.a.1);
+    let b = LnWeibull::new(1.0 - m.weight, m.b.0, m.b.1);
     let mut loglik = 0.0;
     for (l, r) in ln_x.iter().zip(resp.iter_mut()) {
-        let la = wa + weibull_ln_pdf(m.a.0, m.a.1, *l);
-        let lb = wb + weibull_ln_pdf(m.b.0, m.b.1, *l);
-        let top = la.max(lb);
-        let (ea, eb) = ((la - top).exp(), (lb - top).exp());
-        loglik += top + (ea + eb).ln();
-        *r = ea / (ea + eb);
+        let (la, lb) = (a.at(*l), b.at(*l));
+        // One exp: the smaller term relative to the larger.
+        let (top, e) = if la >= lb {
+            (la, (lb - la).exp())
+        } else {
+            (lb, (la - lb).exp())
+        };
+        loglik += top + e.ln_1p();
+        *r = if la >= lb {
+            1.0 / (1.0 + e)
+        } else {
+            e / (1.0 + e)
+        };
     }
     loglik
 }
