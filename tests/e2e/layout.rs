@@ -33,6 +33,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sluice-control",
             "sluice-proxy",
             "sluice-cli",
+            "sluice-workload",
         ],
     ),
 ];

@@ -44,6 +44,9 @@ pub use windows::Window;
 /// Requests a fit needs (two inter-arrival times).
 pub const MIN_REQUESTS: usize = 3;
 
+/// Windows of the rate curve a fit may cut a trace into.
+pub const MAX_WINDOWS: u64 = 1_000_000;
+
 /// How to fit.
 #[derive(Clone, Debug)]
 pub struct FitOptions {
@@ -89,6 +92,9 @@ pub struct FitBuilder {
     output: Vec<u64>,
     pairs: Vec<(u64, u64)>,
     sessions: HashMap<String, Vec<Turn>>,
+    /// Arrivals of the rows without a session id: sessions of one turn,
+    /// when the trace has sessions.
+    loose: Vec<u64>,
 }
 
 impl FitBuilder {
@@ -127,6 +133,8 @@ impl FitBuilder {
                     e2e_ms: line.e2e_ms,
                     think_ms: line.think_time_ms,
                 });
+        } else {
+            self.loose.push(line.arrival_us);
         }
         Ok(())
     }
@@ -163,6 +171,16 @@ impl FitBuilder {
                 "all {n} requests arrive at the same instant ({} s): there is no inter-arrival \
                  time to fit",
                 seconds_text(self.arrivals[0])
+            )));
+        }
+        let span_us = self.arrivals[n - 1] - self.arrivals[0];
+        let width_us = u64::try_from(options.window.as_micros()).unwrap_or(u64::MAX);
+        if width_us == 0 || span_us / width_us > MAX_WINDOWS {
+            return Err(data(format!(
+                "a window of {} s cuts the trace's {} s into more than {MAX_WINDOWS} windows: \
+                 take a longer one",
+                seconds_text(width_us),
+                seconds_text(span_us)
             )));
         }
         report::build(self, options, source).map_err(data)

@@ -15,7 +15,7 @@ pub use fit::{
     compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
     Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
     SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
-    WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
+    WorkloadModel, KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
@@ -25,3 +25,5 @@ pub use trace::{
 /// The units the load-testing half parses, the same as the proxy config's:
 /// `250ms`, `5%`, `64KiB`.
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
+/// The arrival process a model names (`arrival:`), shared with `sluice load`.
+pub use sluice_filters::{Arrival, WeibullComponent};

@@ -144,18 +144,39 @@ pub(crate) fn rounded(a: Arrival) -> Arrival {
 /// `{"kind", "params": {…}, "loglik", "aic", "bic", "ks", "kl"}`.
 impl Serialize for Candidate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut params = serde_json::to_value(&self.arrival).map_err(serde::ser::Error::custom)?;
-        if let Some(object) = params.as_object_mut() {
-            object.remove("kind");
-        }
         let mut map = s.serialize_map(Some(7))?;
         map.serialize_entry("kind", self.arrival.kind())?;
-        map.serialize_entry("params", &params)?;
+        map.serialize_entry("params", &Params(&self.arrival))?;
         map.serialize_entry("loglik", &cents(self.loglik))?;
         map.serialize_entry("aic", &cents(self.aic))?;
         map.serialize_entry("bic", &cents(self.bic))?;
         map.serialize_entry("ks", &sig(self.ks))?;
         map.serialize_entry("kl", &self.kl.map(sig))?;
+        map.end()
+    }
+}
+
+/// An [`Arrival`]'s parameters without its `kind`, in the order of the
+/// docs: `{rate}`, `{shape, scale}`, `{mu, sigma}`, `{components}`.
+struct Params<'a>(&'a Arrival);
+
+impl Serialize for Params<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        match self.0 {
+            Arrival::Exponential { rate } => map.serialize_entry("rate", rate)?,
+            Arrival::Gamma { shape, scale } | Arrival::Weibull { shape, scale } => {
+                map.serialize_entry("shape", shape)?;
+                map.serialize_entry("scale", scale)?;
+            }
+            Arrival::Lognormal { mu, sigma } => {
+                map.serialize_entry("mu", mu)?;
+                map.serialize_entry("sigma", sigma)?;
+            }
+            Arrival::WeibullMixture { components } => {
+                map.serialize_entry("components", components)?;
+            }
+        }
         map.end()
     }
 }

@@ -7,33 +7,70 @@ use statrs::function::gamma::{checked_gamma_lr, ln_gamma};
 
 const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 
-/// ln f(x) for x > 0, with `ln_x` = ln x (the fits keep it, to pay for
-/// each logarithm once).
-pub(crate) fn ln_pdf(a: &Arrival, x: f64, ln_x: f64) -> f64 {
+/// Σ ln f(x_i) over values x > 0, with `ln_x` their logarithms (the fits
+/// keep them, to pay for each once); a density's constants are taken once,
+/// not per value.
+pub(crate) fn log_likelihood(a: &Arrival, x: &[f64], ln_x: &[f64]) -> f64 {
+    let n = x.len() as f64;
     match a {
-        Arrival::Exponential { rate } => rate.ln() - rate * x,
+        Arrival::Exponential { rate } => n * rate.ln() - rate * x.iter().sum::<f64>(),
         Arrival::Gamma { shape, scale } => {
-            (shape - 1.0) * ln_x - x / scale - ln_gamma(*shape) - shape * scale.ln()
-        }
-        Arrival::Weibull { shape, scale } => weibull_ln_pdf(*shape, *scale, ln_x),
-        Arrival::Lognormal { mu, sigma } => lognormal_ln_pdf(*mu, *sigma, ln_x),
-        Arrival::WeibullMixture { components } => {
-            let terms = components
+            let c = ln_gamma(*shape) + shape * scale.ln();
+            let sum: f64 = x
                 .iter()
-                .map(|c| c.weight.ln() + weibull_ln_pdf(c.shape, c.scale, ln_x));
-            log_sum_exp(terms)
+                .zip(ln_x)
+                .map(|(x, l)| (shape - 1.0) * l - x / scale)
+                .sum();
+            sum - n * c
+        }
+        Arrival::Weibull { shape, scale } => {
+            let w = LnWeibull::new(1.0, *shape, *scale);
+            ln_x.iter().map(|l| w.at(*l)).sum()
+        }
+        Arrival::Lognormal { mu, sigma } => {
+            let c = sigma.ln() + LN_SQRT_2PI;
+            ln_x.iter()
+                .map(|l| {
+                    let z = (l - mu) / sigma;
+                    -l - c - 0.5 * z * z
+                })
+                .sum()
+        }
+        Arrival::WeibullMixture { components } => {
+            let parts: Vec<LnWeibull> = components
+                .iter()
+                .map(|c| LnWeibull::new(c.weight, c.shape, c.scale))
+                .collect();
+            ln_x.iter()
+                .map(|l| log_sum_exp(parts.iter().map(|p| p.at(*l))))
+                .sum()
         }
     }
 }
 
-pub(crate) fn weibull_ln_pdf(shape: f64, scale: f64, ln_x: f64) -> f64 {
-    let z = ln_x - scale.ln();
-    shape.ln() - scale.ln() + (shape - 1.0) * z - (shape * z).exp()
+/// ln(w f(x)) of a Weibull with weight w, as a function of ln x, its
+/// constants taken once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LnWeibull {
+    c: f64,
+    shape: f64,
+    ln_scale: f64,
 }
 
-pub(crate) fn lognormal_ln_pdf(mu: f64, sigma: f64, ln_x: f64) -> f64 {
-    let z = (ln_x - mu) / sigma;
-    -ln_x - sigma.ln() - LN_SQRT_2PI - 0.5 * z * z
+impl LnWeibull {
+    pub(crate) fn new(weight: f64, shape: f64, scale: f64) -> LnWeibull {
+        LnWeibull {
+            c: weight.ln() + shape.ln() - scale.ln(),
+            shape,
+            ln_scale: scale.ln(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn at(&self, ln_x: f64) -> f64 {
+        let z = ln_x - self.ln_scale;
+        self.c + (self.shape - 1.0) * z - (self.shape * z).exp()
+    }
 }
 
 /// P(X <= x).
@@ -147,7 +184,7 @@ mod tests {
             let integral: f64 = (0..steps)
                 .map(|i| {
                     let u = lo + (i as f64 + 0.5) * h;
-                    (ln_pdf(a, u.exp(), u) + u).exp() * h
+                    (log_likelihood(a, &[u.exp()], &[u]) + u).exp() * h
                 })
                 .sum();
             let expected = cdf(a, 3.0) - cdf(a, 0.2);

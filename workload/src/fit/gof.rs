@@ -4,7 +4,7 @@
 
 use sluice_filters::Arrival;
 
-use super::dist::{cdf, ln_pdf};
+use super::dist::{cdf, log_likelihood};
 
 /// Bins of the KL divergence.
 pub(crate) const KL_BINS: usize = 50;
@@ -67,12 +67,7 @@ pub(crate) struct Fitness {
 }
 
 pub(crate) fn fitness(a: &Arrival, sample: &Sample) -> Fitness {
-    let loglik: f64 = sample
-        .x
-        .iter()
-        .zip(&sample.ln_x)
-        .map(|(x, ln_x)| ln_pdf(a, *x, *ln_x))
-        .sum();
+    let loglik = log_likelihood(a, &sample.x, &sample.ln_x);
     let k = a.parameters() as f64;
     let n = sample.len() as f64;
     Fitness {

@@ -106,7 +106,7 @@ pub(crate) fn build(
                 spearman: s,
                 rho: sig(copula_rho(s)),
             });
-    let sessions = fit_sessions(b.sessions);
+    let sessions = fit_sessions(b.sessions, &b.loose);
     if let Some(s) = sessions.as_ref().and_then(|s| s.starts.as_ref()) {
         warnings.extend(s.warnings.iter().cloned());
     }

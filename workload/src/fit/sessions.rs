@@ -104,7 +104,12 @@ pub(crate) struct SessionFit {
 }
 
 /// `None` when no session has two turns (then the trace is requests).
-pub(crate) fn fit_sessions(sessions: HashMap<String, Vec<Turn>>) -> Option<SessionFit> {
+/// `loose` are the arrivals of rows without a session id: each a session
+/// of one turn.
+pub(crate) fn fit_sessions(
+    sessions: HashMap<String, Vec<Turn>>,
+    loose: &[u64],
+) -> Option<SessionFit> {
     if !sessions.values().any(|turns| turns.len() >= 2) {
         return None;
     }
@@ -124,6 +129,8 @@ pub(crate) fn fit_sessions(sessions: HashMap<String, Vec<Turn>>) -> Option<Sessi
             think.push(ms.max(0.0) / 1000.0);
         }
     }
+    turns.extend(loose.iter().map(|_| 1.0));
+    starts.extend_from_slice(loose);
     turns.sort_unstable_by(f64::total_cmp);
     starts.sort_unstable();
     think.sort_unstable_by(f64::total_cmp);

@@ -1,6 +1,8 @@
 //! A trace with nothing to fit, or a bad row, is an error with its full
 //! text, and no model file is written.
 
+use std::time::Duration;
+
 use super::super::{fit_file, fit_to, FitOptions};
 use super::temp_file;
 use crate::Format;
@@ -8,9 +10,13 @@ use crate::Format;
 /// The error of fitting `text` as file `name`, after checking that no model
 /// was written.
 fn refused(name: &str, text: &str, from: Option<Format>) -> String {
+    refused_with(name, text, from, &FitOptions::default())
+}
+
+fn refused_with(name: &str, text: &str, from: Option<Format>, options: &FitOptions) -> String {
     let (path, dir) = temp_file(name, text);
     let out = dir.join("model.yaml");
-    let error = fit_to(&path, from, &FitOptions::default(), Some(&out), 0)
+    let error = fit_to(&path, from, options, Some(&out), 0)
         .map(|_| ())
         .unwrap_err()
         .to_string();
@@ -138,5 +144,22 @@ fn nan_lengths() {
     assert_eq!(
         refused("t.jsonl", &text, None),
         "DIR/t.jsonl:2: column 57: expected value"
+    );
+}
+
+#[test]
+fn a_window_too_short_for_the_trace() {
+    let options = FitOptions {
+        window: Duration::from_micros(1),
+    };
+    assert_eq!(
+        refused_with(
+            "t.jsonl",
+            &sluice(&[0, 1_000_000, 3_000_000]),
+            None,
+            &options
+        ),
+        "DIR/t.jsonl: a window of 0.000001 s cuts the trace's 3 s into more than 1000000 \
+         windows: take a longer one"
     );
 }

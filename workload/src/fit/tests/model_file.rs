@@ -103,10 +103,25 @@ fn sessions_lengths_and_the_model_round_trip() {
     for key in ["kind", "params", "loglik", "aic", "bic", "ks", "kl"] {
         assert!(first.get(key).is_some(), "{key} in {first}");
     }
+    let exponential = &json["candidates"][0];
+    assert_eq!(exponential["kind"], "exponential");
     assert_eq!(
-        json["candidates"][0]["params"]["rate"],
-        json["candidates"][0]["params"]["rate"]
+        exponential["params"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["rate"]
     );
+    let mixture = &json["candidates"][4];
+    assert_eq!(mixture["kind"], "weibull_mixture");
+    let weights: f64 = mixture["params"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["weight"].as_f64().unwrap())
+        .sum();
+    near("mixture weights", weights, 1.0, 1e-3);
 }
 
 const GOOD: &str = "\
@@ -195,4 +210,26 @@ fn the_example_in_the_docs_reads() {
     let yaml = yaml.split("```").next().unwrap();
     let model = WorkloadModel::from_yaml(yaml).unwrap();
     assert_eq!(model.token_correlation.unwrap().rho, 0.4375);
+}
+
+#[test]
+fn rows_without_a_session_are_sessions_of_one_turn() {
+    let mut builder = FitBuilder::default();
+    for i in 0..40u64 {
+        let line = TraceLine {
+            v: TRACE_VERSION,
+            request_id: format!("r{i}"),
+            // Rows 0..20 are ten sessions of two turns; the rest have none.
+            session_id: (i < 20).then(|| format!("s{}", i / 2)),
+            arrival_us: i * 1_000_000 + (i % 7) * 100_000,
+            ..TraceLine::default()
+        };
+        builder.add(&line).unwrap();
+    }
+    let fitted = builder
+        .finish("t", &FitOptions::default(), source())
+        .unwrap();
+    let sessions = fitted.sessions.unwrap();
+    assert_eq!(sessions.sessions, 30);
+    assert_eq!((sessions.turns.min, sessions.turns.max), (1.0, 2.0));
 }
