@@ -23,6 +23,9 @@ struct Args {
     /// Inter-arrival times, and rows of the CSV.
     #[arg(long, default_value_t = 1_000_000)]
     n: usize,
+    /// Write the CSV here and keep it (to time `sluice fit` on it).
+    #[arg(long)]
+    keep_csv: Option<std::path::PathBuf>,
 }
 
 fn gaps(n: usize) -> Vec<f64> {
@@ -111,7 +114,9 @@ fn main() {
     let (fit_s, fit_cpu) = timed(args.rounds, || {
         best = fit_gaps(data.clone()).map_or_else(|e| e, |f| f.best.kind().to_owned());
     });
-    let path = std::env::temp_dir().join(format!("sluice-fit-cost-{}.csv", std::process::id()));
+    let path = args.keep_csv.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("sluice-fit-cost-{}.csv", std::process::id()))
+    });
     let text = csv(&data);
     if let Err(e) = std::fs::write(&path, &text) {
         eprintln!("{}: {e}", path.display());
@@ -124,7 +129,9 @@ fn main() {
             Err(e) => eprintln!("{e}"),
         }
     });
-    let _ = std::fs::remove_file(&path);
+    if args.keep_csv.is_none() {
+        let _ = std::fs::remove_file(&path);
+    }
     println!(
         "| what (median of {} rounds) | n | wall s | CPU s (this thread) |",
         args.rounds
