@@ -9,6 +9,7 @@
 //! statistics, and the fit of a workload model to a trace.
 
 mod fit;
+mod load;
 mod trace;
 
 pub use fit::{
@@ -16,6 +17,9 @@ pub use fit::{
     Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
     SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
     WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
+};
+pub use load::{
+    mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
