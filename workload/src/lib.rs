@@ -19,7 +19,9 @@ pub use fit::{
     WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use load::{
-    mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
+    mean_gap_s, Body, Data, Dist, Intended, Plan, Process, Scenario, ScenarioError, ScenarioErrors,
+    Schedule, ScheduleError, Segment, Service, Sessions, Shard, Step, Target, Template,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, MAX_ARRIVALS,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,

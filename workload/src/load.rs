@@ -1,8 +1,13 @@
 //! `sluice load`: open-loop load from a scenario, measured from the
 //! intended send time. Pure parts (the schedule) first, then the drivers.
 
+mod scenario;
 mod schedule;
 
+pub use scenario::{
+    Body, Data, Dist, Scenario, ScenarioError, ScenarioErrors, Service, Sessions, Step, Target,
+    Template, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
+};
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
 };
