@@ -1,13 +1,22 @@
 //! `sluice load`: open-loop load from a scenario, measured from the
 //! intended send time. Pure parts (the schedule) first, then the drivers.
 
+mod client;
+mod engine;
 mod scenario;
 mod schedule;
+mod summary;
 
+pub use client::{Failure, Outcome, LOAD_HEADER};
+pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
 pub use scenario::{
     Body, Data, Dist, Scenario, ScenarioError, ScenarioErrors, Service, Sessions, Step, Target,
     Template, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
+};
+pub use summary::{
+    summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport, StageSummary,
+    StepSummary, ThresholdResult, RUN_VERSION, THRESHOLDS_FAILED,
 };

@@ -1,0 +1,201 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use sluice_filters::TraceContext;
+
+use super::*;
+use crate::load::summary::{summarize, Goodput, Lineage, RunInfo, RunReport};
+
+/// A request's `traceparent` and `x-sluice-load`.
+type Seen = (Option<String>, Option<String>);
+
+/// A loopback HTTP/1.1 server that answers `ok` at once, but for the
+/// `stall_at`-th request (from 0), which it holds for `stall`. It keeps
+/// the load headers of every request. Stops with its thread's runtime.
+struct TestServer {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    count: Arc<AtomicU64>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn server(stall_at: u64, stall: Duration) -> TestServer {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicU64::new(0));
+    let (s, c) = (seen.clone(), count.clone());
+    runtime.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (s, c) = (s.clone(), c.clone());
+            tokio::spawn(async move {
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (s, c) = (s.clone(), c.clone());
+                    async move {
+                        let header = |n: &str| {
+                            req.headers()
+                                .get(n)
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_owned)
+                        };
+                        s.lock()
+                            .unwrap()
+                            .push((header("traceparent"), header("x-sluice-load")));
+                        if c.fetch_add(1, Ordering::AcqRel) == stall_at {
+                            tokio::time::sleep(stall).await;
+                        }
+                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from_static(
+                            b"ok",
+                        ))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    TestServer {
+        addr,
+        seen,
+        count,
+        _runtime: runtime,
+    }
+}
+
+fn scenario(addr: SocketAddr, rate: u32, secs: u32, max_in_flight: u32) -> Scenario {
+    let text = format!(
+        "scenario: stall\n\
+         target: {{ base_url: 'http://{addr}' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: {rate} }}, duration: {secs}s, \
+           max_in_flight: {max_in_flight}, seed: 1 }}\n\
+         steps: [ {{ name: ping, service: http, path: /ping, timeout: 5s }} ]\n"
+    );
+    Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap()
+}
+
+fn report(s: &Scenario, out: &RunOutput) -> RunReport {
+    summarize(
+        s,
+        out,
+        RunInfo {
+            run_id: "test-run".into(),
+            shard: "0/1".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            lineage: Lineage {
+                scenario_sha256: String::new(),
+                target: s.target.base_url.clone(),
+                sluice_version: "test".into(),
+                from_model: None,
+            },
+            goodput: Goodput::default(),
+        },
+    )
+}
+
+fn options(closed: Option<usize>) -> RunOptions {
+    RunOptions {
+        closed,
+        drain: Duration::from_secs(5),
+        run_id: "test-run".into(),
+        threads: 2,
+    }
+}
+
+fn metric(r: &RunReport, name: &str) -> f64 {
+    *r.summary
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// wrk2's point: a stall of 500 ms, with one request in flight at a time,
+/// holds up every request scheduled during it. Measured from the intended
+/// time (open loop) it shows; measured from the send (service time), and in
+/// a closed loop, it does not.
+#[test]
+fn an_open_loop_shows_the_stall_that_service_time_and_a_closed_loop_hide() {
+    let srv = server(50, Duration::from_millis(500));
+    let s = scenario(srv.addr, 100, 2, 1);
+    let schedule = s.plan.schedule().unwrap();
+    assert_eq!(schedule.arrivals.len(), 200);
+    let out = run(&s, &schedule, &options(None), Arc::new(Live::default())).unwrap();
+    let r = report(&s, &out);
+    assert_eq!(r.summary.requests, 200);
+    assert_eq!(r.summary.completed, 200);
+    assert_eq!(r.mode, "open");
+    // About 50 requests were due during the stall: they waited for the slot.
+    assert!(r.dispatch.queued >= 20, "queued {}", r.dispatch.queued);
+    assert!(metric(&r, "p99_e2el_ms") > 300.0, "{:?}", r.summary.metrics);
+    assert!(
+        metric(&r, "p99_service_time_ms") < 100.0,
+        "{:?}",
+        r.summary.metrics
+    );
+    assert!(
+        metric(&r, "p99_dispatch_lag_ms") > 300.0,
+        "{:?}",
+        r.summary.metrics
+    );
+    // Every request carried a traceparent and the run's id.
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 200);
+    for (traceparent, run_id) in &seen {
+        assert!(TraceContext::parse(traceparent.as_deref().unwrap().as_bytes()).is_some());
+        assert_eq!(run_id.as_deref(), Some("test-run"));
+    }
+
+    // The closed loop: one user, the same stall once; its p99 hides it.
+    let srv = server(50, Duration::from_millis(500));
+    let s = scenario(srv.addr, 100, 2, 1);
+    let out = run(&s, &schedule, &options(Some(1)), Arc::new(Live::default())).unwrap();
+    let r = report(&s, &out);
+    assert_eq!(r.mode, "closed");
+    assert_eq!(r.dispatch.queued, 0);
+    assert!(r.summary.completed > 200, "{}", r.summary.completed);
+    assert!(metric(&r, "p99_e2el_ms") < 100.0, "{:?}", r.summary.metrics);
+    assert!(
+        metric(&r, "max_e2el_ms") >= 500.0,
+        "{:?}",
+        r.summary.metrics
+    );
+    assert!(srv.count.load(Ordering::Acquire) > 200);
+}
+
+/// A target that never answers in time: the drain ends, and what is left
+/// is reported as cut (in flight, and waiting for a slot), not dropped.
+#[test]
+fn requests_left_at_the_end_of_the_drain_are_counted_as_cut() {
+    let srv = server(0, Duration::from_secs(30));
+    let s = scenario(srv.addr, 10, 1, 1);
+    let schedule = s.plan.schedule().unwrap();
+    let mut o = options(None);
+    o.drain = Duration::from_millis(200);
+    let out = run(&s, &schedule, &o, Arc::new(Live::default())).unwrap();
+    let r = report(&s, &out);
+    assert_eq!(r.dispatch.journeys, 10);
+    assert_eq!(r.dispatch.cut_in_flight, 1);
+    assert_eq!(r.dispatch.cut_waiting, 9);
+    assert_eq!(r.summary.requests, 0);
+    assert!(out.elapsed < Duration::from_secs(5));
+}
