@@ -14,6 +14,7 @@ use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
 mod fit;
+mod load;
 mod trace;
 
 #[derive(Parser)]
@@ -57,6 +58,11 @@ enum Command {
     /// a point mass; sessions (turns, think time, session starts). Exit 2 on
     /// a bad trace, and then no model file is written.
     Fit(fit::FitArgs),
+    /// Open-loop load from a scenario, measured from the intended send time
+    /// (wrk2's rule): response time, service time, TTFT both ways and the
+    /// dispatch lag, with vLLM's field names. Exit 2 on a bad scenario, 99
+    /// when a threshold fails.
+    Load(load::LoadArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -142,6 +148,7 @@ fn main() -> ExitCode {
         Command::Ctl(args) => ctl::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Fit(args) => fit::run(args),
+        Command::Load(args) => load::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,258 @@
+//! `sluice load SCENARIO`: a thin verb over `sluice_workload`'s load
+//! engine: read and validate the scenario, make the schedule (this shard
+//! of it), run it with a line of progress every 2 s on stderr, print the
+//! summary, write `-o run.json`, and exit 99 when a threshold fails.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use sluice_filters::format_rfc3339;
+use sluice_workload::{
+    parse_duration, run_load, summarize, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport,
+    Scenario, Shard,
+};
+
+/// How often the progress line is written.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// `sluice load`: open-loop load from a scenario, measured from the
+/// intended send time.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct LoadArgs {
+    /// The scenario (YAML).
+    scenario: PathBuf,
+    /// Write the result (JSON: summaries with vLLM's names, HDR histograms).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Run the i-th (from 0) of n slices of the schedule: arrival k is in
+    /// shard k mod n.
+    #[arg(long, default_value = "0/1")]
+    shard: Shard,
+    /// Replaces the scenario's `workload.seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// vLLM's goodput bounds in ms, e.g. `--goodput ttft:800 tpot:50 e2el:5000`.
+    #[arg(long, num_args = 1..)]
+    goodput: Vec<String>,
+    /// A closed loop of N users instead of the schedule (to compare).
+    #[arg(long)]
+    closed: Option<usize>,
+    /// How long requests in flight get after the last arrival; then they
+    /// are reported as cut.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    drain: Duration,
+}
+
+pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
+    match execute(&args, true)? {
+        Outcome::Invalid(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            Ok(ExitCode::from(2))
+        }
+        Outcome::Ran(report) => {
+            out(&render(&report));
+            if let Some(path) = &args.output {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(ExitCode::from(report.exit_code()))
+        }
+    }
+}
+
+pub(crate) enum Outcome {
+    Invalid(Vec<String>),
+    Ran(Box<RunReport>),
+}
+
+/// The run, and its file written when `-o` asks.
+pub(crate) fn execute(args: &LoadArgs, progress: bool) -> anyhow::Result<Outcome> {
+    let goodput = match Goodput::parse(args.goodput.iter().map(String::as_str)) {
+        Ok(g) => g,
+        Err(e) => return Ok(Outcome::Invalid(vec![format!("--goodput: {e}")])),
+    };
+    let mut scenario = match Scenario::read(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            let file = args.scenario.display();
+            return Ok(Outcome::Invalid(
+                e.0.iter().map(|e| format!("{file}: {e}")).collect(),
+            ));
+        }
+    };
+    if let Some(seed) = args.seed {
+        scenario.plan.seed = seed;
+    }
+    let whole = scenario.plan.schedule()?;
+    let schedule = whole.shard(args.shard);
+    let now_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let run_id = format!("load-{:016x}", rand::random::<u64>());
+    let options = RunOptions {
+        closed: args.closed,
+        drain: args.drain,
+        run_id: run_id.clone(),
+        threads: std::thread::available_parallelism().map_or(2, usize::from),
+    };
+    let live = Arc::new(Live::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let span = Duration::from_micros(schedule.span_us);
+    let ticker = progress.then(|| {
+        let (live, stop) = (live.clone(), stop.clone());
+        std::thread::spawn(move || progress_lines(&live, &stop, span))
+    });
+    let result = run_load(&scenario, &schedule, &options, live);
+    stop.store(true, Ordering::Release);
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
+    let output = result?;
+    let report = summarize(
+        &scenario,
+        &output,
+        RunInfo {
+            run_id,
+            shard: args.shard.to_string(),
+            started_at: format_rfc3339(now_us),
+            lineage: Lineage {
+                scenario_sha256: sha256_of(&args.scenario)?,
+                target: scenario.target.base_url.clone(),
+                sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
+                from_model: scenario.from_model.clone(),
+            },
+            goodput,
+        },
+    );
+    if let Some(path) = &args.output {
+        write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(Outcome::Ran(Box::new(report)))
+}
+
+/// A line every 2 s until `stop`; bounded by the run's length and an hour
+/// of drain.
+fn progress_lines(live: &Live, stop: &AtomicBool, span: Duration) {
+    let start = Instant::now();
+    let ticks = (span + Duration::from_secs(3600)).as_millis() / 100;
+    let mut next = PROGRESS_EVERY;
+    for _ in 0..ticks {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let elapsed = start.elapsed();
+        if elapsed < next {
+            continue;
+        }
+        next += PROGRESS_EVERY;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
+        eprintln!(
+            "load: {:.0}/{:.0} s  sent {}  done {}  failed {}  in flight {}  waiting {}  queued {}",
+            elapsed.as_secs_f64(),
+            span.as_secs_f64(),
+            get(&live.sent),
+            get(&live.done),
+            get(&live.failed),
+            get(&live.in_flight),
+            get(&live.waiting),
+            get(&live.queued),
+        );
+    }
+}
+
+fn sha256_of(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Beside `path`, then renamed over it: no half file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .map_or("run.json".into(), |n| n.to_string_lossy());
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)?;
+    Ok(())
+}
+
+/// A line on stdout; a reader that went away (`| head`) is not an error.
+fn out(text: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+fn render(r: &RunReport) -> String {
+    let m = |name: &str| {
+        r.summary
+            .metrics
+            .get(name)
+            .map_or("-".to_owned(), |v| format!("{v:.2}"))
+    };
+    let mut lines = vec![
+        format!(
+            "{} ({}{}), shard {}, seed {}",
+            r.scenario,
+            r.mode,
+            r.users.map_or(String::new(), |u| format!(", {u} users")),
+            r.shard,
+            r.seed
+        ),
+        format!(
+            "requests {}  completed {}  failed {}  429 {}  timeouts {}  queued {}  cut {} in flight, {} waiting",
+            r.summary.requests,
+            r.summary.completed,
+            r.summary.failed,
+            r.summary.rate_limited,
+            r.summary.timeouts,
+            r.dispatch.queued,
+            r.dispatch.cut_in_flight,
+            r.dispatch.cut_waiting
+        ),
+        format!(
+            "request_throughput {} req/s  output_throughput {} tok/s  request_goodput {} req/s",
+            m("request_throughput"),
+            m("output_throughput"),
+            m("request_goodput")
+        ),
+    ];
+    for name in [
+        "ttft",
+        "ttft_sent",
+        "tpot",
+        "itl",
+        "e2el",
+        "service_time",
+        "dispatch_lag",
+    ] {
+        lines.push(format!(
+            "{name:<13} mean {:>9}  median {:>9}  p99 {:>9} ms",
+            m(&format!("mean_{name}_ms")),
+            m(&format!("median_{name}_ms")),
+            m(&format!("p99_{name}_ms"))
+        ));
+    }
+    for t in &r.thresholds {
+        lines.push(format!(
+            "threshold {} <= {}: {} ({})",
+            t.name,
+            t.bound,
+            if t.passed { "pass" } else { "FAIL" },
+            t.value
+                .map_or("not measured".to_owned(), |v| format!("{v:.2}"))
+        ));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests;
