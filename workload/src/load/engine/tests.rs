@@ -199,3 +199,44 @@ fn requests_left_at_the_end_of_the_drain_are_counted_as_cut() {
     assert_eq!(r.summary.requests, 0);
     assert!(out.elapsed < Duration::from_secs(5));
 }
+
+/// A session of 3 turns of two steps: the second step starts its delay
+/// after the first ends, and each turn its think time after the last.
+#[test]
+fn sessions_run_their_turns_and_steps_after_think_time_and_delay() {
+    let srv = server(u64::MAX, Duration::ZERO);
+    let text = format!(
+        "scenario: sessions\n\
+         target: {{ base_url: 'http://{}' }}\n\
+         workload: {{ arrival: {{ kind: poisson, rate: 10 }}, duration: 1s, seed: 4 }}\n\
+         sessions: {{ turns: 3, think_time: 100ms }}\n\
+         steps:\n\
+         \x20 - {{ name: search, service: http, path: /search }}\n\
+         \x20 - {{ name: answer, service: http, method: POST, path: '/answer/{{{{q}}}}',\n\
+         \x20     body: {{ q: '{{{{q}}}}' }}, depends_on: search, delay: 50ms }}\n\
+         data: {{ q: {{ values: [x, y], order: sequential }} }}\n",
+        srv.addr
+    );
+    let s = Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap();
+    let schedule = s.plan.schedule().unwrap();
+    let n = schedule.arrivals.len();
+    assert!(n > 0);
+    let out = run(&s, &schedule, &options(None), Arc::new(Live::default())).unwrap();
+    assert_eq!(out.outcomes.len(), n * 6);
+    assert_eq!(srv.count.load(Ordering::Acquire), (n * 6) as u64);
+    for a in &schedule.arrivals {
+        let mut mine: Vec<&Outcome> = out.outcomes.iter().filter(|o| o.index == a.index).collect();
+        mine.sort_by_key(|o| o.intended_us);
+        let steps: Vec<usize> = mine.iter().map(|o| o.step).collect();
+        assert_eq!(steps, [0, 1, 0, 1, 0, 1]);
+        // The first request's intended time is the schedule's.
+        assert_eq!(mine[0].intended_us, a.at_us);
+        for w in mine.windows(2) {
+            let wait = w[1].intended_us - w[0].end_us;
+            // 50 ms of delay within a turn, 100 ms of think time between.
+            let want = if w[1].step == 1 { 50_000 } else { 100_000 };
+            assert_eq!(wait, want);
+            assert!(w[0].status == Some(200) && w[0].failure.is_none());
+        }
+    }
+}
