@@ -352,3 +352,16 @@ fn a_fitted_model_drops_in_with_its_rate_curve() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../docs/workload.md");
+    let after = docs.split("### The scenario").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let s = parse(yaml).unwrap();
+    assert_eq!(s.name, "rag-chat");
+    assert_eq!(s.steps.len(), 2);
+    assert_eq!(s.max_in_flight, 512);
+    assert_eq!(s.thresholds.len(), 2);
+}
