@@ -71,8 +71,9 @@ pub(crate) enum Outcome {
     Ran(Box<RunReport>),
 }
 
-/// The run, and its file written when `-o` asks.
-pub(crate) fn execute(args: &LoadArgs, progress: bool) -> anyhow::Result<Outcome> {
+/// The run, and its file written when `-o` asks; `watch` adds the progress
+/// lines and Ctrl-C (off in tests).
+pub(crate) fn execute(args: &LoadArgs, watch_it: bool) -> anyhow::Result<Outcome> {
     let goodput = match Goodput::parse(args.goodput.iter().map(String::as_str)) {
         Ok(g) => g,
         Err(e) => return Ok(Outcome::Invalid(vec![format!("--goodput: {e}")])),
@@ -102,14 +103,14 @@ pub(crate) fn execute(args: &LoadArgs, progress: bool) -> anyhow::Result<Outcome
         threads: std::thread::available_parallelism().map_or(2, usize::from),
     };
     let live = Arc::new(Live::default());
-    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
     let span = Duration::from_micros(schedule.span_us);
-    let ticker = progress.then(|| {
-        let (live, stop) = (live.clone(), stop.clone());
-        std::thread::spawn(move || progress_lines(&live, &stop, span))
+    let ticker = watch_it.then(|| {
+        let (live, done) = (live.clone(), done.clone());
+        std::thread::spawn(move || watch(&live, &done, span))
     });
     let result = run_load(&scenario, &schedule, &options, live);
-    stop.store(true, Ordering::Release);
+    done.store(true, Ordering::Release);
     if let Some(t) = ticker {
         let _ = t.join();
     }
@@ -136,35 +137,56 @@ pub(crate) fn execute(args: &LoadArgs, progress: bool) -> anyhow::Result<Outcome
     Ok(Outcome::Ran(Box::new(report)))
 }
 
-/// A line every 2 s until `stop`; bounded by the run's length and an hour
-/// of drain.
-fn progress_lines(live: &Live, stop: &AtomicBool, span: Duration) {
-    let start = Instant::now();
-    let ticks = (span + Duration::from_secs(3600)).as_millis() / 100;
-    let mut next = PROGRESS_EVERY;
-    for _ in 0..ticks {
-        if stop.load(Ordering::Acquire) {
-            return;
+/// Until `done`: a line of progress every 2 s, and Ctrl-C
+/// turned into `live.stop` (the run then drains and is marked
+/// interrupted). Bounded by the run's length and an hour of drain.
+fn watch(live: &Live, done: &AtomicBool, span: Duration) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        let start = Instant::now();
+        let ticks = (span + Duration::from_secs(3600)).as_millis() / 100;
+        let mut next = PROGRESS_EVERY;
+        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+        let mut stopped = false;
+        for _ in 0..ticks {
+            tokio::select! {
+                r = &mut ctrl_c, if !stopped => {
+                    stopped = true;
+                    if r.is_ok() {
+                        live.stop.store(true, Ordering::Release);
+                        eprintln!("load: interrupted, draining what is in flight");
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+            if done.load(Ordering::Acquire) {
+                return;
+            }
+            let elapsed = start.elapsed();
+            if elapsed < next {
+                continue;
+            }
+            next += PROGRESS_EVERY;
+            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
+            eprintln!(
+                "load: {:.0}/{:.0} s  sent {}  done {}  failed {}  in flight {}  waiting {}  \
+                 queued {}",
+                elapsed.as_secs_f64(),
+                span.as_secs_f64(),
+                get(&live.sent),
+                get(&live.done),
+                get(&live.failed),
+                get(&live.in_flight),
+                get(&live.waiting),
+                get(&live.queued),
+            );
         }
-        std::thread::sleep(Duration::from_millis(100));
-        let elapsed = start.elapsed();
-        if elapsed < next {
-            continue;
-        }
-        next += PROGRESS_EVERY;
-        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
-        eprintln!(
-            "load: {:.0}/{:.0} s  sent {}  done {}  failed {}  in flight {}  waiting {}  queued {}",
-            elapsed.as_secs_f64(),
-            span.as_secs_f64(),
-            get(&live.sent),
-            get(&live.done),
-            get(&live.failed),
-            get(&live.in_flight),
-            get(&live.waiting),
-            get(&live.queued),
-        );
-    }
+    });
 }
 
 fn sha256_of(path: &Path) -> anyhow::Result<String> {
@@ -199,6 +221,11 @@ fn render(r: &RunReport) -> String {
             .map_or("-".to_owned(), |v| format!("{v:.2}"))
     };
     let mut lines = vec![
+        if r.interrupted {
+            "INTERRUPTED: a partial result (Ctrl-C)".to_owned()
+        } else {
+            String::new()
+        },
         format!(
             "{} ({}{}), shard {}, seed {}",
             r.scenario,
@@ -208,13 +235,14 @@ fn render(r: &RunReport) -> String {
             r.seed
         ),
         format!(
-            "requests {}  completed {}  failed {}  429 {}  timeouts {}  queued {}  cut {} in flight, {} waiting",
+            "requests {}  completed {}  failed {}  429 {}  timeouts {}  queued {}  late {}  cut {} in flight, {} waiting",
             r.summary.requests,
             r.summary.completed,
             r.summary.failed,
             r.summary.rate_limited,
             r.summary.timeouts,
             r.dispatch.queued,
+            r.summary.late,
             r.dispatch.cut_in_flight,
             r.dispatch.cut_waiting
         ),
@@ -251,6 +279,7 @@ fn render(r: &RunReport) -> String {
                 .map_or("not measured".to_owned(), |v| format!("{v:.2}"))
         ));
     }
+    lines.retain(|l| !l.is_empty());
     lines.join("\n")
 }
 

@@ -18,5 +18,5 @@ pub use schedule::{
 };
 pub use summary::{
     summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport, StageSummary,
-    StepSummary, ThresholdResult, RUN_VERSION, THRESHOLDS_FAILED,
+    StepSummary, ThresholdResult, INTERRUPTED, RUN_VERSION, THRESHOLDS_FAILED,
 };

@@ -14,7 +14,7 @@ mod journey;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,9 @@ pub struct Live {
     pub queued: AtomicU64,
     /// Journeys started and not yet ended.
     pub journeys: AtomicU64,
+    /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
+    /// `interrupted`.
+    pub stop: AtomicBool,
 }
 
 /// What a run leaves: every request that ended, and what did not.
@@ -64,6 +67,8 @@ pub struct RunOutput {
     pub journeys: u64,
     /// Of the schedule (or the closed run's length), µs.
     pub span_us: u64,
+    /// The part of it that ran: `span_us`, or less when interrupted.
+    pub ran_us: u64,
     pub queued: u64,
     /// Requests still in flight when the drain timed out.
     pub cut_in_flight: u64,
@@ -71,6 +76,8 @@ pub struct RunOutput {
     pub cut_waiting: u64,
     /// From the start to the end of the drain.
     pub elapsed: Duration,
+    /// Stopped before the schedule's end (`Live::stop`).
+    pub interrupted: bool,
 }
 
 /// Why nothing ran.
@@ -94,6 +101,8 @@ pub(crate) struct Ctx {
 
 /// Polls of the drain: every 10 ms.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
+/// The timer thread's longest sleep, so that a stop is seen soon.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Runs `schedule` (already sharded) against the scenario's target.
 pub fn run(
@@ -133,6 +142,11 @@ pub fn run(
         }
         Some(users) => runtime.block_on(closed_loop(ctx.clone(), users, span_us)),
     };
+    let ran_us = if live.stop.load(Ordering::Acquire) {
+        since(start, Instant::now()).min(span_us)
+    } else {
+        span_us
+    };
     // The drain: wait for the journeys, up to `drain`.
     let deadline = Instant::now() + options.drain;
     let polls = options.drain.as_millis() / DRAIN_POLL.as_millis() + 1;
@@ -157,10 +171,12 @@ pub fn run(
         closed: options.closed,
         journeys,
         span_us,
+        ran_us,
         queued: live.queued.load(Ordering::Acquire),
         cut_in_flight,
         cut_waiting,
         elapsed,
+        interrupted: live.stop.load(Ordering::Acquire),
     })
 }
 
@@ -170,9 +186,16 @@ fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>)
     let mut count = 0;
     for a in arrivals {
         let due = ctx.start + Duration::from_micros(a.at_us);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
+        // Sleeps of at most STOP_POLL until due: bounded by the gap.
+        loop {
+            if ctx.live.stop.load(Ordering::Acquire) {
+                return count;
+            }
+            let now = Instant::now();
+            if due <= now {
+                break;
+            }
+            std::thread::sleep((due - now).min(STOP_POLL));
         }
         ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
         handle.spawn(journey::journey(ctx.clone(), a, due));
@@ -194,7 +217,7 @@ async fn closed_loop(ctx: Arc<Ctx>, users: usize, span_us: u64) -> u64 {
             loop {
                 let now = Instant::now();
                 let at_us = since(ctx.start, now);
-                if at_us >= span_us {
+                if at_us >= span_us || ctx.live.stop.load(Ordering::Acquire) {
                     break;
                 }
                 let a = Intended {

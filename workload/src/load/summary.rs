@@ -20,6 +20,8 @@ use super::scenario::Scenario;
 pub const RUN_VERSION: u32 = 1;
 /// The exit code when a threshold fails (k6's).
 pub const THRESHOLDS_FAILED: u8 = 99;
+/// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
+pub const INTERRUPTED: u8 = 130;
 
 /// vLLM's `--goodput ttft:800 tpot:50 e2el:5000`, in ms: a request is
 /// good when it meets every bound given.
@@ -141,12 +143,16 @@ pub struct RunReport {
     pub stages: Vec<StageSummary>,
     pub thresholds: Vec<ThresholdResult>,
     pub passed: bool,
+    /// Stopped early (Ctrl-C): the result is partial.
+    pub interrupted: bool,
 }
 
 impl RunReport {
-    /// 0, or [`THRESHOLDS_FAILED`].
+    /// 0, [`THRESHOLDS_FAILED`], or [`INTERRUPTED`].
     pub fn exit_code(&self) -> u8 {
-        if self.passed {
+        if self.interrupted {
+            INTERRUPTED
+        } else if self.passed {
             0
         } else {
             THRESHOLDS_FAILED
@@ -175,8 +181,9 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
             .or_insert_with(Group::new)
             .add(o, &goodput);
     }
+    // An interrupted run is measured over the part that ran.
     let measured_us = out
-        .span_us
+        .ran_us
         .saturating_sub(u64::try_from(scenario.plan.warmup.as_micros()).unwrap_or(0));
     let duration_s = measured_us as f64 / 1e6;
     let thresholds: Vec<ThresholdResult> = scenario
@@ -235,6 +242,7 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
             .collect(),
         thresholds,
         passed,
+        interrupted: out.interrupted,
     }
 }
 

@@ -240,3 +240,32 @@ fn sessions_run_their_turns_and_steps_after_think_time_and_delay() {
         }
     }
 }
+
+/// Ctrl-C sets `stop`: dispatching ends, what was sent drains, and the
+/// result is marked interrupted.
+#[test]
+fn a_stop_ends_the_run_early_and_marks_it_interrupted() {
+    let srv = server(u64::MAX, Duration::ZERO);
+    let s = scenario(srv.addr, 10, 30, 4);
+    let schedule = s.plan.schedule().unwrap();
+    let live = Arc::new(Live::default());
+    let stopper = {
+        let live = live.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(350));
+            live.stop.store(true, Ordering::Release);
+        })
+    };
+    let out = run(&s, &schedule, &options(None), live).unwrap();
+    stopper.join().unwrap();
+    assert!(out.interrupted);
+    assert!((300_000..2_000_000).contains(&out.ran_us), "{}", out.ran_us);
+    assert_eq!(out.span_us, 30_000_000);
+    // 3 arrivals by 350 ms (at 100, 200, 300 ms), give or take the wake-up.
+    assert!((2..=5).contains(&out.journeys), "{}", out.journeys);
+    assert_eq!(out.outcomes.len() as u64, out.journeys);
+    assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+    let r = report(&s, &out);
+    assert!(r.interrupted);
+    assert_eq!(r.exit_code(), 130);
+}

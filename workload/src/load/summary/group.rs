@@ -14,6 +14,8 @@ use crate::load::client::{Failure, Outcome};
 /// The histograms' range: 1 µs to an hour, three significant digits.
 const HIGHEST_US: u64 = 3_600_000_000;
 const SIGFIG: u8 = 3;
+/// A request sent more than this after its intended time is `late`.
+pub(crate) const LATE_US: u64 = 1000;
 
 /// The measures, by the name of their fields (`mean_ttft_ms`) and histograms
 /// (`ttft_us`). `e2el` is the response time: end − intended.
@@ -36,6 +38,7 @@ pub(crate) struct Group {
     pub(crate) rate_limited: u64,
     pub(crate) timeouts: u64,
     pub(crate) queued: u64,
+    pub(crate) late: u64,
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
     pub(crate) output_tokens_estimated: bool,
@@ -52,6 +55,8 @@ pub struct GroupSummary {
     pub rate_limited: u64,
     pub timeouts: u64,
     pub queued: u64,
+    /// Sent more than 1 ms after the intended time.
+    pub late: u64,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
     /// The output counts are counted chunks for some answers (no usage).
@@ -77,6 +82,7 @@ impl Group {
             rate_limited: 0,
             timeouts: 0,
             queued: 0,
+            late: 0,
             input_tokens: 0,
             output_tokens: 0,
             output_tokens_estimated: false,
@@ -93,7 +99,9 @@ impl Group {
     pub(crate) fn add(&mut self, o: &Outcome, goodput: &Goodput) {
         self.requests += 1;
         self.queued += u64::from(o.queued);
-        self.record(6, o.sent_us.saturating_sub(o.intended_us));
+        let lag = o.sent_us.saturating_sub(o.intended_us);
+        self.late += u64::from(lag > LATE_US);
+        self.record(6, lag);
         match o.failure {
             Some(Failure::RateLimited) => self.rate_limited += 1,
             Some(f) => {
@@ -197,6 +205,7 @@ impl Group {
             rate_limited: self.rate_limited,
             timeouts: self.timeouts,
             queued: self.queued,
+            late: self.late,
             total_input_tokens: self.input_tokens,
             total_output_tokens: self.output_tokens,
             output_tokens_estimated: self.output_tokens_estimated,

@@ -46,10 +46,12 @@ fn output(outcomes: Vec<Outcome>) -> RunOutput {
         closed: None,
         journeys: 0,
         span_us: 11_000_000,
+        ran_us: 11_000_000,
         queued: 0,
         cut_in_flight: 0,
         cut_waiting: 0,
         elapsed: Duration::from_secs(11),
+        interrupted: false,
     }
 }
 
@@ -182,6 +184,15 @@ fn thresholds_fail_the_run_with_exit_99() {
     assert!(close(r.thresholds[2].value.unwrap(), 50.0));
     assert!(!r.passed);
     assert_eq!(r.exit_code(), THRESHOLDS_FAILED);
+    // Interrupted: partial, whatever the thresholds say.
+    let mut stopped = output(outcomes);
+    (stopped.interrupted, stopped.ran_us) = (true, 6_000_000);
+    let r = summarize(&scenario(""), &stopped, info(Goodput::default()));
+    assert!(r.interrupted && r.passed);
+    // Measured over the 5 s that ran after the warm-up.
+    assert!(close(r.summary.metrics["duration"], 5.0));
+    assert!(close(r.summary.metrics["request_throughput"], 20.0));
+    assert_eq!(r.exit_code(), INTERRUPTED);
     // Nothing measured: a threshold cannot hold.
     let r = summarize(&s, &output(Vec::new()), info(Goodput::default()));
     assert!(r.thresholds.iter().all(|t| t.value.is_none() && !t.passed));
