@@ -19,11 +19,11 @@ pub use fit::{
     WorkloadModel, KL_DEFINITION, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use load::{
-    mean_gap_s, run as run_load, summarize, Body, Data, Dispatch, Dist, EngineError, Failure,
-    Goodput, GroupSummary, Intended, Lineage, Live, Outcome, Plan, Process, RunInfo, RunOptions,
-    RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule, ScheduleError,
-    Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target, Template,
-    ThresholdResult, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED, LOAD_HEADER,
+    mean_gap_s, merge_runs, run as run_load, summarize, Body, Data, Dispatch, Dist, EngineError,
+    Failure, Goodput, GroupSummary, Intended, Lineage, Live, Outcome, Plan, Process, RunInfo,
+    RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
+    ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
+    Template, ThresholdResult, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED, LOAD_HEADER,
     MAX_ARRIVALS, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{

@@ -17,6 +17,6 @@ pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
 };
 pub use summary::{
-    summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport, StageSummary,
-    StepSummary, ThresholdResult, INTERRUPTED, RUN_VERSION, THRESHOLDS_FAILED,
+    merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport,
+    StageSummary, StepSummary, ThresholdResult, INTERRUPTED, RUN_VERSION, THRESHOLDS_FAILED,
 };

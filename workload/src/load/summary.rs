@@ -4,6 +4,7 @@
 //! and whether they held. Warm-up requests are sent and left out of all of it.
 
 mod group;
+mod merge;
 
 use std::collections::BTreeMap;
 
@@ -12,9 +13,11 @@ use sluice_filters::Gate;
 
 use group::Group;
 pub use group::GroupSummary;
+pub use merge::merge_runs;
 
 use super::engine::RunOutput;
 use super::scenario::Scenario;
+use super::schedule::Shard;
 
 /// The result file's version.
 pub const RUN_VERSION: u32 = 1;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer as _, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -59,6 +59,8 @@ pub struct GroupSummary {
     pub late: u64,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    /// Requests that met every goodput bound.
+    pub good: u64,
     /// The output counts are counted chunks for some answers (no usage).
     pub output_tokens_estimated: bool,
     /// `request_throughput`, `mean_ttft_ms`, `p99_itl_ms`, …
@@ -150,6 +152,69 @@ impl Group {
         }
     }
 
+    /// A group back from its summary in a result file: the counts, and the
+    /// histograms decoded (exact: what was recorded).
+    pub(crate) fn read(v: &serde_json::Value) -> Result<Group, String> {
+        let mut g = Group::new();
+        let count = |key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| format!("`{key}` is missing or not a count"))
+        };
+        g.requests = count("requests")?;
+        g.completed = count("completed")?;
+        g.failed = count("failed")?;
+        g.rate_limited = count("rate_limited")?;
+        g.timeouts = count("timeouts")?;
+        g.queued = count("queued")?;
+        g.late = count("late")?;
+        g.input_tokens = count("total_input_tokens")?;
+        g.output_tokens = count("total_output_tokens")?;
+        g.output_tokens_estimated = v
+            .get("output_tokens_estimated")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        g.good = match v.get("good").and_then(serde_json::Value::as_u64) {
+            Some(n) => n,
+            None => return Err("`good` is missing or not a count".to_owned()),
+        };
+        let hists = v.get("histograms").and_then(serde_json::Value::as_object);
+        for (name, h) in MEASURES.iter().zip(g.hists.iter_mut()) {
+            let Some(text) = hists.and_then(|o| o.get(&format!("{name}_us"))) else {
+                continue;
+            };
+            let bytes = text
+                .as_str()
+                .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())
+                .ok_or_else(|| format!("histograms.{name}_us: not base64"))?;
+            let read: Histogram<u64> = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| format!("histograms.{name}_us: {e:?}"))?;
+            h.add(&read)
+                .map_err(|e| format!("histograms.{name}_us: {e:?}"))?;
+        }
+        Ok(g)
+    }
+
+    /// Adds `other`'s counts and histograms.
+    pub(crate) fn merge(&mut self, other: &Group) -> Result<(), String> {
+        for (h, o) in self.hists.iter_mut().zip(&other.hists) {
+            h.add(o).map_err(|e| format!("{e:?}"))?;
+        }
+        self.requests += other.requests;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.rate_limited += other.rate_limited;
+        self.timeouts += other.timeouts;
+        self.queued += other.queued;
+        self.late += other.late;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.output_tokens_estimated |= other.output_tokens_estimated;
+        self.good += other.good;
+        Ok(())
+    }
+
     /// Quantile `q` of a measure in ms, `None` without samples.
     pub(crate) fn quantile_ms(&self, measure: &str, q: f64) -> Option<f64> {
         let i = MEASURES.iter().position(|m| *m == measure)?;
@@ -208,6 +273,7 @@ impl Group {
             late: self.late,
             total_input_tokens: self.input_tokens,
             total_output_tokens: self.output_tokens,
+            good: self.good,
             output_tokens_estimated: self.output_tokens_estimated,
             metrics,
             histograms,

@@ -197,3 +197,48 @@ fn thresholds_fail_the_run_with_exit_99() {
     let r = summarize(&s, &output(Vec::new()), info(Goodput::default()));
     assert!(r.thresholds.iter().all(|t| t.value.is_none() && !t.passed));
 }
+
+/// The 4 shards' result files merge into the one run's summary: the same
+/// counts, the same histograms, so the same percentiles to the last digit.
+#[test]
+fn shards_merge_exactly_into_the_one_run() {
+    let all: Vec<Outcome> = (0..200)
+        .map(|i| answer(i, i % 7, 20 + (i * 37) % 300))
+        .collect();
+    let s = scenario("thresholds: { ttft_p95: 250ms }\n");
+    let g = Goodput::parse(["ttft:200"]).unwrap();
+    let whole = serde_json::to_value(summarize(&s, &output(all.clone()), info(g))).unwrap();
+    let shards: Vec<serde_json::Value> = (0..4u64)
+        .map(|k| {
+            let part: Vec<Outcome> = all.iter().filter(|o| o.index % 4 == k).cloned().collect();
+            let mut i = info(g);
+            i.shard = format!("{k}/4");
+            serde_json::to_value(summarize(&s, &output(part), i)).unwrap()
+        })
+        .collect();
+    let merged = merge_runs(&shards).unwrap();
+    for key in ["summary", "steps", "stages", "thresholds", "passed"] {
+        assert_eq!(merged[key], whole[key], "{key}");
+    }
+    assert_eq!(merged["summary"]["completed"], 200);
+    assert_eq!(merged["shard"], "merged 4");
+    assert_eq!(merged["thresholds"][0]["passed"], false);
+    // Not the shards of one run.
+    assert_eq!(
+        merge_runs(&shards[..3]).unwrap_err(),
+        "shards 0/4, 1/4, 2/4 given: a merge needs each of 0/4 to 3/4 once"
+    );
+    let mut other = shards.clone();
+    other[2]["scenario"] = "another".into();
+    assert_eq!(
+        merge_runs(&other).unwrap_err(),
+        "file 2: `scenario` is Some(\"another\"), not Some(\"s\") as in file 0: not a shard of \
+         the same run"
+    );
+    let mut twice = shards.clone();
+    twice[3]["shard"] = "1/4".into();
+    assert_eq!(
+        merge_runs(&twice).unwrap_err(),
+        "file 3: shard 1/4 is given twice"
+    );
+}
