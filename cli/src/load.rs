@@ -13,17 +13,40 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    parse_duration, run_load, summarize, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport,
-    Scenario, Shard,
+    merge_runs, parse_duration, run_load, summarize, Goodput, Lineage, Live, RunInfo, RunOptions,
+    RunReport, Scenario, Shard, THRESHOLDS_FAILED,
 };
 
 /// How often the progress line is written.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
+/// `sluice load SCENARIO` or `sluice load merge FILES -o run.json`.
+#[derive(clap::Args, Clone, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct LoadArgs {
+    #[command(subcommand)]
+    command: Option<LoadCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Subcommand, Clone, Debug)]
+enum LoadCommand {
+    /// Merge the result files of the n shards of one run, exactly (counts
+    /// summed, HDR histograms added, thresholds judged again). Exit 2 when
+    /// they are not the shards of one run, 99 when a threshold fails.
+    Merge {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
 /// `sluice load`: open-loop load from a scenario, measured from the
 /// intended send time.
 #[derive(clap::Args, Clone, Debug)]
-pub(crate) struct LoadArgs {
+pub(crate) struct RunArgs {
     /// The scenario (YAML).
     scenario: PathBuf,
     /// Write the result (JSON: summaries with vLLM's names, HDR histograms).
@@ -49,6 +72,10 @@ pub(crate) struct LoadArgs {
 }
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
+    if let Some(LoadCommand::Merge { files, output }) = &args.command {
+        return merge(files, output);
+    }
+    let args = args.run;
     match execute(&args, true)? {
         Outcome::Invalid(errors) => {
             for e in errors {
@@ -73,7 +100,7 @@ pub(crate) enum Outcome {
 
 /// The run, and its file written when `-o` asks; `watch` adds the progress
 /// lines and Ctrl-C (off in tests).
-pub(crate) fn execute(args: &LoadArgs, watch_it: bool) -> anyhow::Result<Outcome> {
+pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome> {
     let goodput = match Goodput::parse(args.goodput.iter().map(String::as_str)) {
         Ok(g) => g,
         Err(e) => return Ok(Outcome::Invalid(vec![format!("--goodput: {e}")])),
@@ -187,6 +214,31 @@ fn watch(live: &Live, done: &AtomicBool, span: Duration) {
             );
         }
     });
+}
+
+/// `sluice load merge`.
+fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
+    let mut runs = Vec::with_capacity(files.len());
+    for f in files {
+        let text = std::fs::read(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        let run: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
+        runs.push(run);
+    }
+    let merged = match merge_runs(&runs) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    write_atomically(output, &serde_json::to_vec_pretty(&merged)?)?;
+    eprintln!("wrote {}", output.display());
+    Ok(ExitCode::from(if merged["passed"] == true {
+        0
+    } else {
+        THRESHOLDS_FAILED
+    }))
 }
 
 fn sha256_of(path: &Path) -> anyhow::Result<String> {

@@ -54,8 +54,8 @@ fn write_scenario(dir: &Path, m: &Mock, rate: u32, secs: u32, extra: &str) -> Pa
     path
 }
 
-fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> LoadArgs {
-    LoadArgs {
+fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
+    RunArgs {
         scenario,
         output,
         shard,
