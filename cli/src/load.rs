@@ -216,6 +216,35 @@ fn watch(live: &Live, done: &AtomicBool, span: Duration) {
     });
 }
 
+/// Whether `text` is a scenario rather than a proxy config: it has a
+/// top-level `scenario:` key (`sluice validate` reads both).
+pub(crate) fn is_scenario(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("scenario:"))
+}
+
+/// `sluice validate` of a scenario: a line saying what it holds, or every
+/// error with its path.
+pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
+    let file = path.display();
+    let s = Scenario::read(path).map_err(|e| {
+        e.0.iter()
+            .map(|e| format!("{file}: {e}"))
+            .collect::<Vec<_>>()
+    })?;
+    let arrivals = s
+        .plan
+        .schedule()
+        .map_err(|e| vec![format!("{file}: workload: {e}")])?
+        .arrivals
+        .len();
+    Ok(format!(
+        "{file}: valid scenario `{}` ({} steps, {arrivals} arrivals, {} thresholds)",
+        s.name,
+        s.steps.len(),
+        s.thresholds.len()
+    ))
+}
+
 /// `sluice load merge`.
 fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
     let mut runs = Vec::with_capacity(files.len());

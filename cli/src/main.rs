@@ -39,7 +39,8 @@ enum Command {
         #[arg(long, default_value_t = 60, value_parser = demo_seconds)]
         duration: u64,
     },
-    /// Parse and validate a config; print every error. Exit 0 valid, 2 invalid.
+    /// Parse and validate a config or a `sluice load` scenario; print every
+    /// error. Exit 0 valid, 2 invalid.
     Validate { file: PathBuf },
     /// An OpenAI-compatible streaming mock LLM.
     MockLlm(MockLlmArgs),
@@ -179,6 +180,24 @@ fn load(file: &PathBuf) -> Result<Config, Vec<String>> {
 }
 
 fn validate(file: &PathBuf) -> ExitCode {
+    // A scenario of `sluice load` is validated as one.
+    if std::fs::read_to_string(file).is_ok_and(|t| load::is_scenario(&t)) {
+        return match load::validate(file) {
+            Ok(line) => {
+                #[allow(clippy::print_stdout)]
+                {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                ExitCode::from(2)
+            }
+        };
+    }
     match load(file) {
         Ok(c) => {
             #[allow(clippy::print_stdout)]

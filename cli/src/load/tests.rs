@@ -218,3 +218,32 @@ fn four_shards_send_together_what_one_run_sends() {
     assert!(distinct.len() > 1);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn validate_reads_a_scenario_and_names_its_errors() {
+    let d = dir("validate");
+    let path = d.join("scenario.yaml");
+    let text = "scenario: v\ntarget: { base_url: 'http://127.0.0.1:9' }\n\
+                workload: { arrival: { kind: poisson, rate: 5 }, duration: 10s, seed: 1 }\n\
+                steps: [ { name: a, service: http, path: /x } ]\n";
+    assert!(is_scenario(text));
+    assert!(!is_scenario("listeners: []\n"));
+    std::fs::write(&path, text).unwrap();
+    let line = validate(&path).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "{}: valid scenario `v` (1 steps, ",
+            path.display()
+        )),
+        "{line}"
+    );
+    std::fs::write(&path, text.replace("duration: 10s", "duration: soon")).unwrap();
+    assert_eq!(
+        validate(&path).unwrap_err(),
+        [format!(
+            "{}: workload.duration: `soon` is not a duration like 250ms or 1s",
+            path.display()
+        )]
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
