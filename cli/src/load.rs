@@ -65,6 +65,9 @@ pub(crate) struct RunArgs {
     /// A closed loop of N users instead of the schedule (to compare).
     #[arg(long)]
     closed: Option<usize>,
+    /// Keep every request in the result file (`requests`).
+    #[arg(long)]
+    detailed: bool,
     /// How long requests in flight get after the last arrival; then they
     /// are reported as cut.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
@@ -156,6 +159,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
                 from_model: scenario.from_model.clone(),
             },
             goodput,
+            detailed: args.detailed,
         },
     );
     if let Some(path) = &args.output {

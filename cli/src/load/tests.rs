@@ -62,6 +62,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         seed: None,
         goodput: vec!["ttft:1000".into(), "tpot:500".into()],
         closed: None,
+        detailed: true,
         drain: Duration::from_secs(5),
     }
 }
@@ -156,6 +157,18 @@ fn a_streamed_run_against_the_mock_is_measured_end_to_end() {
     assert_eq!(file["steps"][0]["completed"], 30);
     assert!(file["steps"][0]["histograms"]["ttft_us"].is_string());
     assert!(file["summary"]["p99_ttft_ms"].is_number());
+    // `--detailed`: every request, with its times in order.
+    let requests = file["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 30);
+    for q in requests {
+        let t = |k: &str| q[k].as_u64().unwrap();
+        assert!(t("intended_us") <= t("sent_us"));
+        assert!(t("sent_us") < t("first_content_us"));
+        assert!(t("first_content_us") <= t("end_us"));
+        assert_eq!(q["output_tokens"], 8);
+        assert_eq!(q["status"], 200);
+        assert!(q["failure"].is_null());
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 

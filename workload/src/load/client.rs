@@ -19,7 +19,8 @@ pub const LOAD_HEADER: &str = "x-sluice-load";
 const MAX_CHUNKS: usize = 1 << 20;
 
 /// Why a request has no good answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Failure {
     /// 429: counted apart from the other errors.
     RateLimited,
@@ -43,8 +44,9 @@ impl Failure {
 }
 
 /// What one request did. Every time is µs from the run's start, on one
-/// monotonic clock; `intended` comes from the schedule.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// monotonic clock; `intended` comes from the schedule. Written as is by
+/// `--detailed`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Outcome {
     pub step: usize,
     /// The journey's arrival index in the whole schedule.

@@ -84,6 +84,8 @@ pub struct RunInfo {
     pub started_at: String,
     pub lineage: Lineage,
     pub goodput: Goodput,
+    /// Keep every request in the report (`--detailed`).
+    pub detailed: bool,
 }
 
 /// One threshold, judged on the run's measured requests.
@@ -148,6 +150,9 @@ pub struct RunReport {
     pub passed: bool,
     /// Stopped early (Ctrl-C): the result is partial.
     pub interrupted: bool,
+    /// With `--detailed`: every request that ended, warm-up included (marked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Vec<super::client::Outcome>>,
 }
 
 impl RunReport {
@@ -246,6 +251,7 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         thresholds,
         passed,
         interrupted: out.interrupted,
+        requests: info.detailed.then(|| out.outcomes.clone()),
     }
 }
 

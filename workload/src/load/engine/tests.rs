@@ -109,6 +109,7 @@ fn report(s: &Scenario, out: &RunOutput) -> RunReport {
                 from_model: None,
             },
             goodput: Goodput::default(),
+            detailed: false,
         },
     )
 }

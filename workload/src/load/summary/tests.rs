@@ -67,6 +67,7 @@ fn info(goodput: Goodput) -> RunInfo {
             from_model: None,
         },
         goodput,
+        detailed: false,
     }
 }
 
@@ -135,6 +136,7 @@ fn fields_are_vllms_and_measured_from_the_intended_time() {
     assert_eq!(h.len(), 100);
     assert!(close(h.mean(), 50_000.0));
     let json = serde_json::to_value(&r).unwrap();
+    assert!(json.get("requests").is_none());
     assert_eq!(json["summary"]["completed"], 100);
     assert!(json["summary"]["p99_ttft_ms"].is_number());
     assert_eq!(json["lineage"]["target"], "http://127.0.0.1:1");
