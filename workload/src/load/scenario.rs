@@ -103,6 +103,8 @@ pub struct Step {
     pub max_tokens: Option<Dist>,
     pub stream: bool,
     pub timeout: Duration,
+    /// Upper bounds judged on this step's requests alone.
+    pub thresholds: Vec<(Gate, f64)>,
 }
 
 /// What a step sends.

@@ -92,6 +92,9 @@ pub struct RunInfo {
 #[derive(Clone, Debug, Serialize)]
 pub struct ThresholdResult {
     pub name: &'static str,
+    /// A step's own threshold; absent for the run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
     pub bound: f64,
     /// `None` when nothing was measured: then it fails.
     pub value: Option<f64>,
@@ -194,19 +197,28 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         .ran_us
         .saturating_sub(u64::try_from(scenario.plan.warmup.as_micros()).unwrap_or(0));
     let duration_s = measured_us as f64 / 1e6;
-    let thresholds: Vec<ThresholdResult> = scenario
+    let judge = |group: &Group, step: Option<&str>, (gate, bound): &(Gate, f64)| {
+        let value = gate_value(group, *gate);
+        ThresholdResult {
+            name: gate.as_str(),
+            step: step.map(str::to_owned),
+            bound: *bound,
+            value,
+            passed: value.is_some_and(|v| v <= *bound),
+        }
+    };
+    let mut thresholds: Vec<ThresholdResult> = scenario
         .thresholds
         .iter()
-        .map(|(gate, bound)| {
-            let value = gate_value(&run, *gate);
-            ThresholdResult {
-                name: gate.as_str(),
-                bound: *bound,
-                value,
-                passed: value.is_some_and(|v| v <= *bound),
-            }
-        })
+        .map(|t| judge(&run, None, t))
         .collect();
+    for (step, group) in scenario.steps.iter().zip(&steps) {
+        thresholds.extend(
+            step.thresholds
+                .iter()
+                .map(|t| judge(group, Some(&step.name), t)),
+        );
+    }
     let passed = thresholds.iter().all(|t| t.passed);
     RunReport {
         v: RUN_VERSION,

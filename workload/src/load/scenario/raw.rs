@@ -146,6 +146,8 @@ pub(crate) struct RawStep {
     #[serde(default)]
     pub(crate) timeout: Option<String>,
     #[serde(default)]
+    pub(crate) thresholds: BTreeMap<String, RawValue>,
+    #[serde(default)]
     pub(crate) when: Option<IgnoredAny>,
     #[serde(default)]
     pub(crate) extract: Option<IgnoredAny>,

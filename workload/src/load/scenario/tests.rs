@@ -214,6 +214,25 @@ fn unknown_keys_and_kinds_are_refused_with_their_path() {
 }
 
 #[test]
+fn a_step_has_thresholds_of_its_own() {
+    let text = GOOD.replace(
+        "timeout: 30s }",
+        "timeout: 30s, thresholds: { tpot_p95: 40ms } }",
+    );
+    let s = parse(&text).unwrap();
+    assert_eq!(s.steps[1].thresholds, vec![(Gate::TpotP95, 40.0)]);
+    assert!(s.steps[0].thresholds.is_empty());
+    let text = GOOD.replace(
+        "timeout: 30s }",
+        "timeout: 30s, thresholds: { tpot_p95: 40 } }",
+    );
+    assert_eq!(
+        errors(&text),
+        ["steps[1].thresholds.tpot_p95: `40` has no unit (use us, ms, s, m or h)"]
+    );
+}
+
+#[test]
 fn a_cycle_and_duplicates_in_steps_are_errors() {
     let text = GOOD.replace(
         "name: search, service: http,",

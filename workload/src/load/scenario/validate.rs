@@ -86,7 +86,7 @@ pub(crate) fn validate(
         known.insert(format!("{name}_hash"));
     }
     let steps = steps::steps(&raw.steps, dir, &known, &mut e);
-    let thresholds = thresholds(&raw.thresholds, &mut e);
+    let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
     match (e.0.is_empty(), target, plan) {
         (true, Some(target), Some(plan)) => Ok(Scenario {
             name: raw.scenario,
@@ -200,10 +200,15 @@ fn data(raw: &RawScenario, dir: &Path, e: &mut Errors) -> BTreeMap<String, Data>
     out
 }
 
-fn thresholds(raw: &BTreeMap<String, RawValue>, e: &mut Errors) -> Vec<(Gate, f64)> {
+/// `thresholds:` of the run or (at `prefix`) of a step.
+pub(crate) fn thresholds(
+    raw: &BTreeMap<String, RawValue>,
+    prefix: &str,
+    e: &mut Errors,
+) -> Vec<(Gate, f64)> {
     let mut out = Vec::new();
     for (name, value) in raw {
-        let path = format!("thresholds.{name}");
+        let path = format!("{prefix}.{name}");
         let gate = match Gate::parse(name) {
             Ok(g) => g,
             Err(err) => {

@@ -147,11 +147,25 @@ pub fn merge_runs(runs: &[Value]) -> Result<Value, String> {
         let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
         let gate = Gate::parse(name).map_err(|e| format!("thresholds: {e}"))?;
         let bound = t.get("bound").and_then(Value::as_f64).unwrap_or(f64::NAN);
-        let value = gate_value(&run, gate);
-        thresholds.push(json!({
+        // A step's threshold is judged on that step's merged requests.
+        let step = t.get("step").and_then(Value::as_str);
+        let group = match step {
+            None => &run,
+            Some(s) => names
+                .iter()
+                .position(|n| n.get("name").and_then(Value::as_str) == Some(s))
+                .and_then(|i| steps.get(i))
+                .ok_or_else(|| format!("thresholds: no step `{s}` in the summaries"))?,
+        };
+        let value = gate_value(group, gate);
+        let mut judged = json!({
             "name": name, "bound": bound, "value": value,
             "passed": value.is_some_and(|v| v <= bound),
-        }));
+        });
+        if let Some(s) = step {
+            judged["step"] = json!(s);
+        }
+        thresholds.push(judged);
     }
     let passed = thresholds.iter().all(|t| t["passed"] == true);
     out["thresholds"] = Value::Array(thresholds);

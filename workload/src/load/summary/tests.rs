@@ -11,10 +11,15 @@ use super::*;
 use crate::load::client::{Failure, Outcome};
 
 fn scenario(thresholds: &str) -> Scenario {
+    scenario_with(thresholds, "")
+}
+
+/// With `step` inside the one step's map (`, thresholds: {...}`).
+fn scenario_with(thresholds: &str, step: &str) -> Scenario {
     let text = format!(
         "scenario: s\ntarget: {{ base_url: 'http://127.0.0.1:1' }}\n\
          workload: {{ arrival: {{ kind: constant, rate: 10 }}, duration: 11s, warmup: 1s }}\n\
-         steps: [ {{ name: answer, service: llm, prompt: hi }} ]\n{thresholds}"
+         steps: [ {{ name: answer, service: llm, prompt: hi{step} }} ]\n{thresholds}"
     );
     Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap()
 }
@@ -207,7 +212,10 @@ fn shards_merge_exactly_into_the_one_run() {
     let all: Vec<Outcome> = (0..200)
         .map(|i| answer(i, i % 7, 20 + (i * 37) % 300))
         .collect();
-    let s = scenario("thresholds: { ttft_p95: 250ms }\n");
+    let s = scenario_with(
+        "thresholds: { ttft_p95: 250ms }\n",
+        ", thresholds: { ttft_p99: 1s, error_rate: 0% }",
+    );
     let g = Goodput::parse(["ttft:200"]).unwrap();
     let whole = serde_json::to_value(summarize(&s, &output(all.clone()), info(g))).unwrap();
     let shards: Vec<serde_json::Value> = (0..4u64)
@@ -224,7 +232,23 @@ fn shards_merge_exactly_into_the_one_run() {
     }
     assert_eq!(merged["summary"]["completed"], 200);
     assert_eq!(merged["shard"], "merged 4");
-    assert_eq!(merged["thresholds"][0]["passed"], false);
+    let judged: Vec<(&str, &str, bool)> = merged["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let step = t.get("step").and_then(|s| s.as_str()).unwrap_or("-");
+            (t["name"].as_str().unwrap(), step, t["passed"] == true)
+        })
+        .collect();
+    assert_eq!(
+        judged,
+        [
+            ("ttft_p95", "-", false),
+            ("error_rate", "answer", true),
+            ("ttft_p99", "answer", true)
+        ]
+    );
     // Not the shards of one run.
     assert_eq!(
         merge_runs(&shards[..3]).unwrap_err(),

@@ -263,7 +263,9 @@ fn step(
             None => DEFAULT_TIMEOUT,
         },
     };
+    let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
     Some(Step {
+        thresholds,
         name: s.name.clone(),
         service,
         method,
