@@ -19,7 +19,7 @@ use sluice_filters::Gate;
 
 use super::schedule::Plan;
 
-pub use dist::Dist;
+pub use dist::{Dist, QUANTILE_PROBS};
 pub use template::Template;
 
 /// A validated scenario.

@@ -1,5 +1,5 @@
-//! A number drawn per use: fixed, a uniform range (`2s-8s`, `2-5`), or a
-//! lognormal by its median.
+//! A number drawn per use: fixed, a uniform range (`2s-8s`, `2-5`), a
+//! lognormal by its median, or the quantiles a fitted model writes.
 
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -20,7 +20,14 @@ pub enum Dist {
         mu: f64,
         sigma: f64,
     },
+    /// Linear between the values at [`QUANTILE_PROBS`] (a model's
+    /// `turns` and empirical think time).
+    Quantiles([f64; 8]),
 }
+
+/// The cumulative probabilities of [`Dist::Quantiles`]' values: min, p10,
+/// p25, p50, p75, p90, p99, max.
+pub const QUANTILE_PROBS: [f64; 8] = [0.0, 0.10, 0.25, 0.50, 0.75, 0.90, 0.99, 1.0];
 
 impl Dist {
     pub fn sample(&self, rng: &mut impl Rng) -> f64 {
@@ -30,6 +37,16 @@ impl Dist {
             Dist::Lognormal { mu, sigma } => {
                 let z: f64 = StandardNormal.sample(rng);
                 (mu + sigma * z).exp()
+            }
+            Dist::Quantiles(q) => {
+                let u = rng.random::<f64>();
+                // The segment [p_i, p_i+1) that holds u; the last for u ~ 1.
+                let i = QUANTILE_PROBS[1..]
+                    .iter()
+                    .position(|p| u < *p)
+                    .unwrap_or(QUANTILE_PROBS.len() - 2);
+                let (p0, p1) = (QUANTILE_PROBS[i], QUANTILE_PROBS[i + 1]);
+                q[i] + (q[i + 1] - q[i]) * (u - p0) / (p1 - p0)
             }
         }
     }

@@ -384,3 +384,61 @@ fn the_example_in_the_docs_reads() {
     assert_eq!(s.max_in_flight, 512);
     assert_eq!(s.thresholds.len(), 2);
 }
+
+#[test]
+fn quantiles_are_drawn_linearly_between_them() {
+    use rand::SeedableRng;
+    let q = [1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0];
+    let d = Dist::Quantiles(q);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let draws: Vec<f64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+    assert!(draws.iter().all(|x| (1.0..=34.0).contains(x)));
+    // The share under each quantile is its probability, within 1%.
+    for (value, p) in q.iter().zip(QUANTILE_PROBS).skip(1).take(6) {
+        let share = draws.iter().filter(|x| *x < value).count() as f64 / 1e5;
+        assert!((share - p).abs() < 0.01, "under {value}: {share}, want {p}");
+    }
+}
+
+#[test]
+fn the_docs_model_with_sessions_drops_in_unchanged() {
+    let docs = include_str!("../../../../docs/workload.md");
+    let after = docs.split("### The model file").nth(1).unwrap();
+    let model = after.split("```yaml\n").nth(1).unwrap();
+    let model = model.split("```").next().unwrap();
+    let dir = std::env::temp_dir().join(format!("sluice-docs-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.yaml"), model).unwrap();
+    let text = GOOD
+        .replace(
+            "arrival: { kind: gamma, rate: 20, burstiness: 0.5 }",
+            "from_model: model.yaml",
+        )
+        .replace("warmup: 30s", "warmup: 10s")
+        .replace(
+            "  stages: [ { rate: 10, for: 1m }, { rate: 40, ramp: 2m } ]\n",
+            "",
+        )
+        .replace(
+            "sessions: { turns: { lognormal: { median: 3, sigma: 0.6 } }, think_time: 2s-8s }\n",
+            "",
+        );
+    let s = Scenario::from_yaml(&text, &dir, &env).unwrap();
+    // Its arrivals are session starts; turns and think time come from it.
+    let sessions = s.sessions.unwrap();
+    assert_eq!(
+        sessions.turns,
+        Dist::Quantiles([1.0, 1.0, 1.0, 2.0, 3.0, 5.0, 9.0, 12.0])
+    );
+    assert_eq!(
+        sessions.think_time,
+        Dist::Lognormal {
+            mu: 1.2,
+            sigma: 0.6
+        }
+    );
+    // The rate curve's three windows of 60 s, one pass.
+    let rates: Vec<f64> = s.plan.segments.iter().map(|x| x.from).collect();
+    assert_eq!(rates, [10.5, 12.0, 11.2]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -56,7 +56,7 @@ pub(crate) fn validate(
         }
     }
     let target = target(&raw, env, &mut e);
-    let (plan, from_model) = plan::plan(&raw.workload, dir, &mut e);
+    let (plan, from_model, model_sessions) = plan::plan(&raw.workload, dir, &mut e);
     let max_in_flight = match raw.workload.max_in_flight {
         None => DEFAULT_MAX_IN_FLIGHT,
         Some(0) => {
@@ -79,6 +79,8 @@ pub(crate) fn validate(
             think_time: think_time?,
         })
     });
+    // The scenario's `sessions:` wins over the model's.
+    let sessions = sessions.or(model_sessions);
     let data = data(&raw, dir, &mut e);
     let mut known: BTreeSet<String> = BTreeSet::new();
     for name in data.keys() {

@@ -8,8 +8,9 @@ use std::time::Duration;
 use sluice_filters::{parse_duration, Arrival};
 
 use super::super::raw::{RawArrival, RawWorkload};
+use super::super::{Dist, Sessions};
 use super::{not_yet, Errors};
-use crate::fit::{RateCurve, WorkloadModel};
+use crate::fit::{RateCurve, SessionModel, ThinkTime, WorkloadModel};
 use crate::load::schedule::{Plan, Process, Segment};
 
 /// The kinds `arrival.kind` takes: [`Arrival`]'s and two of sugar.
@@ -24,8 +25,13 @@ const KINDS: [&str; 8] = [
     "trace",
 ];
 
-/// The plan, and the model file when there is one.
-pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>, Option<String>) {
+/// The plan, the model file when there is one, and the model's sessions.
+pub(super) fn plan(
+    w: &RawWorkload,
+    dir: &Path,
+    e: &mut Errors,
+) -> (Option<Plan>, Option<String>, Option<Sessions>) {
+    let mut sessions = None;
     if w.replay.is_some() {
         e.add("workload.replay", not_yet("`replay`"));
     }
@@ -38,15 +44,8 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
         }),
         (None, Some(file)) => match WorkloadModel::read(&dir.join(file)) {
             Ok(model) => {
-                if model.sessions.is_some() {
-                    e.add(
-                        "workload.from_model",
-                        format!(
-                            "{file}: a model with sessions is {}",
-                            not_yet("(its arrivals are session starts)")
-                        ),
-                    );
-                }
+                // Its arrivals are then session starts.
+                sessions = model.sessions.as_ref().map(model_sessions);
                 curve = model.arrival.rate_curve.clone();
                 Some(Process::Renewal(model.arrival.process))
             }
@@ -77,7 +76,7 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
             .unwrap_or_default(),
     };
     let Some(process) = process else {
-        return (None, w.from_model.clone());
+        return (None, w.from_model.clone(), sessions);
     };
     let segments = if let Some(stages) = &w.stages {
         if w.duration.is_some() {
@@ -124,7 +123,24 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
         warmup,
         seed: w.seed.unwrap_or(0),
     });
-    (plan, w.from_model.clone())
+    (plan, w.from_model.clone(), sessions)
+}
+
+/// A model's sessions: turns from its quantiles, the think time from its
+/// lognormal or quantiles (none: 0).
+fn model_sessions(s: &SessionModel) -> Sessions {
+    let quantiles = |q: &crate::fit::Quantiles| Dist::Quantiles(q.values().map(|(_, v)| v));
+    Sessions {
+        turns: quantiles(&s.turns),
+        think_time: match &s.think_time {
+            Some(ThinkTime::Lognormal { mu, sigma }) => Dist::Lognormal {
+                mu: *mu,
+                sigma: *sigma,
+            },
+            Some(ThinkTime::Empirical { quantiles: q }) => quantiles(q),
+            None => Dist::Fixed(0.0),
+        },
+    }
 }
 
 fn stage_segments(stages: &[super::super::raw::RawStage], e: &mut Errors) -> Vec<Segment> {
