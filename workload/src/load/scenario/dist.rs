@@ -23,7 +23,20 @@ pub enum Dist {
     /// Linear between the values at [`QUANTILE_PROBS`] (a model's
     /// `turns` and empirical think time).
     Quantiles([f64; 8]),
+    /// A model's token lengths: with probability `cap_share` the cap (a
+    /// point mass), else a lognormal truncated to [min, max].
+    Lengths {
+        mu: f64,
+        sigma: f64,
+        min: f64,
+        max: f64,
+        cap: f64,
+        cap_share: f64,
+    },
 }
+
+/// Draws of a truncated lognormal before it falls back to the nearest end.
+const MAX_REJECTIONS: usize = 64;
 
 /// The cumulative probabilities of [`Dist::Quantiles`]' values: min, p10,
 /// p25, p50, p75, p90, p99, max.
@@ -47,6 +60,27 @@ impl Dist {
                     .unwrap_or(QUANTILE_PROBS.len() - 2);
                 let (p0, p1) = (QUANTILE_PROBS[i], QUANTILE_PROBS[i + 1]);
                 q[i] + (q[i + 1] - q[i]) * (u - p0) / (p1 - p0)
+            }
+            Dist::Lengths {
+                mu,
+                sigma,
+                min,
+                max,
+                cap,
+                cap_share,
+            } => {
+                if rng.random::<f64>() < *cap_share {
+                    return *cap;
+                }
+                let mut x = mu.exp();
+                for _ in 0..MAX_REJECTIONS {
+                    let z: f64 = StandardNormal.sample(rng);
+                    x = (mu + sigma * z).exp();
+                    if (*min..=*max).contains(&x) {
+                        break;
+                    }
+                }
+                x.clamp(*min, *max)
             }
         }
     }

@@ -422,8 +422,21 @@ fn the_docs_model_with_sessions_drops_in_unchanged() {
         .replace(
             "sessions: { turns: { lognormal: { median: 3, sigma: 0.6 } }, think_time: 2s-8s }\n",
             "",
-        );
+        )
+        .replace("max_tokens: 256, ", "");
     let s = Scenario::from_yaml(&text, &dir, &env).unwrap();
+    // The llm step without max_tokens takes the model's output lengths.
+    assert_eq!(
+        s.steps[1].max_tokens,
+        Some(Dist::Lengths {
+            mu: 4.0,
+            sigma: 1.0,
+            min: 1.0,
+            max: 1024.0,
+            cap: 1024.0,
+            cap_share: 0.05
+        })
+    );
     // Its arrivals are session starts; turns and think time come from it.
     let sessions = s.sessions.unwrap();
     assert_eq!(
@@ -441,4 +454,28 @@ fn the_docs_model_with_sessions_drops_in_unchanged() {
     let rates: Vec<f64> = s.plan.segments.iter().map(|x| x.from).collect();
     assert_eq!(rates, [10.5, 12.0, 11.2]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn token_lengths_are_a_truncated_lognormal_with_the_cap_as_a_point_mass() {
+    use rand::SeedableRng;
+    let d = Dist::Lengths {
+        mu: 4.0,
+        sigma: 1.0,
+        min: 1.0,
+        max: 200.0,
+        cap: 200.0,
+        cap_share: 0.1,
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut draws: Vec<f64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+    assert!(draws.iter().all(|x| (1.0..=200.0).contains(x)));
+    let at_cap = draws.iter().filter(|x| **x == 200.0).count() as f64 / 1e5;
+    assert!((at_cap - 0.1).abs() < 0.005, "{at_cap}");
+    // The rest: P(X < e^4 | 1 <= X <= 200) for a lognormal(4, 1) is
+    // 0.5 / (Φ(ln 200 − 4) − Φ(−4)) = 0.5 / 0.9029 = 0.5538.
+    draws.retain(|x| *x < 200.0);
+    let under = draws.iter().filter(|x| **x < 4f64.exp()).count() as f64 / draws.len() as f64;
+    let want = 0.5 / 0.9029;
+    assert!((under - want).abs() < 0.01, "{under} for {want}");
 }

@@ -56,7 +56,7 @@ pub(crate) fn validate(
         }
     }
     let target = target(&raw, env, &mut e);
-    let (plan, from_model, model_sessions) = plan::plan(&raw.workload, dir, &mut e);
+    let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
     let max_in_flight = match raw.workload.max_in_flight {
         None => DEFAULT_MAX_IN_FLIGHT,
         Some(0) => {
@@ -80,14 +80,26 @@ pub(crate) fn validate(
         })
     });
     // The scenario's `sessions:` wins over the model's.
-    let sessions = sessions.or(model_sessions);
+    let sessions = sessions.or(model.sessions);
     let data = data(&raw, dir, &mut e);
     let mut known: BTreeSet<String> = BTreeSet::new();
     for name in data.keys() {
         known.insert(name.clone());
         known.insert(format!("{name}_hash"));
     }
-    let steps = steps::steps(&raw.steps, dir, &known, &mut e);
+    let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
+    // A model's output lengths give `max_tokens` to the llm steps that
+    // build their request from a prompt and set none.
+    if let Some(lengths) = &model.output_tokens {
+        for s in &mut steps {
+            if s.service == super::Service::Llm
+                && s.max_tokens.is_none()
+                && matches!(s.body, super::Body::Prompt(_))
+            {
+                s.max_tokens = Some(lengths.clone());
+            }
+        }
+    }
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
     match (e.0.is_empty(), target, plan) {
         (true, Some(target), Some(plan)) => Ok(Scenario {
@@ -99,7 +111,7 @@ pub(crate) fn validate(
             steps,
             data,
             thresholds,
-            from_model,
+            from_model: model.file,
         }),
         _ => Err(ScenarioErrors(e.0)),
     }

@@ -25,13 +25,21 @@ const KINDS: [&str; 8] = [
     "trace",
 ];
 
-/// The plan, the model file when there is one, and the model's sessions.
-pub(super) fn plan(
-    w: &RawWorkload,
-    dir: &Path,
-    e: &mut Errors,
-) -> (Option<Plan>, Option<String>, Option<Sessions>) {
-    let mut sessions = None;
+/// What a model brings besides its arrivals.
+#[derive(Default)]
+pub(super) struct FromModel {
+    pub(super) file: Option<String>,
+    pub(super) sessions: Option<Sessions>,
+    /// Its output lengths: the `max_tokens` of llm steps that set none.
+    pub(super) output_tokens: Option<Dist>,
+}
+
+/// The plan, and what the model file brings when there is one.
+pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>, FromModel) {
+    let mut from = FromModel {
+        file: w.from_model.clone(),
+        ..FromModel::default()
+    };
     if w.replay.is_some() {
         e.add("workload.replay", not_yet("`replay`"));
     }
@@ -45,7 +53,15 @@ pub(super) fn plan(
         (None, Some(file)) => match WorkloadModel::read(&dir.join(file)) {
             Ok(model) => {
                 // Its arrivals are then session starts.
-                sessions = model.sessions.as_ref().map(model_sessions);
+                from.sessions = model.sessions.as_ref().map(model_sessions);
+                from.output_tokens = model.output_tokens.as_ref().map(|l| Dist::Lengths {
+                    mu: l.mu,
+                    sigma: l.sigma,
+                    min: l.min as f64,
+                    max: l.max as f64,
+                    cap: l.cap.map_or(l.max as f64, |c| c.tokens as f64),
+                    cap_share: l.cap.map_or(0.0, |c| c.share),
+                });
                 curve = model.arrival.rate_curve.clone();
                 Some(Process::Renewal(model.arrival.process))
             }
@@ -76,7 +92,7 @@ pub(super) fn plan(
             .unwrap_or_default(),
     };
     let Some(process) = process else {
-        return (None, w.from_model.clone(), sessions);
+        return (None, from);
     };
     let segments = if let Some(stages) = &w.stages {
         if w.duration.is_some() {
@@ -123,7 +139,7 @@ pub(super) fn plan(
         warmup,
         seed: w.seed.unwrap_or(0),
     });
-    (plan, w.from_model.clone(), sessions)
+    (plan, from)
 }
 
 /// A model's sessions: turns from its quantiles, the think time from its
