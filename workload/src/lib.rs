@@ -23,8 +23,8 @@ pub use load::{
     Failure, Goodput, GroupSummary, Intended, Lineage, Live, Outcome, Plan, Process, RunInfo,
     RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
     ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
-    Template, ThresholdResult, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED, LOAD_HEADER,
-    MAX_ARRIVALS, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
+    Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED,
+    LOAD_HEADER, MAX_ARRIVALS, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,

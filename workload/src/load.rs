@@ -11,7 +11,7 @@ pub use client::{Failure, Outcome, LOAD_HEADER};
 pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
 pub use scenario::{
     Body, Data, Dist, Scenario, ScenarioError, ScenarioErrors, Service, Sessions, Step, Target,
-    Template, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

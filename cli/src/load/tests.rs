@@ -45,7 +45,7 @@ fn write_scenario(dir: &Path, m: &Mock, rate: u32, secs: u32, extra: &str) -> Pa
          target: {{ base_url: 'http://{}' }}\n\
          workload: {{ arrival: {{ kind: constant, rate: {rate} }}, duration: {secs}s, seed: 3 }}\n\
          steps:\n\
-         \x20 - {{ name: answer, service: llm, model: m, prompt: 'Say {{{{word}}}}', max_tokens: 8 }}\n\
+         \x20 - {{ name: answer, service: llm, model: m, prompt: 'Say {{{{word}}}}', max_tokens: 8, ignore_eos: true }}\n\
          data: {{ word: {{ values: [a, b, c] }} }}\n{extra}",
         m.mock.addr()
     );
@@ -143,6 +143,7 @@ fn a_streamed_run_against_the_mock_is_measured_end_to_end() {
         assert!(["Say a", "Say b", "Say c"].contains(&prompt), "{prompt}");
         assert_eq!(body["max_tokens"], 8);
         assert_eq!(body["stream"], true);
+        assert_eq!(body["ignore_eos"], true);
     }
     // The file: the scenario, the seed, the lineage, the histograms.
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();

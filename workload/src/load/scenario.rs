@@ -105,6 +105,19 @@ pub struct Step {
     pub timeout: Duration,
     /// Upper bounds judged on this step's requests alone.
     pub thresholds: Vec<(Gate, f64)>,
+    /// Sent only when the step it names (one it depends on) ended so.
+    pub when: Option<When>,
+    /// `ignore_eos: true` in an llm request, for servers that read it
+    /// (vLLM, llama.cpp): the answer runs to `max_tokens`.
+    pub ignore_eos: bool,
+}
+
+/// `when: STEP.ok` or `STEP.error`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct When {
+    pub step: String,
+    /// `ok`: a 2xx answer; else any failure.
+    pub ok: bool,
 }
 
 /// What a step sends.

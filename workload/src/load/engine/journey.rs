@@ -46,7 +46,16 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 tokio::time::sleep_until(at.into()).await;
             }
         }
+        // How each step of this turn ended: Some(ok), None when skipped.
+        let mut ended: Vec<Option<bool>> = vec![None; scenario.steps.len()];
         for (i, step) in scenario.steps.iter().enumerate() {
+            if let Some(w) = &step.when {
+                let named = scenario.steps.iter().position(|s| s.name == w.step);
+                let met = named.and_then(|k| ended.get(k).copied().flatten()) == Some(w.ok);
+                if !met {
+                    continue;
+                }
+            }
             if let Some(d) = &step.delay {
                 at += seconds(d.sample(&mut rng));
                 tokio::time::sleep_until(at.into()).await;
@@ -84,6 +93,9 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 ctx.live.failed.fetch_add(1, Ordering::AcqRel);
             }
             at = ctx.start + Duration::from_micros(outcome.end_us);
+            if let Some(e) = ended.get_mut(i) {
+                *e = Some(outcome.failure.is_none());
+            }
             // The receiver lives as long as the run.
             let _ = ctx.records.send(outcome);
         }
@@ -141,6 +153,9 @@ fn call(
             }
             if step.stream {
                 chat["stream_options"] = json!({"include_usage": true});
+            }
+            if step.ignore_eos {
+                chat["ignore_eos"] = json!(true);
             }
             Some(chat)
         }

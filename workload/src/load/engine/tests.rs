@@ -64,9 +64,12 @@ fn server(stall_at: u64, stall: Duration) -> TestServer {
                         if c.fetch_add(1, Ordering::AcqRel) == stall_at {
                             tokio::time::sleep(stall).await;
                         }
-                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from_static(
-                            b"ok",
-                        ))))
+                        let mut response =
+                            hyper::Response::new(Full::new(Bytes::from_static(b"ok")));
+                        if req.uri().path() == "/fail" {
+                            *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+                        }
+                        Ok::<_, Infallible>(response)
                     }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -269,4 +272,35 @@ fn a_stop_ends_the_run_early_and_marks_it_interrupted() {
     let r = report(&s, &out);
     assert!(r.interrupted);
     assert_eq!(r.exit_code(), 130);
+}
+
+/// `when:` sends a step only when the step it names ended so: after a 500,
+/// the `error` branch runs and the `ok` branch does not.
+#[test]
+fn when_follows_how_the_step_before_ended() {
+    let srv = server(u64::MAX, Duration::ZERO);
+    let text = format!(
+        "scenario: when\n\
+         target: {{ base_url: 'http://{}' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: 20 }}, duration: 1s }}\n\
+         steps:\n\
+         \x20 - {{ name: a, service: http, path: /fail }}\n\
+         \x20 - {{ name: on_error, service: http, path: /e, depends_on: a, when: a.error }}\n\
+         \x20 - {{ name: on_ok, service: http, path: /o, depends_on: a, when: a.ok }}\n\
+         \x20 - {{ name: after_ok, service: http, path: /x, depends_on: on_ok, when: on_ok.ok }}\n",
+        srv.addr
+    );
+    let s = Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap();
+    let schedule = s.plan.schedule().unwrap();
+    let out = run(&s, &schedule, &options(None), Arc::new(Live::default())).unwrap();
+    let per_step = |k: usize| out.outcomes.iter().filter(|o| o.step == k).count();
+    assert_eq!(
+        [per_step(0), per_step(1), per_step(2), per_step(3)],
+        [20, 20, 0, 0]
+    );
+    assert!(out
+        .outcomes
+        .iter()
+        .filter(|o| o.step == 0)
+        .all(|o| o.status == Some(500) && o.failure == Some(crate::load::client::Failure::Status)));
 }

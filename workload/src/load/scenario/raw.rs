@@ -148,11 +148,11 @@ pub(crate) struct RawStep {
     #[serde(default)]
     pub(crate) thresholds: BTreeMap<String, RawValue>,
     #[serde(default)]
-    pub(crate) when: Option<IgnoredAny>,
+    pub(crate) when: Option<String>,
     #[serde(default)]
     pub(crate) extract: Option<IgnoredAny>,
     #[serde(default)]
-    pub(crate) ignore_eos: Option<IgnoredAny>,
+    pub(crate) ignore_eos: Option<bool>,
     #[serde(default)]
     pub(crate) command: Option<IgnoredAny>,
     #[serde(default)]

@@ -233,6 +233,37 @@ fn a_step_has_thresholds_of_its_own() {
 }
 
 #[test]
+fn when_names_a_step_depended_on_and_how_it_ended() {
+    let text = GOOD.replace(
+        "delay: 50ms-200ms,",
+        "delay: 50ms-200ms, when: search.error,",
+    );
+    let s = parse(&text).unwrap();
+    assert_eq!(
+        s.steps[1].when,
+        Some(When {
+            step: "search".into(),
+            ok: false
+        })
+    );
+    for (when, error) in [
+        (
+            "nope.ok",
+            "`nope.ok` names `nope`, which this step does not depend on",
+        ),
+        ("search.done", "`search.done` is not STEP.ok or STEP.error"),
+    ] {
+        let text = GOOD.replace(
+            "delay: 50ms-200ms,",
+            &format!("delay: 50ms-200ms, when: {when},"),
+        );
+        assert_eq!(errors(&text), [format!("steps[1].when: {error}")]);
+    }
+    let text = GOOD.replace("n_results: 3 }", "n_results: 3 }, ignore_eos: true");
+    assert_eq!(errors(&text), ["steps[0].ignore_eos: is for llm steps"]);
+}
+
+#[test]
 fn a_cycle_and_duplicates_in_steps_are_errors() {
     let text = GOOD.replace(
         "name: search, service: http,",
@@ -275,7 +306,7 @@ fn what_is_not_built_yet_says_so() {
             "sessions.carry_history: `carry_history` is not supported yet",
             "steps[0].service: `redis` steps is not supported yet (llm and http are; a vector \
              store's REST API works as `service: http`)",
-            "steps[1].when: `when` is not supported yet",
+            "steps[1].when: `search.miss` (hit and miss are of redis steps) is not supported yet",
         ]
     );
 }

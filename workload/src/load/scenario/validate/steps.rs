@@ -8,7 +8,7 @@ use sluice_filters::parse_duration;
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
-use super::super::{Body, Service, Step, Template, DEFAULT_TIMEOUT};
+use super::super::{Body, Service, Step, Template, When, DEFAULT_TIMEOUT};
 use super::{not_yet, Errors};
 
 /// The path of an LLM step when none is written.
@@ -99,9 +99,7 @@ fn step(
 ) -> Option<Step> {
     let at = |key: &str| format!("{path}.{key}");
     for (key, present) in [
-        ("when", s.when.is_some()),
         ("extract", s.extract.is_some()),
-        ("ignore_eos", s.ignore_eos.is_some()),
         ("command", s.command.is_some()),
         ("target", s.target.is_some()),
     ] {
@@ -264,8 +262,42 @@ fn step(
         },
     };
     let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
+    if service == Service::Http && s.ignore_eos.is_some() {
+        e.add(at("ignore_eos"), "is for llm steps");
+    }
+    let when = s.when.as_deref().and_then(|w| {
+        let (step, outcome) = w.rsplit_once('.').unwrap_or((w, ""));
+        let ok = match outcome {
+            "ok" => true,
+            "error" => false,
+            "hit" | "miss" => {
+                e.add(
+                    at("when"),
+                    not_yet(&format!("`{w}` (hit and miss are of redis steps)")),
+                );
+                return None;
+            }
+            _ => {
+                e.add(at("when"), format!("`{w}` is not STEP.ok or STEP.error"));
+                return None;
+            }
+        };
+        if !depends(s).iter().any(|d| d == step) {
+            e.add(
+                at("when"),
+                format!("`{w}` names `{step}`, which this step does not depend on"),
+            );
+            return None;
+        }
+        Some(When {
+            step: step.to_owned(),
+            ok,
+        })
+    });
     Some(Step {
         thresholds,
+        when,
+        ignore_eos: s.ignore_eos.unwrap_or(false),
         name: s.name.clone(),
         service,
         method,
