@@ -65,6 +65,10 @@ pub(crate) struct RunArgs {
     /// A closed loop of N users instead of the schedule (to compare).
     #[arg(long)]
     closed: Option<usize>,
+    /// Begin at this RFC 3339 time (so that the n pods of a sharded run
+    /// start together); default now. At most a day ahead.
+    #[arg(long, value_parser = start_at)]
+    start_at: Option<i64>,
     /// Keep every request in the result file (`requests`).
     #[arg(long)]
     detailed: bool,
@@ -122,9 +126,14 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
     }
     let whole = scenario.plan.schedule()?;
     let schedule = whole.shard(args.shard);
-    let now_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    if let Some(at_us) = args.start_at {
+        let wait = wait_until(at_us, unix_us());
+        if !wait.is_zero() {
+            eprintln!("load: starting in {:.1} s (--start-at)", wait.as_secs_f64());
+            std::thread::sleep(wait);
+        }
+    }
+    let now_us = unix_us();
     let run_id = format!("load-{:016x}", rand::random::<u64>());
     let options = RunOptions {
         closed: args.closed,
@@ -272,6 +281,29 @@ fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
     } else {
         THRESHOLDS_FAILED
     }))
+}
+
+/// The most `--start-at` may be ahead of now.
+const MAX_START_AHEAD_US: i64 = 24 * 3600 * 1_000_000;
+
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// `--start-at`: an RFC 3339 time, as µs since the epoch, at most a day ahead.
+fn start_at(text: &str) -> Result<i64, String> {
+    let at = sluice_filters::parse_wall_clock(text)?;
+    if at - unix_us() > MAX_START_AHEAD_US {
+        return Err(format!("`{text}` is more than a day ahead"));
+    }
+    Ok(at)
+}
+
+/// How long until `at_us` (zero when it has passed: start now).
+fn wait_until(at_us: i64, now_us: i64) -> Duration {
+    Duration::from_micros(u64::try_from(at_us.saturating_sub(now_us)).unwrap_or(0))
 }
 
 fn sha256_of(path: &Path) -> anyhow::Result<String> {

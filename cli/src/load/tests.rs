@@ -62,6 +62,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         seed: None,
         goodput: vec!["ttft:1000".into(), "tpot:500".into()],
         closed: None,
+        start_at: None,
         detailed: true,
         drain: Duration::from_secs(5),
     }
@@ -259,5 +260,32 @@ fn validate_reads_a_scenario_and_names_its_errors() {
             path.display()
         )]
     );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn start_at_waits_for_its_time_and_refuses_one_too_far() {
+    assert_eq!(wait_until(5_000_000, 2_000_000), Duration::from_secs(3));
+    assert_eq!(wait_until(1_000_000, 2_000_000), Duration::ZERO);
+    assert_eq!(start_at("2026-01-01T00:00:00Z"), Ok(1_767_225_600_000_000));
+    assert_eq!(
+        start_at("9999-01-01T00:00:00Z").unwrap_err(),
+        "`9999-01-01T00:00:00Z` is more than a day ahead"
+    );
+    assert!(start_at("tomorrow").is_err());
+    // A run told to start 300 ms from now starts then.
+    let m = mock(1, 1, 2);
+    let d = dir("start-at");
+    let path = write_scenario(&d, &m, 10, 1, "");
+    let mut a = args(path, None, Shard::WHOLE);
+    a.start_at = Some(unix_us() + 300_000);
+    let began = std::time::Instant::now();
+    let r = ran(execute(&a, false).unwrap());
+    assert!(
+        began.elapsed() >= Duration::from_millis(1300),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(r.summary.requests, 10);
     std::fs::remove_dir_all(&d).unwrap();
 }
