@@ -91,7 +91,7 @@ pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
         Outcome::Ran(report) => {
-            out(&render(&report));
+            out(&render::render(&report));
             if let Some(path) = &args.output {
                 eprintln!("wrote {}", path.display());
             }
@@ -330,75 +330,6 @@ fn out(text: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
-fn render(r: &RunReport) -> String {
-    let m = |name: &str| {
-        r.summary
-            .metrics
-            .get(name)
-            .map_or("-".to_owned(), |v| format!("{v:.2}"))
-    };
-    let mut lines = vec![
-        if r.interrupted {
-            "INTERRUPTED: a partial result (Ctrl-C)".to_owned()
-        } else {
-            String::new()
-        },
-        format!(
-            "{} ({}{}), shard {}, seed {}",
-            r.scenario,
-            r.mode,
-            r.users.map_or(String::new(), |u| format!(", {u} users")),
-            r.shard,
-            r.seed
-        ),
-        format!(
-            "requests {}  completed {}  failed {}  429 {}  timeouts {}  queued {}  late {}  cut {} in flight, {} waiting",
-            r.summary.requests,
-            r.summary.completed,
-            r.summary.failed,
-            r.summary.rate_limited,
-            r.summary.timeouts,
-            r.dispatch.queued,
-            r.summary.late,
-            r.dispatch.cut_in_flight,
-            r.dispatch.cut_waiting
-        ),
-        format!(
-            "request_throughput {} req/s  output_throughput {} tok/s  request_goodput {} req/s",
-            m("request_throughput"),
-            m("output_throughput"),
-            m("request_goodput")
-        ),
-    ];
-    for name in [
-        "ttft",
-        "ttft_sent",
-        "tpot",
-        "itl",
-        "e2el",
-        "service_time",
-        "dispatch_lag",
-    ] {
-        lines.push(format!(
-            "{name:<13} mean {:>9}  median {:>9}  p99 {:>9} ms",
-            m(&format!("mean_{name}_ms")),
-            m(&format!("median_{name}_ms")),
-            m(&format!("p99_{name}_ms"))
-        ));
-    }
-    for t in &r.thresholds {
-        lines.push(format!(
-            "threshold {} <= {}: {} ({})",
-            t.name,
-            t.bound,
-            if t.passed { "pass" } else { "FAIL" },
-            t.value
-                .map_or("not measured".to_owned(), |v| format!("{v:.2}"))
-        ));
-    }
-    lines.retain(|l| !l.is_empty());
-    lines.join("\n")
-}
-
+mod render;
 #[cfg(test)]
 mod tests;

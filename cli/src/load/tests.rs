@@ -131,6 +131,13 @@ fn a_streamed_run_against_the_mock_is_measured_end_to_end() {
     );
     assert!(metric("request_goodput") > 0.0);
     assert!(r.passed);
+    // The printed summary.
+    let text = render::render(&r);
+    assert!(
+        text.starts_with("chat (open), shard 0/1, seed 3\nrequests 30  completed 30  failed 0"),
+        "{text}"
+    );
+    assert!(text.contains("\nttft_sent     mean "), "{text}");
     // Every request was a chat completion with the run's id and a prompt
     // from the data.
     let seen = m.mock.seen();
