@@ -20,8 +20,8 @@ pub use fit::{
 };
 pub use load::{
     mean_gap_s, merge_runs, run as run_load, summarize, Body, Data, Dispatch, Dist, EngineError,
-    Failure, Goodput, GroupSummary, Intended, Lineage, Live, Outcome, Plan, Process, RunInfo,
-    RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
+    Failure, Goodput, GroupSummary, Intended, JsonPath, Lineage, Live, Outcome, Plan, Process,
+    RunInfo, RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
     ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
     Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED,
     LOAD_HEADER, MAX_ARRIVALS, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,

@@ -77,7 +77,12 @@ pub(crate) struct Call {
     pub(crate) body: Option<Vec<u8>>,
     pub(crate) path: String,
     pub(crate) timeout: Duration,
+    /// Keep the answer's body (at most [`MAX_KEPT`]) for `extract`.
+    pub(crate) keep_body: bool,
 }
+
+/// The most of an answer kept for `extract`.
+const MAX_KEPT: usize = 1 << 20;
 
 /// The keep-alive pool and the run's id.
 #[derive(Clone)]
@@ -100,18 +105,24 @@ impl Client {
         }
     }
 
-    /// Sends `call` now and fills `out`'s times, status, tokens and failure.
-    pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) {
+    /// Sends `call` now and fills `out`'s times, status, tokens and failure;
+    /// returns the body when `keep_body` (else empty).
+    pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) -> Vec<u8> {
         let sent = Instant::now();
         out.sent_us = since(start, sent);
-        let result =
-            tokio::time::timeout(call.timeout, self.exchange(call, start, sent, out)).await;
+        let mut kept = Vec::new();
+        let result = tokio::time::timeout(
+            call.timeout,
+            self.exchange(call, start, sent, out, &mut kept),
+        )
+        .await;
         match result {
             Ok(Ok(())) => {}
             Ok(Err(())) => out.failure = Some(Failure::Transport),
             Err(_) => out.failure = Some(Failure::Timeout),
         }
         out.end_us = since(start, Instant::now());
+        kept
     }
 
     async fn exchange(
@@ -120,8 +131,11 @@ impl Client {
         start: Instant,
         sent: Instant,
         out: &mut Outcome,
+        kept: &mut Vec<u8>,
     ) -> Result<(), ()> {
-        let mut request = Request::builder().method(call.method).uri(&call.uri);
+        let mut request = Request::builder()
+            .method(call.method.clone())
+            .uri(&call.uri);
         for (name, value) in &call.headers {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
@@ -172,6 +186,9 @@ impl Client {
             let now = Instant::now();
             let at_us = since(start, now);
             out.first_byte_us.get_or_insert(at_us);
+            if call.keep_body && kept.len() + data.len() <= MAX_KEPT {
+                kept.extend_from_slice(&data);
+            }
             if meter.feed(&data, now.duration_since(sent)) > 0 {
                 if let Some(last) = last_content {
                     out.gaps_us.push(at_us.saturating_sub(last));

@@ -6,6 +6,7 @@
 //! `steps[1].depends_on: unknown step `nope``.
 
 mod dist;
+mod jsonpath;
 mod raw;
 mod template;
 mod validate;
@@ -20,6 +21,7 @@ use sluice_filters::Gate;
 use super::schedule::Plan;
 
 pub use dist::{Dist, QUANTILE_PROBS};
+pub use jsonpath::JsonPath;
 pub use template::Template;
 
 /// A validated scenario.
@@ -110,6 +112,8 @@ pub struct Step {
     /// `ignore_eos: true` in an llm request, for servers that read it
     /// (vLLM, llama.cpp): the answer runs to `max_tokens`.
     pub ignore_eos: bool,
+    /// Variables taken from the JSON answer for the steps after it.
+    pub extract: Vec<(String, JsonPath)>,
 }
 
 /// `when: STEP.ok` or `STEP.error`.

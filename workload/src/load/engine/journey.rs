@@ -34,7 +34,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
     // The journey's own draws depend on the seed and its index only, so a
     // shard draws what the unsharded run draws for the same arrival.
     let mut rng = StdRng::seed_from_u64(mix64(scenario.plan.seed ^ mix64(arrival.index + 1)));
-    let vars = draw_vars(scenario, arrival.index, &mut rng);
+    let mut vars = draw_vars(scenario, arrival.index, &mut rng);
     let turns = scenario.sessions.as_ref().map_or(1, |s| {
         (s.turns.sample(&mut rng).round() as u64).clamp(1, MAX_TURNS)
     });
@@ -86,7 +86,18 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             };
             ctx.live.sent.fetch_add(1, Ordering::AcqRel);
             ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
-            ctx.client.send(call, ctx.start, &mut outcome).await;
+            let body = ctx.client.send(call, ctx.start, &mut outcome).await;
+            if !step.extract.is_empty() {
+                // An answer that is not JSON, or lacks a path, leaves the
+                // variable as it was (empty at first).
+                if let Ok(json) = serde_json::from_slice::<Value>(&body) {
+                    for (name, path) in &step.extract {
+                        if let Some(v) = path.text(&json) {
+                            vars.insert(name.clone(), v);
+                        }
+                    }
+                }
+            }
             ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
             ctx.live.done.fetch_add(1, Ordering::AcqRel);
             if outcome.failure.is_some() {
@@ -167,6 +178,7 @@ fn call(
         body: body.map(|b| b.to_string().into_bytes()),
         path,
         timeout: step.timeout,
+        keep_body: !step.extract.is_empty(),
     }
 }
 

@@ -16,8 +16,8 @@ use sluice_filters::TraceContext;
 use super::*;
 use crate::load::summary::{summarize, Goodput, Lineage, RunInfo, RunReport};
 
-/// A request's `traceparent` and `x-sluice-load`.
-type Seen = (Option<String>, Option<String>);
+/// A request's `traceparent`, `x-sluice-load` and path.
+type Seen = (Option<String>, Option<String>, String);
 
 /// A loopback HTTP/1.1 server that answers `ok` at once, but for the
 /// `stall_at`-th request (from 0), which it holds for `stall`. It keeps
@@ -58,14 +58,22 @@ fn server(stall_at: u64, stall: Duration) -> TestServer {
                                 .and_then(|v| v.to_str().ok())
                                 .map(str::to_owned)
                         };
-                        s.lock()
-                            .unwrap()
-                            .push((header("traceparent"), header("x-sluice-load")));
+                        let path = req.uri().path().to_owned();
+                        s.lock().unwrap().push((
+                            header("traceparent"),
+                            header("x-sluice-load"),
+                            path.clone(),
+                        ));
                         if c.fetch_add(1, Ordering::AcqRel) == stall_at {
                             tokio::time::sleep(stall).await;
                         }
+                        let body: &'static [u8] = if path == "/json" {
+                            br#"{"ids": ["doc-7", "doc-9"]}"#
+                        } else {
+                            b"ok"
+                        };
                         let mut response =
-                            hyper::Response::new(Full::new(Bytes::from_static(b"ok")));
+                            hyper::Response::new(Full::new(Bytes::from_static(body)));
                         if req.uri().path() == "/fail" {
                             *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
                         }
@@ -164,7 +172,7 @@ fn an_open_loop_shows_the_stall_that_service_time_and_a_closed_loop_hide() {
     // Every request carried a traceparent and the run's id.
     let seen = srv.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 200);
-    for (traceparent, run_id) in &seen {
+    for (traceparent, run_id, _) in &seen {
         assert!(TraceContext::parse(traceparent.as_deref().unwrap().as_bytes()).is_some());
         assert_eq!(run_id.as_deref(), Some("test-run"));
     }
@@ -303,4 +311,47 @@ fn when_follows_how_the_step_before_ended() {
         .iter()
         .filter(|o| o.step == 0)
         .all(|o| o.status == Some(500) && o.failure == Some(crate::load::client::Failure::Status)));
+}
+
+/// `extract` takes a value out of a JSON answer for the steps after it.
+#[test]
+fn extract_carries_a_value_of_one_answer_into_the_next_request() {
+    let srv = server(u64::MAX, Duration::ZERO);
+    let text = format!(
+        "scenario: extract\n\
+         target: {{ base_url: 'http://{}' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: 10 }}, duration: 1s }}\n\
+         steps:\n\
+         \x20 - {{ name: search, service: http, path: /json, extract: {{ id: '$.ids[1]' }} }}\n\
+         \x20 - {{ name: fetch, service: http, path: '/doc/{{{{id}}}}', depends_on: search }}\n",
+        srv.addr
+    );
+    let s = Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap();
+    let schedule = s.plan.schedule().unwrap();
+    let out = run(&s, &schedule, &options(None), Arc::new(Live::default())).unwrap();
+    assert_eq!(out.outcomes.len(), 20);
+    let paths: Vec<String> = srv
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.2.clone())
+        .collect();
+    assert_eq!(paths.iter().filter(|p| *p == "/json").count(), 10);
+    assert_eq!(paths.iter().filter(|p| *p == "/doc/doc-9").count(), 10);
+    let bad = text.replace("'$.ids[1]'", "'ids[1]'");
+    assert_eq!(
+        Scenario::from_yaml(&bad, Path::new("."), &|_| None)
+            .unwrap_err()
+            .to_string(),
+        "steps[0].extract.id: `ids[1]` is not a path like $.a.b[0] (it starts with `$`)"
+    );
+    let bad = text.replace("{ id: '$.ids[1]' }", "{ 'a-b': '$.ids[1]' }");
+    assert_eq!(
+        Scenario::from_yaml(&bad, Path::new("."), &|_| None)
+            .unwrap_err()
+            .to_string(),
+        "steps[0].extract.a-b: a variable name is letters, digits and `_`\n\
+         steps[1].path: unknown variable `id` (known: a-b)"
+    );
 }

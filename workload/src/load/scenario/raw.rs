@@ -150,7 +150,7 @@ pub(crate) struct RawStep {
     #[serde(default)]
     pub(crate) when: Option<String>,
     #[serde(default)]
-    pub(crate) extract: Option<IgnoredAny>,
+    pub(crate) extract: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) ignore_eos: Option<bool>,
     #[serde(default)]

@@ -87,6 +87,18 @@ pub(crate) fn validate(
         known.insert(name.clone());
         known.insert(format!("{name}_hash"));
     }
+    // What steps extract from their answers (empty until they have run).
+    for (i, step) in raw.steps.iter().enumerate() {
+        for name in step.extract.keys() {
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                e.add(
+                    format!("steps[{i}].extract.{name}"),
+                    "a variable name is letters, digits and `_`",
+                );
+            }
+            known.insert(name.clone());
+        }
+    }
     let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
     // A model's output lengths give `max_tokens` to the llm steps that
     // build their request from a prompt and set none.

@@ -8,7 +8,7 @@ use sluice_filters::parse_duration;
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
-use super::super::{Body, Service, Step, Template, When, DEFAULT_TIMEOUT};
+use super::super::{Body, JsonPath, Service, Step, Template, When, DEFAULT_TIMEOUT};
 use super::{not_yet, Errors};
 
 /// The path of an LLM step when none is written.
@@ -99,7 +99,6 @@ fn step(
 ) -> Option<Step> {
     let at = |key: &str| format!("{path}.{key}");
     for (key, present) in [
-        ("extract", s.extract.is_some()),
         ("command", s.command.is_some()),
         ("target", s.target.is_some()),
     ] {
@@ -294,7 +293,14 @@ fn step(
             ok,
         })
     });
+    let mut extract = Vec::new();
+    for (name, path) in &s.extract {
+        if let Some(p) = e.check(&at(&format!("extract.{name}")), JsonPath::parse(path)) {
+            extract.push((name.clone(), p));
+        }
+    }
     Some(Step {
+        extract,
         thresholds,
         when,
         ignore_eos: s.ignore_eos.unwrap_or(false),
