@@ -296,3 +296,35 @@ fn start_at_waits_for_its_time_and_refuses_one_too_far() {
     assert_eq!(r.summary.requests, 10);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `carry_history`: each turn of a session sends the prompts before it and
+/// the mock's live answers to them, so the messages grow 1, 3, 5.
+#[test]
+fn carry_history_grows_the_messages_turn_by_turn() {
+    let m = mock(1, 1, 3);
+    let d = dir("history");
+    let path = write_scenario(
+        &d,
+        &m,
+        5,
+        1,
+        "sessions: { turns: 3, think_time: 10ms, carry_history: true }\n",
+    );
+    let r = ran(execute(&args(path, None, Shard::WHOLE), false).unwrap());
+    assert_eq!(r.summary.completed, 15);
+    let mut lengths: Vec<usize> = Vec::new();
+    for s in m.mock.seen() {
+        let body: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+        let messages = body["messages"].as_array().unwrap().clone();
+        lengths.push(messages.len());
+        for (k, msg) in messages.iter().enumerate() {
+            let role = if k % 2 == 0 { "user" } else { "assistant" };
+            assert_eq!(msg["role"], role);
+            // The live answers, not placeholders.
+            assert!(!msg["content"].as_str().unwrap().is_empty(), "{messages:?}");
+        }
+    }
+    lengths.sort_unstable();
+    assert_eq!(lengths, [1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 5, 5, 5, 5, 5]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

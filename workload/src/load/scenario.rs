@@ -70,6 +70,9 @@ pub struct Sessions {
     pub turns: Dist,
     /// Seconds.
     pub think_time: Dist,
+    /// Each llm prompt step sends the session's earlier prompts and the
+    /// live answers to them as its messages: the context grows turn by turn.
+    pub carry_history: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sluice_filters::mix64;
+use sluice_filters::{answer_text, mix64};
 
 use super::Ctx;
 use crate::load::client::{since, Call, Outcome};
@@ -38,6 +38,9 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
     let turns = scenario.sessions.as_ref().map_or(1, |s| {
         (s.turns.sample(&mut rng).round() as u64).clamp(1, MAX_TURNS)
     });
+    let carry = scenario.sessions.as_ref().is_some_and(|s| s.carry_history);
+    // Per step: the messages of the turns before (with `carry_history`).
+    let mut history: Vec<Vec<Value>> = vec![Vec::new(); scenario.steps.len()];
     let mut at = due;
     for turn in 0..turns {
         if turn > 0 {
@@ -68,7 +71,13 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 intended_us: since(ctx.start, at),
                 ..Outcome::default()
             };
-            let call = call(scenario, step, &vars, &mut rng);
+            let carried = history.get(i).map_or(&[][..], Vec::as_slice);
+            let mut call = call(scenario, step, &vars, carried, &mut rng);
+            let prompt = match (&step.body, carry) {
+                (Body::Prompt(t), true) => Some(t.render(&vars)),
+                _ => None,
+            };
+            call.keep_body |= prompt.is_some();
             let permit = match ctx.slots.try_acquire() {
                 Ok(p) => Ok(p),
                 Err(_) => {
@@ -87,6 +96,13 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             ctx.live.sent.fetch_add(1, Ordering::AcqRel);
             ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
             let body = ctx.client.send(call, ctx.start, &mut outcome).await;
+            if let (Some(prompt), None) = (prompt, outcome.failure) {
+                let answer = answer_text(&body).unwrap_or_default();
+                if let Some(h) = history.get_mut(i) {
+                    h.push(json!({"role": "user", "content": prompt}));
+                    h.push(json!({"role": "assistant", "content": answer}));
+                }
+            }
             if !step.extract.is_empty() {
                 // An answer that is not JSON, or lacks a path, leaves the
                 // variable as it was (empty at first).
@@ -141,6 +157,7 @@ fn call(
     scenario: &Scenario,
     step: &Step,
     vars: &BTreeMap<String, String>,
+    history: &[Value],
     rng: &mut StdRng,
 ) -> Call {
     let path = step.path.render(vars);
@@ -156,7 +173,11 @@ fn call(
         Body::Prompt(t) => {
             let mut chat = json!({
                 "model": step.model.as_deref().unwrap_or("default"),
-                "messages": [{"role": "user", "content": t.render(vars)}],
+                "messages": history
+                    .iter()
+                    .cloned()
+                    .chain([json!({"role": "user", "content": t.render(vars)})])
+                    .collect::<Vec<Value>>(),
                 "stream": step.stream,
             });
             if let Some(m) = &step.max_tokens {

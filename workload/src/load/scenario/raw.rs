@@ -90,7 +90,7 @@ pub(crate) struct RawSessions {
     #[serde(default)]
     pub(crate) think_time: Option<RawValue>,
     #[serde(default)]
-    pub(crate) carry_history: Option<IgnoredAny>,
+    pub(crate) carry_history: Option<bool>,
 }
 
 /// A number, a text (`250ms`, `2s-8s`, `1%`), or a lognormal.

@@ -294,16 +294,11 @@ fn what_is_not_built_yet_says_so() {
             "delay: 50ms-200ms,",
             "delay: 50ms-200ms, when: search.miss,",
         )
-        .replace(
-            "think_time: 2s-8s",
-            "think_time: 2s-8s, carry_history: true",
-        )
         .replace("scenario: rag-chat", "scenario: rag-chat\nsetup: []");
     assert_eq!(
         errors(&text),
         [
             "setup: `setup` is not supported yet",
-            "sessions.carry_history: `carry_history` is not supported yet",
             "steps[0].service: `redis` steps is not supported yet (llm and http are; a vector \
              store's REST API works as `service: http`)",
             "steps[1].when: `search.miss` (hit and miss are of redis steps) is not supported yet",

@@ -66,9 +66,6 @@ pub(crate) fn validate(
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
     };
     let sessions = raw.sessions.as_ref().and_then(|s| {
-        if s.carry_history.is_some() {
-            e.add("sessions.carry_history", not_yet("`carry_history`"));
-        }
         let turns = e.check("sessions.turns", read_dist(&s.turns, Kind::Count));
         let think_time = match &s.think_time {
             None => Some(super::Dist::Fixed(0.0)),
@@ -77,6 +74,7 @@ pub(crate) fn validate(
         Some(Sessions {
             turns: turns?,
             think_time: think_time?,
+            carry_history: s.carry_history.unwrap_or(false),
         })
     });
     // The scenario's `sessions:` wins over the model's.

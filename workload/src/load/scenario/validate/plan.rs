@@ -148,6 +148,7 @@ fn model_sessions(s: &SessionModel) -> Sessions {
     let quantiles = |q: &crate::fit::Quantiles| Dist::Quantiles(q.values().map(|(_, v)| v));
     Sessions {
         turns: quantiles(&s.turns),
+        carry_history: false,
         think_time: match &s.think_time {
             Some(ThinkTime::Lognormal { mu, sigma }) => Dist::Lognormal {
                 mu: *mu,
