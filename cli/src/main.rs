@@ -14,6 +14,7 @@ use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
 mod fit;
+mod load;
 mod trace;
 
 #[derive(Parser)]
@@ -38,7 +39,8 @@ enum Command {
         #[arg(long, default_value_t = 60, value_parser = demo_seconds)]
         duration: u64,
     },
-    /// Parse and validate a config; print every error. Exit 0 valid, 2 invalid.
+    /// Parse and validate a config or a `sluice load` scenario; print every
+    /// error. Exit 0 valid, 2 invalid.
     Validate { file: PathBuf },
     /// An OpenAI-compatible streaming mock LLM.
     MockLlm(MockLlmArgs),
@@ -57,6 +59,11 @@ enum Command {
     /// a point mass; sessions (turns, think time, session starts). Exit 2 on
     /// a bad trace, and then no model file is written.
     Fit(fit::FitArgs),
+    /// Open-loop load from a scenario, measured from the intended send time
+    /// (wrk2's rule): response time, service time, TTFT both ways and the
+    /// dispatch lag, with vLLM's field names. Exit 2 on a bad scenario, 99
+    /// when a threshold fails.
+    Load(load::LoadArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -142,6 +149,7 @@ fn main() -> ExitCode {
         Command::Ctl(args) => ctl::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Fit(args) => fit::run(args),
+        Command::Load(args) => load::run(args),
     };
     match result {
         Ok(code) => code,
@@ -172,6 +180,24 @@ fn load(file: &PathBuf) -> Result<Config, Vec<String>> {
 }
 
 fn validate(file: &PathBuf) -> ExitCode {
+    // A scenario of `sluice load` is validated as one.
+    if std::fs::read_to_string(file).is_ok_and(|t| load::is_scenario(&t)) {
+        return match load::validate(file) {
+            Ok(line) => {
+                #[allow(clippy::print_stdout)]
+                {
+                    println!("{line}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                ExitCode::from(2)
+            }
+        };
+    }
     match load(file) {
         Ok(c) => {
             #[allow(clippy::print_stdout)]

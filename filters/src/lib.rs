@@ -6,6 +6,7 @@ mod balance;
 mod compare;
 mod failure;
 mod fault;
+mod gate;
 mod genai;
 mod hash;
 mod hop;
@@ -37,6 +38,7 @@ pub use fault::{
     Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use fault::{RequestAction, StreamAction};
+pub use gate::{Gate, GateUnit};
 pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
 };

@@ -9,6 +9,7 @@
 //! statistics, and the fit of a workload model to a trace.
 
 mod fit;
+mod load;
 mod trace;
 
 pub use fit::{
@@ -16,6 +17,14 @@ pub use fit::{
     Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
     SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
     WorkloadModel, KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
+};
+pub use load::{
+    mean_gap_s, merge_runs, run as run_load, summarize, Body, Data, Dispatch, Dist, EngineError,
+    Failure, Goodput, GroupSummary, Intended, JsonPath, Lineage, Live, Outcome, Plan, Process,
+    RunInfo, RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
+    ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
+    Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED,
+    LOAD_HEADER, MAX_ARRIVALS, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,

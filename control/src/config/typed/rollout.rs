@@ -59,87 +59,9 @@ pub enum OnBreach {
     Pause,
 }
 
-sluice_filters::name_table! {
-    /// The name of one gate, as written in `gates:` and shown by the API.
-    /// Every gate is an upper bound on one measure of the canary.
-    pub enum Gate: "gate" {
-        TtftP95 = "ttft_p95",
-        TtftP99 = "ttft_p99",
-        /// Gap between content chunks (vLLM's "ITL"), also read as `itl_p99`.
-        GapP99 = "gap_p99" | "itl_p99",
-        TpotP95 = "tpot_p95",
-        LatencyP99 = "latency_p99",
-        /// Percent of requests answered 5xx, 0..=100.
-        ErrorRate = "error_rate",
-        /// Canary latency p99 over stable latency p99.
-        P99VsStable = "p99_vs_stable",
-        /// Canary TTFT p95 over stable TTFT p95.
-        TtftVsStable = "ttft_vs_stable",
-        /// Percent of GPU memory used, on the fullest device.
-        GpuMemoryMax = "gpu_memory_max",
-        /// Requests waiting in the canary model server's queue.
-        UpstreamQueueMax = "upstream_queue_max",
-    }
-}
-
-/// What a gate's bound is written in and judged in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Written as a duration (`800ms`), judged in milliseconds.
-    Ms,
-    /// `1%` or a number, 0..=100.
-    Percent,
-    /// A number greater than 0.
-    Ratio,
-    /// A whole number of requests.
-    Requests,
-}
-
-impl Serialize for Unit {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl Unit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Ms => "ms",
-            Unit::Percent => "%",
-            Unit::Ratio => "ratio",
-            Unit::Requests => "requests",
-        }
-    }
-}
-
-impl Gate {
-    /// The unit its value and bound are given in.
-    pub fn unit(self) -> Unit {
-        match self {
-            Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => {
-                Unit::Ms
-            }
-            Gate::ErrorRate | Gate::GpuMemoryMax => Unit::Percent,
-            Gate::P99VsStable | Gate::TtftVsStable => Unit::Ratio,
-            Gate::UpstreamQueueMax => Unit::Requests,
-        }
-    }
-
-    /// Relative gates compare the canary with stable in the same window.
-    pub fn is_relative(self) -> bool {
-        match self {
-            Gate::P99VsStable | Gate::TtftVsStable => true,
-            Gate::TtftP95
-            | Gate::TtftP99
-            | Gate::GapP99
-            | Gate::TpotP95
-            | Gate::LatencyP99
-            | Gate::ErrorRate
-            | Gate::GpuMemoryMax
-            | Gate::UpstreamQueueMax => false,
-        }
-    }
-}
+/// The gate names and units live in `sluice-filters`, shared with `sluice load`'s
+/// `thresholds:`.
+pub use sluice_filters::{Gate, GateUnit as Unit};
 
 /// Upper bounds on the canary, each in its gate's unit (milliseconds for
 /// durations). At least one is set.

@@ -1,0 +1,335 @@
+//! `sluice load SCENARIO`: a thin verb over `sluice_workload`'s load
+//! engine: read and validate the scenario, make the schedule (this shard
+//! of it), run it with a line of progress every 2 s on stderr, print the
+//! summary, write `-o run.json`, and exit 99 when a threshold fails.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use sluice_filters::format_rfc3339;
+use sluice_workload::{
+    merge_runs, parse_duration, run_load, summarize, Goodput, Lineage, Live, RunInfo, RunOptions,
+    RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+};
+
+/// How often the progress line is written.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// `sluice load SCENARIO` or `sluice load merge FILES -o run.json`.
+#[derive(clap::Args, Clone, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct LoadArgs {
+    #[command(subcommand)]
+    command: Option<LoadCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Subcommand, Clone, Debug)]
+enum LoadCommand {
+    /// Merge the result files of the n shards of one run, exactly (counts
+    /// summed, HDR histograms added, thresholds judged again). Exit 2 when
+    /// they are not the shards of one run, 99 when a threshold fails.
+    Merge {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// `sluice load`: open-loop load from a scenario, measured from the
+/// intended send time.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct RunArgs {
+    /// The scenario (YAML).
+    scenario: PathBuf,
+    /// Write the result (JSON: summaries with vLLM's names, HDR histograms).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Run the i-th (from 0) of n slices of the schedule: arrival k is in
+    /// shard k mod n.
+    #[arg(long, default_value = "0/1")]
+    shard: Shard,
+    /// Replaces the scenario's `workload.seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// vLLM's goodput bounds in ms, e.g. `--goodput ttft:800 tpot:50 e2el:5000`.
+    #[arg(long, num_args = 1..)]
+    goodput: Vec<String>,
+    /// A closed loop of N users instead of the schedule (to compare).
+    #[arg(long)]
+    closed: Option<usize>,
+    /// Begin at this RFC 3339 time (so that the n pods of a sharded run
+    /// start together); default now. At most a day ahead.
+    #[arg(long, value_parser = start_at)]
+    start_at: Option<i64>,
+    /// Keep every request in the result file (`requests`).
+    #[arg(long)]
+    detailed: bool,
+    /// How long requests in flight get after the last arrival; then they
+    /// are reported as cut.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    drain: Duration,
+}
+
+pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
+    if let Some(LoadCommand::Merge { files, output }) = &args.command {
+        return merge(files, output);
+    }
+    let args = args.run;
+    match execute(&args, true)? {
+        Outcome::Invalid(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            Ok(ExitCode::from(2))
+        }
+        Outcome::Ran(report) => {
+            out(&render::render(&report));
+            if let Some(path) = &args.output {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(ExitCode::from(report.exit_code()))
+        }
+    }
+}
+
+pub(crate) enum Outcome {
+    Invalid(Vec<String>),
+    Ran(Box<RunReport>),
+}
+
+/// The run, and its file written when `-o` asks; `watch` adds the progress
+/// lines and Ctrl-C (off in tests).
+pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome> {
+    let goodput = match Goodput::parse(args.goodput.iter().map(String::as_str)) {
+        Ok(g) => g,
+        Err(e) => return Ok(Outcome::Invalid(vec![format!("--goodput: {e}")])),
+    };
+    let mut scenario = match Scenario::read(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            let file = args.scenario.display();
+            return Ok(Outcome::Invalid(
+                e.0.iter().map(|e| format!("{file}: {e}")).collect(),
+            ));
+        }
+    };
+    if let Some(seed) = args.seed {
+        scenario.plan.seed = seed;
+    }
+    let whole = scenario.plan.schedule()?;
+    let schedule = whole.shard(args.shard);
+    if let Some(at_us) = args.start_at {
+        let wait = wait_until(at_us, unix_us());
+        if !wait.is_zero() {
+            eprintln!("load: starting in {:.1} s (--start-at)", wait.as_secs_f64());
+            std::thread::sleep(wait);
+        }
+    }
+    let now_us = unix_us();
+    let run_id = format!("load-{:016x}", rand::random::<u64>());
+    let options = RunOptions {
+        closed: args.closed,
+        drain: args.drain,
+        run_id: run_id.clone(),
+        threads: std::thread::available_parallelism().map_or(2, usize::from),
+    };
+    let live = Arc::new(Live::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let span = Duration::from_micros(schedule.span_us);
+    let ticker = watch_it.then(|| {
+        let (live, done) = (live.clone(), done.clone());
+        std::thread::spawn(move || watch(&live, &done, span))
+    });
+    let result = run_load(&scenario, &schedule, &options, live);
+    done.store(true, Ordering::Release);
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
+    let output = result?;
+    let report = summarize(
+        &scenario,
+        &output,
+        RunInfo {
+            run_id,
+            shard: args.shard.to_string(),
+            started_at: format_rfc3339(now_us),
+            lineage: Lineage {
+                scenario_sha256: sha256_of(&args.scenario)?,
+                target: scenario.target.base_url.clone(),
+                sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
+                from_model: scenario.from_model.clone(),
+            },
+            goodput,
+            detailed: args.detailed,
+        },
+    );
+    if let Some(path) = &args.output {
+        write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(Outcome::Ran(Box::new(report)))
+}
+
+/// Until `done`: a line of progress every 2 s, and Ctrl-C
+/// turned into `live.stop` (the run then drains and is marked
+/// interrupted). Bounded by the run's length and an hour of drain.
+fn watch(live: &Live, done: &AtomicBool, span: Duration) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        let start = Instant::now();
+        let ticks = (span + Duration::from_secs(3600)).as_millis() / 100;
+        let mut next = PROGRESS_EVERY;
+        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+        let mut stopped = false;
+        for _ in 0..ticks {
+            tokio::select! {
+                r = &mut ctrl_c, if !stopped => {
+                    stopped = true;
+                    if r.is_ok() {
+                        live.stop.store(true, Ordering::Release);
+                        eprintln!("load: interrupted, draining what is in flight");
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+            if done.load(Ordering::Acquire) {
+                return;
+            }
+            let elapsed = start.elapsed();
+            if elapsed < next {
+                continue;
+            }
+            next += PROGRESS_EVERY;
+            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
+            eprintln!(
+                "load: {:.0}/{:.0} s  sent {}  done {}  failed {}  in flight {}  waiting {}  \
+                 queued {}",
+                elapsed.as_secs_f64(),
+                span.as_secs_f64(),
+                get(&live.sent),
+                get(&live.done),
+                get(&live.failed),
+                get(&live.in_flight),
+                get(&live.waiting),
+                get(&live.queued),
+            );
+        }
+    });
+}
+
+/// Whether `text` is a scenario rather than a proxy config: it has a
+/// top-level `scenario:` key (`sluice validate` reads both).
+pub(crate) fn is_scenario(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("scenario:"))
+}
+
+/// `sluice validate` of a scenario: a line saying what it holds, or every
+/// error with its path.
+pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
+    let file = path.display();
+    let s = Scenario::read(path).map_err(|e| {
+        e.0.iter()
+            .map(|e| format!("{file}: {e}"))
+            .collect::<Vec<_>>()
+    })?;
+    let arrivals = s
+        .plan
+        .schedule()
+        .map_err(|e| vec![format!("{file}: workload: {e}")])?
+        .arrivals
+        .len();
+    Ok(format!(
+        "{file}: valid scenario `{}` ({} steps, {arrivals} arrivals, {} thresholds)",
+        s.name,
+        s.steps.len(),
+        s.thresholds.len()
+    ))
+}
+
+/// `sluice load merge`.
+fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
+    let mut runs = Vec::with_capacity(files.len());
+    for f in files {
+        let text = std::fs::read(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        let run: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
+        runs.push(run);
+    }
+    let merged = match merge_runs(&runs) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    write_atomically(output, &serde_json::to_vec_pretty(&merged)?)?;
+    eprintln!("wrote {}", output.display());
+    Ok(ExitCode::from(if merged["passed"] == true {
+        0
+    } else {
+        THRESHOLDS_FAILED
+    }))
+}
+
+/// The most `--start-at` may be ahead of now.
+const MAX_START_AHEAD_US: i64 = 24 * 3600 * 1_000_000;
+
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// `--start-at`: an RFC 3339 time, as µs since the epoch, at most a day ahead.
+fn start_at(text: &str) -> Result<i64, String> {
+    let at = sluice_filters::parse_wall_clock(text)?;
+    if at - unix_us() > MAX_START_AHEAD_US {
+        return Err(format!("`{text}` is more than a day ahead"));
+    }
+    Ok(at)
+}
+
+/// How long until `at_us` (zero when it has passed: start now).
+fn wait_until(at_us: i64, now_us: i64) -> Duration {
+    Duration::from_micros(u64::try_from(at_us.saturating_sub(now_us)).unwrap_or(0))
+}
+
+fn sha256_of(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Beside `path`, then renamed over it: no half file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .map_or("run.json".into(), |n| n.to_string_lossy());
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)?;
+    Ok(())
+}
+
+/// A line on stdout; a reader that went away (`| head`) is not an error.
+fn out(text: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+mod render;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,330 @@
+//! `sluice load` against the mock LLM on loopback: a streamed run measured
+//! end to end, thresholds and the exit code, and shards that together send
+//! what one run sends.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use sluice_cli::{MockLlm, MockLlmOptions};
+
+use super::*;
+
+/// The mock on its own runtime, so that the load engine's runtime is apart.
+struct Mock {
+    mock: MockLlm,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn mock(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Mock {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = MockLlmOptions {
+        record: true,
+        ..MockLlmOptions::paced_ms(ttft_ms, itl_ms, tokens)
+    };
+    let mock = runtime.block_on(MockLlm::start(options)).unwrap();
+    Mock {
+        mock,
+        _runtime: runtime,
+    }
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-load-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_scenario(dir: &Path, m: &Mock, rate: u32, secs: u32, extra: &str) -> PathBuf {
+    let text = format!(
+        "scenario: chat\n\
+         target: {{ base_url: 'http://{}' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: {rate} }}, duration: {secs}s, seed: 3 }}\n\
+         steps:\n\
+         \x20 - {{ name: answer, service: llm, model: m, prompt: 'Say {{{{word}}}}', max_tokens: 8, ignore_eos: true }}\n\
+         data: {{ word: {{ values: [a, b, c] }} }}\n{extra}",
+        m.mock.addr()
+    );
+    let path = dir.join("scenario.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
+    RunArgs {
+        scenario,
+        output,
+        shard,
+        seed: None,
+        goodput: vec!["ttft:1000".into(), "tpot:500".into()],
+        closed: None,
+        start_at: None,
+        detailed: true,
+        drain: Duration::from_secs(5),
+    }
+}
+
+fn ran(o: Outcome) -> RunReport {
+    match o {
+        Outcome::Ran(r) => *r,
+        Outcome::Invalid(e) => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn a_streamed_run_against_the_mock_is_measured_end_to_end() {
+    let m = mock(30, 5, 12);
+    let d = dir("stream");
+    let path = write_scenario(&d, &m, 10, 3, "");
+    let good = std::fs::read_to_string(&path).unwrap();
+    // `${VAR}` must be set: the scenario names a variable that is not.
+    let unset = good.replace(
+        "' }\n",
+        "', headers: { authorization: 'Bearer ${SLUICE_TEST_UNSET}' } }\n",
+    );
+    std::fs::write(&path, unset).unwrap();
+    let e = match execute(&args(path.clone(), None, Shard::WHOLE), false).unwrap() {
+        Outcome::Invalid(e) => e,
+        Outcome::Ran(_) => panic!("ran with an unset variable"),
+    };
+    assert_eq!(
+        e,
+        [format!(
+            "{}: target.headers.authorization: environment variable \
+             `SLUICE_TEST_UNSET` is not set",
+            path.display()
+        )]
+    );
+    std::fs::write(&path, good).unwrap();
+    let out = d.join("run.json");
+    let r = ran(execute(&args(path, Some(out.clone()), Shard::WHOLE), false).unwrap());
+    // The schedule: 10/s for 3 s, evenly spaced.
+    assert_eq!(r.dispatch.journeys, 30);
+    assert_eq!(r.summary.requests, 30);
+    assert_eq!(r.summary.completed, 30);
+    // Token counts from the mock's usage (it honours max_tokens: 8), not
+    // counted chunks.
+    assert_eq!(r.summary.total_output_tokens, 30 * 8);
+    assert!(!r.summary.output_tokens_estimated);
+    assert!(r.summary.total_input_tokens > 0);
+    let metric = |n: &str| r.summary.metrics[n];
+    // The mock's 30 ms to the first token and 5 ms between tokens, with room.
+    assert!(
+        (25.0..500.0).contains(&metric("mean_ttft_ms")),
+        "{:?}",
+        r.summary.metrics
+    );
+    assert!(metric("mean_ttft_ms") >= metric("mean_ttft_sent_ms"));
+    assert!(
+        (3.0..100.0).contains(&metric("mean_tpot_ms")),
+        "{:?}",
+        r.summary.metrics
+    );
+    assert!(
+        (3.0..100.0).contains(&metric("median_itl_ms")),
+        "{:?}",
+        r.summary.metrics
+    );
+    assert!(metric("request_goodput") > 0.0);
+    assert!(r.passed);
+    // The printed summary.
+    let text = render::render(&r);
+    assert!(
+        text.starts_with("chat (open), shard 0/1, seed 3\nrequests 30  completed 30  failed 0"),
+        "{text}"
+    );
+    assert!(text.contains("\nttft_sent     mean "), "{text}");
+    // Every request was a chat completion with the run's id and a prompt
+    // from the data.
+    let seen = m.mock.seen();
+    assert_eq!(seen.len(), 30);
+    for s in &seen {
+        assert_eq!(s.path, "/v1/chat/completions");
+        assert_eq!(s.header("x-sluice-load"), Some(r.run_id.as_str()));
+        assert!(s.header("traceparent").is_some());
+        let body: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+        let prompt = body["messages"][0]["content"].as_str().unwrap();
+        assert!(["Say a", "Say b", "Say c"].contains(&prompt), "{prompt}");
+        assert_eq!(body["max_tokens"], 8);
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["ignore_eos"], true);
+    }
+    // The file: the scenario, the seed, the lineage, the histograms.
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(file["scenario"], "chat");
+    assert_eq!(file["seed"], 3);
+    assert_eq!(file["mode"], "open");
+    assert_eq!(
+        file["lineage"]["scenario_sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert_eq!(file["steps"][0]["name"], "answer");
+    assert_eq!(file["steps"][0]["completed"], 30);
+    assert!(file["steps"][0]["histograms"]["ttft_us"].is_string());
+    assert!(file["summary"]["p99_ttft_ms"].is_number());
+    // `--detailed`: every request, with its times in order.
+    let requests = file["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 30);
+    for q in requests {
+        let t = |k: &str| q[k].as_u64().unwrap();
+        assert!(t("intended_us") <= t("sent_us"));
+        assert!(t("sent_us") < t("first_content_us"));
+        assert!(t("first_content_us") <= t("end_us"));
+        assert_eq!(q["output_tokens"], 8);
+        assert_eq!(q["status"], 200);
+        assert!(q["failure"].is_null());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_failed_threshold_exits_99() {
+    let m = mock(30, 1, 4);
+    let d = dir("thresholds");
+    let path = write_scenario(
+        &d,
+        &m,
+        20,
+        1,
+        "thresholds: { ttft_p95: 1ms, error_rate: 1% }\n",
+    );
+    let r = ran(execute(&args(path, None, Shard::WHOLE), false).unwrap());
+    assert!(!r.passed);
+    assert_eq!(r.exit_code(), 99);
+    let judged: Vec<(&str, bool)> = r.thresholds.iter().map(|t| (t.name, t.passed)).collect();
+    assert_eq!(judged, [("error_rate", true), ("ttft_p95", false)]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// 4 shards, run one after another against one mock, send between them
+/// exactly the requests one run sends: the same count, and every arrival
+/// index once (the journeys' prompts depend on the index and the seed only).
+#[test]
+fn four_shards_send_together_what_one_run_sends() {
+    let m = mock(1, 1, 2);
+    let d = dir("shards");
+    let path = write_scenario(&d, &m, 40, 1, "");
+    let whole = ran(execute(&args(path.clone(), None, Shard::WHOLE), false).unwrap());
+    assert_eq!(whole.summary.requests, 40);
+    let mut journeys = 0;
+    for i in 0..4 {
+        let r = ran(execute(
+            &args(path.clone(), None, Shard { index: i, count: 4 }),
+            false,
+        )
+        .unwrap());
+        assert_eq!(r.shard, format!("{i}/4"));
+        journeys += r.dispatch.journeys;
+    }
+    assert_eq!(journeys, 40);
+    let seen = m.mock.seen();
+    assert_eq!(seen.len(), 80);
+    let prompts = |part: &[sluice_cli::SeenRequest]| -> Vec<String> {
+        let mut v: Vec<String> = part
+            .iter()
+            .map(|s| {
+                let body: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+                body["messages"][0]["content"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // The same multiset of prompts (drawn per arrival index with the seed).
+    assert_eq!(prompts(&seen[..40]), prompts(&seen[40..]));
+    let distinct: BTreeSet<String> = prompts(&seen[..40]).into_iter().collect();
+    assert!(distinct.len() > 1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn validate_reads_a_scenario_and_names_its_errors() {
+    let d = dir("validate");
+    let path = d.join("scenario.yaml");
+    let text = "scenario: v\ntarget: { base_url: 'http://127.0.0.1:9' }\n\
+                workload: { arrival: { kind: poisson, rate: 5 }, duration: 10s, seed: 1 }\n\
+                steps: [ { name: a, service: http, path: /x } ]\n";
+    assert!(is_scenario(text));
+    assert!(!is_scenario("listeners: []\n"));
+    std::fs::write(&path, text).unwrap();
+    let line = validate(&path).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "{}: valid scenario `v` (1 steps, ",
+            path.display()
+        )),
+        "{line}"
+    );
+    std::fs::write(&path, text.replace("duration: 10s", "duration: soon")).unwrap();
+    assert_eq!(
+        validate(&path).unwrap_err(),
+        [format!(
+            "{}: workload.duration: `soon` is not a duration like 250ms or 1s",
+            path.display()
+        )]
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn start_at_waits_for_its_time_and_refuses_one_too_far() {
+    assert_eq!(wait_until(5_000_000, 2_000_000), Duration::from_secs(3));
+    assert_eq!(wait_until(1_000_000, 2_000_000), Duration::ZERO);
+    assert_eq!(start_at("2026-01-01T00:00:00Z"), Ok(1_767_225_600_000_000));
+    assert_eq!(
+        start_at("9999-01-01T00:00:00Z").unwrap_err(),
+        "`9999-01-01T00:00:00Z` is more than a day ahead"
+    );
+    assert!(start_at("tomorrow").is_err());
+    // A run told to start 300 ms from now starts then.
+    let m = mock(1, 1, 2);
+    let d = dir("start-at");
+    let path = write_scenario(&d, &m, 10, 1, "");
+    let mut a = args(path, None, Shard::WHOLE);
+    a.start_at = Some(unix_us() + 300_000);
+    let began = std::time::Instant::now();
+    let r = ran(execute(&a, false).unwrap());
+    assert!(
+        began.elapsed() >= Duration::from_millis(1300),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(r.summary.requests, 10);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `carry_history`: each turn of a session sends the prompts before it and
+/// the mock's live answers to them, so the messages grow 1, 3, 5.
+#[test]
+fn carry_history_grows_the_messages_turn_by_turn() {
+    let m = mock(1, 1, 3);
+    let d = dir("history");
+    let path = write_scenario(
+        &d,
+        &m,
+        5,
+        1,
+        "sessions: { turns: 3, think_time: 10ms, carry_history: true }\n",
+    );
+    let r = ran(execute(&args(path, None, Shard::WHOLE), false).unwrap());
+    assert_eq!(r.summary.completed, 15);
+    let mut lengths: Vec<usize> = Vec::new();
+    for s in m.mock.seen() {
+        let body: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+        let messages = body["messages"].as_array().unwrap().clone();
+        lengths.push(messages.len());
+        for (k, msg) in messages.iter().enumerate() {
+            let role = if k % 2 == 0 { "user" } else { "assistant" };
+            assert_eq!(msg["role"], role);
+            // The live answers, not placeholders.
+            assert!(!msg["content"].as_str().unwrap().is_empty(), "{messages:?}");
+        }
+    }
+    lengths.sort_unstable();
+    assert_eq!(lengths, [1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 5, 5, 5, 5, 5]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,0 +1,106 @@
+//! The names of the rollout gates, and the unit each is written in: one
+//! table for the rollout's `gates:` (in `control`) and `sluice load`'s
+//! `thresholds:` (in `workload`), so the two cannot spell a gate apart.
+
+use serde::Serialize;
+
+crate::name_table! {
+    /// The name of one gate, as written in `gates:` and shown by the API.
+    /// Every gate is an upper bound on one measure of the canary.
+    pub enum Gate: "gate" {
+        TtftP95 = "ttft_p95",
+        TtftP99 = "ttft_p99",
+        /// Gap between content chunks (vLLM's "ITL"), also read as `itl_p99`.
+        GapP99 = "gap_p99" | "itl_p99",
+        TpotP95 = "tpot_p95",
+        LatencyP99 = "latency_p99",
+        /// Percent of requests answered 5xx, 0..=100.
+        ErrorRate = "error_rate",
+        /// Canary latency p99 over stable latency p99.
+        P99VsStable = "p99_vs_stable",
+        /// Canary TTFT p95 over stable TTFT p95.
+        TtftVsStable = "ttft_vs_stable",
+        /// Percent of GPU memory used, on the fullest device.
+        GpuMemoryMax = "gpu_memory_max",
+        /// Requests waiting in the canary model server's queue.
+        UpstreamQueueMax = "upstream_queue_max",
+    }
+}
+
+/// What a gate's bound is written in and judged in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateUnit {
+    /// Written as a duration (`800ms`), judged in milliseconds.
+    Ms,
+    /// `1%` or a number, 0..=100.
+    Percent,
+    /// A number greater than 0.
+    Ratio,
+    /// A whole number of requests.
+    Requests,
+}
+
+impl Serialize for GateUnit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl GateUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateUnit::Ms => "ms",
+            GateUnit::Percent => "%",
+            GateUnit::Ratio => "ratio",
+            GateUnit::Requests => "requests",
+        }
+    }
+}
+
+impl Gate {
+    /// The unit its value and bound are given in.
+    pub fn unit(self) -> GateUnit {
+        match self {
+            Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => {
+                GateUnit::Ms
+            }
+            Gate::ErrorRate | Gate::GpuMemoryMax => GateUnit::Percent,
+            Gate::P99VsStable | Gate::TtftVsStable => GateUnit::Ratio,
+            Gate::UpstreamQueueMax => GateUnit::Requests,
+        }
+    }
+
+    /// Relative gates compare the canary with stable in the same window.
+    pub fn is_relative(self) -> bool {
+        match self {
+            Gate::P99VsStable | Gate::TtftVsStable => true,
+            Gate::TtftP95
+            | Gate::TtftP99
+            | Gate::GapP99
+            | Gate::TpotP95
+            | Gate::LatencyP99
+            | Gate::ErrorRate
+            | Gate::GpuMemoryMax
+            | Gate::UpstreamQueueMax => false,
+        }
+    }
+}
+
+impl Gate {
+    /// Measured by a load client from its own requests: not the relative
+    /// gates (no stable to compare with) nor the server-side ones.
+    pub fn measured_by_load(self) -> bool {
+        match self {
+            Gate::TtftP95
+            | Gate::TtftP99
+            | Gate::GapP99
+            | Gate::TpotP95
+            | Gate::LatencyP99
+            | Gate::ErrorRate => true,
+            Gate::P99VsStable
+            | Gate::TtftVsStable
+            | Gate::GpuMemoryMax
+            | Gate::UpstreamQueueMax => false,
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! `sluice load`: open-loop load from a scenario, measured from the
+//! intended send time. Pure parts (the schedule) first, then the drivers.
+
+mod client;
+mod engine;
+mod scenario;
+mod schedule;
+mod summary;
+
+pub use client::{Failure, Outcome, LOAD_HEADER};
+pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
+pub use scenario::{
+    Body, Data, Dist, JsonPath, Scenario, ScenarioError, ScenarioErrors, Service, Sessions, Step,
+    Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+};
+pub use schedule::{
+    mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
+};
+pub use summary::{
+    merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport,
+    StageSummary, StepSummary, ThresholdResult, INTERRUPTED, RUN_VERSION, THRESHOLDS_FAILED,
+};

@@ -1,0 +1,211 @@
+//! The load client: one HTTP/1.1 request of a step over a keep-alive pool,
+//! timed on the run's monotonic clock, its body fed chunk by chunk to the
+//! same token meter as the proxy's (so client and proxy agree on TTFT,
+//! gaps and token counts by construction).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as Pool;
+use hyper_util::rt::TokioExecutor;
+use sluice_filters::{Dialect, TokenMeter, TraceContext};
+
+/// The header that marks load traffic with the run's id.
+pub const LOAD_HEADER: &str = "x-sluice-load";
+/// Body chunks read per response at most: every loop is bounded.
+const MAX_CHUNKS: usize = 1 << 20;
+
+/// Why a request has no good answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// 429: counted apart from the other errors.
+    RateLimited,
+    /// Any other status outside 2xx.
+    Status,
+    /// The step's timeout passed.
+    Timeout,
+    /// Connect refused, reset, a broken body.
+    Transport,
+}
+
+impl Failure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::RateLimited => "rate_limited",
+            Failure::Status => "status",
+            Failure::Timeout => "timeout",
+            Failure::Transport => "transport",
+        }
+    }
+}
+
+/// What one request did. Every time is µs from the run's start, on one
+/// monotonic clock; `intended` comes from the schedule. Written as is by
+/// `--detailed`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    pub step: usize,
+    /// The journey's arrival index in the whole schedule.
+    pub index: u64,
+    pub stage: usize,
+    pub warmup: bool,
+    /// It waited for a `max_in_flight` slot.
+    pub queued: bool,
+    pub intended_us: u64,
+    pub sent_us: u64,
+    pub first_byte_us: Option<u64>,
+    pub first_content_us: Option<u64>,
+    pub end_us: u64,
+    /// Between content-carrying chunks, µs.
+    pub gaps_us: Vec<u64>,
+    pub status: Option<u16>,
+    pub failure: Option<Failure>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub output_tokens_estimated: bool,
+}
+
+/// A request ready to send.
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    pub(crate) uri: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) path: String,
+    pub(crate) timeout: Duration,
+    /// Keep the answer's body (at most [`MAX_KEPT`]) for `extract`.
+    pub(crate) keep_body: bool,
+}
+
+/// The most of an answer kept for `extract`.
+const MAX_KEPT: usize = 1 << 20;
+
+/// The keep-alive pool and the run's id.
+#[derive(Clone)]
+pub(crate) struct Client {
+    pool: Pool<HttpConnector, Full<Bytes>>,
+    run_id: HeaderValue,
+}
+
+impl Client {
+    pub(crate) fn new(run_id: &str) -> Client {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let pool = Pool::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Client {
+            pool,
+            run_id: HeaderValue::from_str(run_id)
+                .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
+        }
+    }
+
+    /// Sends `call` now and fills `out`'s times, status, tokens and failure;
+    /// returns the body when `keep_body` (else empty).
+    pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) -> Vec<u8> {
+        let sent = Instant::now();
+        out.sent_us = since(start, sent);
+        let mut kept = Vec::new();
+        let result = tokio::time::timeout(
+            call.timeout,
+            self.exchange(call, start, sent, out, &mut kept),
+        )
+        .await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(())) => out.failure = Some(Failure::Transport),
+            Err(_) => out.failure = Some(Failure::Timeout),
+        }
+        out.end_us = since(start, Instant::now());
+        kept
+    }
+
+    async fn exchange(
+        &self,
+        call: Call,
+        start: Instant,
+        sent: Instant,
+        out: &mut Outcome,
+        kept: &mut Vec<u8>,
+    ) -> Result<(), ()> {
+        let mut request = Request::builder()
+            .method(call.method.clone())
+            .uri(&call.uri);
+        for (name, value) in &call.headers {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                request = request.header(n, v);
+            }
+        }
+        let trace = TraceContext {
+            trace_id: rand::random::<[u8; 16]>(),
+            span_id: rand::random::<[u8; 8]>(),
+            sampled: true,
+        };
+        request = request
+            .header("traceparent", trace.to_traceparent())
+            .header(LOAD_HEADER, self.run_id.clone());
+        let body = match call.body {
+            Some(b) => {
+                request = request.header(http::header::CONTENT_TYPE, "application/json");
+                Full::new(Bytes::from(b))
+            }
+            None => Full::new(Bytes::new()),
+        };
+        let request = request.body(body).map_err(|_| ())?;
+        let response = self.pool.request(request).await.map_err(|_| ())?;
+        let status = response.status().as_u16();
+        out.status = Some(status);
+        out.failure = match status {
+            200..=299 => None,
+            429 => Some(Failure::RateLimited),
+            _ => Some(Failure::Status),
+        };
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| v.as_bytes().to_vec());
+        let mut meter = TokenMeter::new(Dialect::detect(&call.path, content_type.as_deref()));
+        let mut body = response.into_body();
+        let mut last_content: Option<u64> = None;
+        for _ in 0..MAX_CHUNKS {
+            let Some(frame) = body.frame().await else {
+                break;
+            };
+            let frame = frame.map_err(|_| ())?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let now = Instant::now();
+            let at_us = since(start, now);
+            out.first_byte_us.get_or_insert(at_us);
+            if call.keep_body && kept.len() + data.len() <= MAX_KEPT {
+                kept.extend_from_slice(&data);
+            }
+            if meter.feed(&data, now.duration_since(sent)) > 0 {
+                if let Some(last) = last_content {
+                    out.gaps_us.push(at_us.saturating_sub(last));
+                }
+                out.first_content_us.get_or_insert(at_us);
+                last_content = Some(at_us);
+            }
+        }
+        let summary = meter.finish(sent.elapsed());
+        out.input_tokens = summary.input_tokens;
+        out.output_tokens = summary.output_tokens;
+        out.output_tokens_estimated = summary.output_tokens_estimated;
+        Ok(())
+    }
+}
+
+/// µs from `start` to `t` (0 when `t` is earlier).
+pub(crate) fn since(start: Instant, t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,236 @@
+//! The load engine: a timer thread that wakes at each intended start and
+//! hands the journey to a tokio runtime, the journeys (steps in order, with
+//! their delays; turns of a session with their think time), `max_in_flight`
+//! (beyond it requests wait for a slot, counted, never dropped), the drain
+//! at the end, and the closed loop that `--closed N` runs instead.
+//!
+//! The timer thread sleeps until each intended time and does not spin: the
+//! kernel's wake-up slack (tens of µs) is measured, as part of
+//! `dispatch_lag = sent − intended`, never hidden. Every time is read from
+//! one monotonic clock (`std::time::Instant`, which the timer thread can
+//! read; tokio's clock lives inside the runtime).
+
+mod journey;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, Semaphore};
+
+use super::client::{since, Client, Outcome};
+use super::scenario::Scenario;
+use super::schedule::{Intended, Schedule};
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// `Some(n)`: n users back to back instead of the schedule.
+    pub closed: Option<usize>,
+    /// How long requests still in flight get once the schedule is done.
+    pub drain: Duration,
+    /// Sent in `x-sluice-load`.
+    pub run_id: String,
+    /// Worker threads of the runtime.
+    pub threads: usize,
+}
+
+/// Counters a progress display reads while the run goes on.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Requests sent.
+    pub sent: AtomicU64,
+    /// Requests answered (any status) or failed.
+    pub done: AtomicU64,
+    pub failed: AtomicU64,
+    /// Requests sent and not yet done.
+    pub in_flight: AtomicU64,
+    /// Requests waiting for a `max_in_flight` slot now.
+    pub waiting: AtomicU64,
+    /// Requests that ever waited for a slot.
+    pub queued: AtomicU64,
+    /// Journeys started and not yet ended.
+    pub journeys: AtomicU64,
+    /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
+    /// `interrupted`.
+    pub stop: AtomicBool,
+}
+
+/// What a run leaves: every request that ended, and what did not.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub outcomes: Vec<Outcome>,
+    pub closed: Option<usize>,
+    /// Journeys started (arrivals dispatched).
+    pub journeys: u64,
+    /// Of the schedule (or the closed run's length), µs.
+    pub span_us: u64,
+    /// The part of it that ran: `span_us`, or less when interrupted.
+    pub ran_us: u64,
+    pub queued: u64,
+    /// Requests still in flight when the drain timed out.
+    pub cut_in_flight: u64,
+    /// Requests still waiting for a slot when the drain timed out.
+    pub cut_waiting: u64,
+    /// From the start to the end of the drain.
+    pub elapsed: Duration,
+    /// Stopped before the schedule's end (`Live::stop`).
+    pub interrupted: bool,
+}
+
+/// Why nothing ran.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot start the load runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot start the timer thread: {0}")]
+    Timer(std::io::Error),
+}
+
+/// What every journey shares.
+pub(crate) struct Ctx {
+    pub(crate) scenario: Scenario,
+    pub(crate) client: Client,
+    pub(crate) slots: Semaphore,
+    pub(crate) start: Instant,
+    pub(crate) live: Arc<Live>,
+    pub(crate) records: mpsc::UnboundedSender<Outcome>,
+}
+
+/// Polls of the drain: every 10 ms.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+/// The timer thread's longest sleep, so that a stop is seen soon.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `schedule` (already sharded) against the scenario's target.
+pub fn run(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(EngineError::Runtime)?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let ctx = Arc::new(Ctx {
+        scenario: scenario.clone(),
+        client: Client::new(&options.run_id),
+        slots: Semaphore::new(scenario.max_in_flight.min(Semaphore::MAX_PERMITS)),
+        start,
+        live: live.clone(),
+        records: tx,
+    });
+    let span_us = schedule.span_us;
+    let journeys = match options.closed {
+        None => {
+            let arrivals = schedule.arrivals.clone();
+            let handle = runtime.handle().clone();
+            let c = ctx.clone();
+            let timer = std::thread::Builder::new()
+                .name("sluice-load-timer".into())
+                .spawn(move || timer(arrivals, handle, c))
+                .map_err(EngineError::Timer)?;
+            // The thread ends after the last arrival; a panic in it is a bug
+            // and counts what it dispatched as zero.
+            timer.join().unwrap_or(0)
+        }
+        Some(users) => runtime.block_on(closed_loop(ctx.clone(), users, span_us)),
+    };
+    let ran_us = if live.stop.load(Ordering::Acquire) {
+        since(start, Instant::now()).min(span_us)
+    } else {
+        span_us
+    };
+    // The drain: wait for the journeys, up to `drain`.
+    let deadline = Instant::now() + options.drain;
+    let polls = options.drain.as_millis() / DRAIN_POLL.as_millis() + 1;
+    for _ in 0..polls {
+        if live.journeys.load(Ordering::Acquire) == 0 || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(DRAIN_POLL);
+    }
+    let cut_in_flight = live.in_flight.load(Ordering::Acquire);
+    let cut_waiting = live.waiting.load(Ordering::Acquire);
+    let elapsed = start.elapsed();
+    // Dropping the runtime cancels what is left: it was counted as cut.
+    runtime.shutdown_timeout(Duration::ZERO);
+    drop(ctx);
+    let mut outcomes = Vec::new();
+    while let Ok(o) = rx.try_recv() {
+        outcomes.push(o);
+    }
+    Ok(RunOutput {
+        outcomes,
+        closed: options.closed,
+        journeys,
+        span_us,
+        ran_us,
+        queued: live.queued.load(Ordering::Acquire),
+        cut_in_flight,
+        cut_waiting,
+        elapsed,
+        interrupted: live.stop.load(Ordering::Acquire),
+    })
+}
+
+/// Sleeps until each intended start and hands the journey to the runtime;
+/// returns how many it dispatched.
+fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>) -> u64 {
+    let mut count = 0;
+    for a in arrivals {
+        let due = ctx.start + Duration::from_micros(a.at_us);
+        // Sleeps of at most STOP_POLL until due: bounded by the gap.
+        loop {
+            if ctx.live.stop.load(Ordering::Acquire) {
+                return count;
+            }
+            let now = Instant::now();
+            if due <= now {
+                break;
+            }
+            std::thread::sleep((due - now).min(STOP_POLL));
+        }
+        ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+        handle.spawn(journey::journey(ctx.clone(), a, due));
+        count += 1;
+    }
+    count
+}
+
+/// `users` journeys at a time, each starting when the one before it ends,
+/// until the run's length has passed; the intended time is the send time.
+async fn closed_loop(ctx: Arc<Ctx>, users: usize, span_us: u64) -> u64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let warmup_us = u64::try_from(ctx.scenario.plan.warmup.as_micros()).unwrap_or(0);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..users {
+        let (ctx, next) = (ctx.clone(), next.clone());
+        tasks.spawn(async move {
+            // Bounded by the run's length; each journey takes some time.
+            loop {
+                let now = Instant::now();
+                let at_us = since(ctx.start, now);
+                if at_us >= span_us || ctx.live.stop.load(Ordering::Acquire) {
+                    break;
+                }
+                let a = Intended {
+                    index: next.fetch_add(1, Ordering::AcqRel),
+                    at_us,
+                    stage: 0,
+                    warmup: at_us < warmup_us,
+                };
+                ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+                journey::journey(ctx.clone(), a, now).await;
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    next.load(Ordering::Acquire)
+}

@@ -1,0 +1,221 @@
+//! One journey: the scenario's steps in order (each after its delay), and
+//! with `sessions:` its turns, each after the think time. A step's
+//! intended start is the schedule's time for the first step of the first
+//! turn, and the end of the step before plus its delay for the others.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Method;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sluice_filters::{answer_text, mix64};
+
+use super::Ctx;
+use crate::load::client::{since, Call, Outcome};
+use crate::load::scenario::{Body, Scenario, Step, Template};
+use crate::load::schedule::Intended;
+
+/// Turns of one session at most.
+const MAX_TURNS: u64 = 1000;
+
+/// Ends by counting itself out of `live.journeys`, whatever happened.
+pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended, due: Instant) {
+    run(&ctx, arrival, due).await;
+    ctx.live.journeys.fetch_sub(1, Ordering::AcqRel);
+}
+
+async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
+    let scenario = &ctx.scenario;
+    // The journey's own draws depend on the seed and its index only, so a
+    // shard draws what the unsharded run draws for the same arrival.
+    let mut rng = StdRng::seed_from_u64(mix64(scenario.plan.seed ^ mix64(arrival.index + 1)));
+    let mut vars = draw_vars(scenario, arrival.index, &mut rng);
+    let turns = scenario.sessions.as_ref().map_or(1, |s| {
+        (s.turns.sample(&mut rng).round() as u64).clamp(1, MAX_TURNS)
+    });
+    let carry = scenario.sessions.as_ref().is_some_and(|s| s.carry_history);
+    // Per step: the messages of the turns before (with `carry_history`).
+    let mut history: Vec<Vec<Value>> = vec![Vec::new(); scenario.steps.len()];
+    let mut at = due;
+    for turn in 0..turns {
+        if turn > 0 {
+            if let Some(s) = &scenario.sessions {
+                at += seconds(s.think_time.sample(&mut rng));
+                tokio::time::sleep_until(at.into()).await;
+            }
+        }
+        // How each step of this turn ended: Some(ok), None when skipped.
+        let mut ended: Vec<Option<bool>> = vec![None; scenario.steps.len()];
+        for (i, step) in scenario.steps.iter().enumerate() {
+            if let Some(w) = &step.when {
+                let named = scenario.steps.iter().position(|s| s.name == w.step);
+                let met = named.and_then(|k| ended.get(k).copied().flatten()) == Some(w.ok);
+                if !met {
+                    continue;
+                }
+            }
+            if let Some(d) = &step.delay {
+                at += seconds(d.sample(&mut rng));
+                tokio::time::sleep_until(at.into()).await;
+            }
+            let mut outcome = Outcome {
+                step: i,
+                index: arrival.index,
+                stage: arrival.stage,
+                warmup: arrival.warmup,
+                intended_us: since(ctx.start, at),
+                ..Outcome::default()
+            };
+            let carried = history.get(i).map_or(&[][..], Vec::as_slice);
+            let mut call = call(scenario, step, &vars, carried, &mut rng);
+            let prompt = match (&step.body, carry) {
+                (Body::Prompt(t), true) => Some(t.render(&vars)),
+                _ => None,
+            };
+            call.keep_body |= prompt.is_some();
+            let permit = match ctx.slots.try_acquire() {
+                Ok(p) => Ok(p),
+                Err(_) => {
+                    outcome.queued = true;
+                    ctx.live.queued.fetch_add(1, Ordering::AcqRel);
+                    ctx.live.waiting.fetch_add(1, Ordering::AcqRel);
+                    let p = ctx.slots.acquire().await;
+                    ctx.live.waiting.fetch_sub(1, Ordering::AcqRel);
+                    p
+                }
+            };
+            // The semaphore is never closed; if it were, the journey ends.
+            let Ok(_permit) = permit else {
+                return;
+            };
+            ctx.live.sent.fetch_add(1, Ordering::AcqRel);
+            ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
+            let body = ctx.client.send(call, ctx.start, &mut outcome).await;
+            if let (Some(prompt), None) = (prompt, outcome.failure) {
+                let answer = answer_text(&body).unwrap_or_default();
+                if let Some(h) = history.get_mut(i) {
+                    h.push(json!({"role": "user", "content": prompt}));
+                    h.push(json!({"role": "assistant", "content": answer}));
+                }
+            }
+            if !step.extract.is_empty() {
+                // An answer that is not JSON, or lacks a path, leaves the
+                // variable as it was (empty at first).
+                if let Ok(json) = serde_json::from_slice::<Value>(&body) {
+                    for (name, path) in &step.extract {
+                        if let Some(v) = path.text(&json) {
+                            vars.insert(name.clone(), v);
+                        }
+                    }
+                }
+            }
+            ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
+            ctx.live.done.fetch_add(1, Ordering::AcqRel);
+            if outcome.failure.is_some() {
+                ctx.live.failed.fetch_add(1, Ordering::AcqRel);
+            }
+            at = ctx.start + Duration::from_micros(outcome.end_us);
+            if let Some(e) = ended.get_mut(i) {
+                *e = Some(outcome.failure.is_none());
+            }
+            // The receiver lives as long as the run.
+            let _ = ctx.records.send(outcome);
+        }
+    }
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::ZERO)
+}
+
+/// One value of every data variable, and `NAME_hash` for each: the first
+/// 16 hex digits of the SHA-256 of the value.
+fn draw_vars(scenario: &Scenario, index: u64, rng: &mut StdRng) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::new();
+    for (name, data) in &scenario.data {
+        let n = data.values.len().max(1);
+        let k = if data.sequential {
+            usize::try_from(index % n as u64).unwrap_or(0)
+        } else {
+            rng.random_range(0..n)
+        };
+        let value = data.values.get(k).cloned().unwrap_or_default();
+        let digest = Sha256::digest(value.as_bytes());
+        let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        vars.insert(format!("{name}_hash"), hash);
+        vars.insert(name.clone(), value);
+    }
+    vars
+}
+
+fn call(
+    scenario: &Scenario,
+    step: &Step,
+    vars: &BTreeMap<String, String>,
+    history: &[Value],
+    rng: &mut StdRng,
+) -> Call {
+    let path = step.path.render(vars);
+    let mut headers = scenario.target.headers.clone();
+    headers.extend(
+        step.headers
+            .iter()
+            .map(|(n, t)| (n.clone(), t.render(vars))),
+    );
+    let body = match &step.body {
+        Body::None => None,
+        Body::Json(v) => Some(render_json(v, vars)),
+        Body::Prompt(t) => {
+            let mut chat = json!({
+                "model": step.model.as_deref().unwrap_or("default"),
+                "messages": history
+                    .iter()
+                    .cloned()
+                    .chain([json!({"role": "user", "content": t.render(vars)})])
+                    .collect::<Vec<Value>>(),
+                "stream": step.stream,
+            });
+            if let Some(m) = &step.max_tokens {
+                chat["max_tokens"] = json!(m.sample(rng).round().max(1.0) as u64);
+            }
+            if step.stream {
+                chat["stream_options"] = json!({"include_usage": true});
+            }
+            if step.ignore_eos {
+                chat["ignore_eos"] = json!(true);
+            }
+            Some(chat)
+        }
+    };
+    Call {
+        method: Method::from_bytes(step.method.as_bytes()).unwrap_or(Method::GET),
+        uri: format!("{}{path}", scenario.target.base_url),
+        headers,
+        body: body.map(|b| b.to_string().into_bytes()),
+        path,
+        timeout: step.timeout,
+        keep_body: !step.extract.is_empty(),
+    }
+}
+
+/// `{{var}}` replaced in every string of a JSON body.
+fn render_json(v: &Value, vars: &BTreeMap<String, String>) -> Value {
+    match v {
+        Value::String(s) => match Template::parse(s) {
+            Ok(t) => Value::String(t.render(vars)),
+            Err(_) => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(|x| render_json(x, vars)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), render_json(x, vars)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,216 @@
+//! A load scenario (`sluice load SCENARIO`): the target, the workload (an
+//! arrival process and the rate over time, or a fitted model), sessions,
+//! the steps of one user journey, data dictionaries and thresholds. Read in
+//! two stages: serde with unknown keys refused (the path of the first
+//! problem), then `validate`, which names every wrong value by its path:
+//! `steps[1].depends_on: unknown step `nope``.
+
+mod dist;
+mod jsonpath;
+mod raw;
+mod template;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use sluice_filters::Gate;
+
+use super::schedule::Plan;
+
+pub use dist::{Dist, QUANTILE_PROBS};
+pub use jsonpath::JsonPath;
+pub use template::Template;
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub target: Target,
+    /// The schedule's plan (the seed included).
+    pub plan: Plan,
+    /// Requests sent at once; beyond it they queue, counted.
+    pub max_in_flight: usize,
+    pub sessions: Option<Sessions>,
+    /// In the order they run: every step after the steps it depends on.
+    pub steps: Vec<Step>,
+    pub data: BTreeMap<String, Data>,
+    /// Run-wide upper bounds, in each gate's unit (ms for durations).
+    pub thresholds: Vec<(Gate, f64)>,
+    /// The model file of `from_model`, as written.
+    pub from_model: Option<String>,
+}
+
+/// Where the load goes. Header values may come from the environment
+/// (`${VAR}`); they are sent and never written to results.
+#[derive(Clone, PartialEq)]
+pub struct Target {
+    /// `http://host:port` (and any path prefix), without a trailing `/`.
+    pub base_url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values may be secrets: only their names.
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Target")
+            .field("base_url", &self.base_url)
+            .field("headers", &names)
+            .finish()
+    }
+}
+
+/// With `sessions:`, each arrival starts a session of `turns` journeys,
+/// the next starting `think_time` seconds after the last one ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sessions {
+    pub turns: Dist,
+    /// Seconds.
+    pub think_time: Dist,
+    /// Each llm prompt step sends the session's earlier prompts and the
+    /// live answers to them as its messages: the context grows turn by turn.
+    pub carry_history: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// An OpenAI-compatible chat completion, streamed or not.
+    Llm,
+    /// Any HTTP request (a vector store's REST API, a plain service).
+    Http,
+}
+
+impl Service {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Service::Llm => "llm",
+            Service::Http => "http",
+        }
+    }
+}
+
+/// One step of a journey.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub name: String,
+    pub service: Service,
+    pub method: String,
+    pub path: Template,
+    pub headers: Vec<(String, Template)>,
+    pub body: Body,
+    pub depends_on: Vec<String>,
+    /// Seconds waited before the step starts (think time within a journey).
+    pub delay: Option<Dist>,
+    pub model: Option<String>,
+    pub max_tokens: Option<Dist>,
+    pub stream: bool,
+    pub timeout: Duration,
+    /// Upper bounds judged on this step's requests alone.
+    pub thresholds: Vec<(Gate, f64)>,
+    /// Sent only when the step it names (one it depends on) ended so.
+    pub when: Option<When>,
+    /// `ignore_eos: true` in an llm request, for servers that read it
+    /// (vLLM, llama.cpp): the answer runs to `max_tokens`.
+    pub ignore_eos: bool,
+    /// Variables taken from the JSON answer for the steps after it.
+    pub extract: Vec<(String, JsonPath)>,
+}
+
+/// `when: STEP.ok` or `STEP.error`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct When {
+    pub step: String,
+    /// `ok`: a 2xx answer; else any failure.
+    pub ok: bool,
+}
+
+/// What a step sends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    None,
+    /// JSON, with `{{var}}` replaced in every string.
+    Json(serde_json::Value),
+    /// An LLM step's chat completion built around the prompt.
+    Prompt(Template),
+}
+
+/// The values of one data variable, drawn per journey.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Data {
+    pub values: Vec<String>,
+    /// In file order (journey k takes value k mod n), else uniform with the seed.
+    pub sequential: bool,
+}
+
+/// One problem of a scenario: `workload.duration: ...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path.as_str() {
+            "" | "." => f.write_str(&self.message),
+            path => write!(f, "{path}: {}", self.message),
+        }
+    }
+}
+
+/// Every problem of a scenario, one a line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioErrors(pub Vec<ScenarioError>);
+
+impl fmt::Display for ScenarioErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        f.write_str(&lines.join("\n"))
+    }
+}
+
+/// The step timeout when none is written.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// `max_in_flight` when none is written.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+
+impl Scenario {
+    /// Reads and validates a scenario. `dir` is where `body_file`, data
+    /// files and `from_model` are found; `env` reads `${VAR}`.
+    pub fn from_yaml(
+        text: &str,
+        dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Scenario, ScenarioErrors> {
+        let de = serde_norway::Deserializer::from_str(text);
+        let raw: raw::RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.into_inner().to_string();
+            // serde_norway may prefix the path it already has.
+            let message = match message.split_once(": ") {
+                Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
+                _ => message,
+            };
+            ScenarioErrors(vec![ScenarioError { path, message }])
+        })?;
+        validate::validate(raw, dir, env)
+    }
+
+    /// [`Scenario::from_yaml`] of a file, with the process's environment.
+    pub fn read(path: &Path) -> Result<Scenario, ScenarioErrors> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ScenarioErrors(vec![ScenarioError {
+                path: String::new(),
+                message: format!("{}: {e}", path.display()),
+            }])
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        Scenario::from_yaml(&text, dir, &|name| std::env::var(name).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,281 @@
+//! From the raw scenario to the typed one, collecting every problem with
+//! its path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use sluice_filters::{parse_duration, parse_percent, Gate, GateUnit};
+
+use super::dist::{read as read_dist, Kind};
+use super::raw::{RawScenario, RawValue};
+use super::{
+    Data, Scenario, ScenarioError, ScenarioErrors, Sessions, Target, DEFAULT_MAX_IN_FLIGHT,
+};
+
+mod plan;
+mod steps;
+
+/// Problems, each with its path.
+#[derive(Default)]
+pub(crate) struct Errors(Vec<ScenarioError>);
+
+impl Errors {
+    pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ScenarioError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    /// `value`, or the error at `path`.
+    pub(crate) fn check<T>(&mut self, path: &str, value: Result<T, String>) -> Option<T> {
+        value.map_err(|e| self.add(path, e)).ok()
+    }
+}
+
+/// The sentence for a key of the issue that is read but not run yet.
+pub(crate) fn not_yet(what: &str) -> String {
+    format!("{what} is not supported yet")
+}
+
+pub(crate) fn validate(
+    raw: RawScenario,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Scenario, ScenarioErrors> {
+    let mut e = Errors::default();
+    if raw.scenario.trim().is_empty() {
+        e.add("scenario", "must be a name, found an empty one");
+    }
+    for (key, present) in [
+        ("setup", raw.setup.is_some()),
+        ("teardown", raw.teardown.is_some()),
+    ] {
+        if present {
+            e.add(key, not_yet(&format!("`{key}`")));
+        }
+    }
+    let target = target(&raw, env, &mut e);
+    let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
+    let max_in_flight = match raw.workload.max_in_flight {
+        None => DEFAULT_MAX_IN_FLIGHT,
+        Some(0) => {
+            e.add("workload.max_in_flight", "must be at least 1, found 0");
+            1
+        }
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let sessions = raw.sessions.as_ref().and_then(|s| {
+        let turns = e.check("sessions.turns", read_dist(&s.turns, Kind::Count));
+        let think_time = match &s.think_time {
+            None => Some(super::Dist::Fixed(0.0)),
+            Some(t) => e.check("sessions.think_time", read_dist(t, Kind::Duration)),
+        };
+        Some(Sessions {
+            turns: turns?,
+            think_time: think_time?,
+            carry_history: s.carry_history.unwrap_or(false),
+        })
+    });
+    // The scenario's `sessions:` wins over the model's.
+    let sessions = sessions.or(model.sessions);
+    let data = data(&raw, dir, &mut e);
+    let mut known: BTreeSet<String> = BTreeSet::new();
+    for name in data.keys() {
+        known.insert(name.clone());
+        known.insert(format!("{name}_hash"));
+    }
+    // What steps extract from their answers (empty until they have run).
+    for (i, step) in raw.steps.iter().enumerate() {
+        for name in step.extract.keys() {
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                e.add(
+                    format!("steps[{i}].extract.{name}"),
+                    "a variable name is letters, digits and `_`",
+                );
+            }
+            known.insert(name.clone());
+        }
+    }
+    let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
+    // A model's output lengths give `max_tokens` to the llm steps that
+    // build their request from a prompt and set none.
+    if let Some(lengths) = &model.output_tokens {
+        for s in &mut steps {
+            if s.service == super::Service::Llm
+                && s.max_tokens.is_none()
+                && matches!(s.body, super::Body::Prompt(_))
+            {
+                s.max_tokens = Some(lengths.clone());
+            }
+        }
+    }
+    let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
+    match (e.0.is_empty(), target, plan) {
+        (true, Some(target), Some(plan)) => Ok(Scenario {
+            name: raw.scenario,
+            target,
+            plan,
+            max_in_flight,
+            sessions,
+            steps,
+            data,
+            thresholds,
+            from_model: model.file,
+        }),
+        _ => Err(ScenarioErrors(e.0)),
+    }
+}
+
+fn target(
+    raw: &RawScenario,
+    env: &dyn Fn(&str) -> Option<String>,
+    e: &mut Errors,
+) -> Option<Target> {
+    let url = raw.target.base_url.trim_end_matches('/');
+    let ok = url
+        .strip_prefix("http://")
+        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
+    if !ok {
+        let message = if url.starts_with("https://") {
+            not_yet("https")
+        } else {
+            format!("must be a URL like http://127.0.0.1:8080, found `{url}`")
+        };
+        e.add("target.base_url", message);
+    }
+    let mut headers = Vec::new();
+    for (name, value) in &raw.target.headers {
+        match expand_env(value, env) {
+            Ok(v) => headers.push((name.clone(), v)),
+            Err(m) => e.add(format!("target.headers.{name}"), m),
+        }
+    }
+    ok.then(|| Target {
+        base_url: url.to_owned(),
+        headers,
+    })
+}
+
+/// `${VAR}` replaced by the variable's value.
+fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("${") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| "`${` without its `}`".to_owned())?;
+        let name = &after[..close];
+        let value = env(name).ok_or_else(|| format!("environment variable `{name}` is not set"))?;
+        out.push_str(&value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn data(raw: &RawScenario, dir: &Path, e: &mut Errors) -> BTreeMap<String, Data> {
+    let mut out = BTreeMap::new();
+    for (name, d) in &raw.data {
+        let path = format!("data.{name}");
+        let word = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !word {
+            e.add(&path, "a variable name is letters, digits and `_`");
+            continue;
+        }
+        let values = match (&d.file, &d.values) {
+            (Some(file), None) => match std::fs::read_to_string(dir.join(file)) {
+                Ok(text) => text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                Err(err) => {
+                    e.add(format!("{path}.file"), format!("{file}: {err}"));
+                    continue;
+                }
+            },
+            (None, Some(values)) => values.clone(),
+            _ => {
+                e.add(&path, "needs one of `file` and `values`");
+                continue;
+            }
+        };
+        if values.is_empty() {
+            e.add(&path, "has no values");
+            continue;
+        }
+        let sequential = match d.order.as_deref() {
+            None | Some("random") => false,
+            Some("sequential") => true,
+            Some(other) => {
+                e.add(
+                    format!("{path}.order"),
+                    format!("must be `random` or `sequential`, found `{other}`"),
+                );
+                false
+            }
+        };
+        out.insert(name.clone(), Data { values, sequential });
+    }
+    out
+}
+
+/// `thresholds:` of the run or (at `prefix`) of a step.
+pub(crate) fn thresholds(
+    raw: &BTreeMap<String, RawValue>,
+    prefix: &str,
+    e: &mut Errors,
+) -> Vec<(Gate, f64)> {
+    let mut out = Vec::new();
+    for (name, value) in raw {
+        let path = format!("{prefix}.{name}");
+        let gate = match Gate::parse(name) {
+            Ok(g) => g,
+            Err(err) => {
+                e.add(&path, err.to_string());
+                continue;
+            }
+        };
+        if !gate.measured_by_load() {
+            let names: Vec<&str> = Gate::ALL
+                .iter()
+                .filter(|g| g.measured_by_load())
+                .map(|g| g.as_str())
+                .collect();
+            e.add(
+                &path,
+                format!(
+                    "`{name}` is not measured by a load client (use one of {})",
+                    names.join(", ")
+                ),
+            );
+            continue;
+        }
+        let bound = match (gate.unit(), value) {
+            (GateUnit::Ms, RawValue::Text(t)) => {
+                parse_duration(t).map(|d| d.as_secs_f64() * 1000.0)
+            }
+            (GateUnit::Ms, RawValue::Number(v)) => {
+                Err(format!("`{v}` has no unit (use us, ms, s, m or h)"))
+            }
+            (GateUnit::Percent, RawValue::Text(t)) => parse_percent(t),
+            (GateUnit::Percent, RawValue::Number(v)) => Ok(*v),
+            _ => Err("must be a duration like 800ms or a percent like 1%".to_owned()),
+        };
+        let Some(bound) = e.check(&path, bound) else {
+            continue;
+        };
+        if gate.unit() == GateUnit::Percent && !(0.0..=100.0).contains(&bound) {
+            e.add(&path, format!("must be within 0..=100, found {bound}"));
+        } else if gate.unit() == GateUnit::Ms && (bound.is_nan() || bound <= 0.0) {
+            e.add(&path, "must be greater than 0");
+        } else {
+            out.push((gate, bound));
+        }
+    }
+    out
+}

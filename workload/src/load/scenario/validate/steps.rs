@@ -1,0 +1,329 @@
+//! `steps:`: each step's service, request and timing, and the order of
+//! `depends_on` (a cycle or an unknown name is an error).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use sluice_filters::parse_duration;
+
+use super::super::dist::{read as read_dist, Kind};
+use super::super::raw::{RawNames, RawPrompt, RawStep};
+use super::super::{Body, JsonPath, Service, Step, Template, When, DEFAULT_TIMEOUT};
+use super::{not_yet, Errors};
+
+/// The path of an LLM step when none is written.
+const CHAT_PATH: &str = "/v1/chat/completions";
+
+/// The steps in the order they run.
+pub(super) fn steps(
+    raw: &[RawStep],
+    dir: &Path,
+    known: &BTreeSet<String>,
+    e: &mut Errors,
+) -> Vec<Step> {
+    if raw.is_empty() {
+        e.add("steps", "needs at least one step");
+    }
+    let mut out: Vec<Step> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    for (i, s) in raw.iter().enumerate() {
+        let path = format!("steps[{i}]");
+        if let Some(j) = names.iter().position(|n| *n == s.name) {
+            e.add(
+                format!("{path}.name"),
+                format!("`{}` is already the name of steps[{j}]", s.name),
+            );
+        }
+        names.push(&s.name);
+        if let Some(step) = step(s, &path, dir, known, e) {
+            out.push(step);
+        }
+    }
+    for (i, s) in raw.iter().enumerate() {
+        for d in depends(s) {
+            if d == s.name {
+                e.add(
+                    format!("steps[{i}].depends_on"),
+                    "a step cannot depend on itself",
+                );
+            } else if !names.contains(&d.as_str()) {
+                e.add(
+                    format!("steps[{i}].depends_on"),
+                    format!("unknown step `{d}`"),
+                );
+            }
+        }
+    }
+    order(out, e)
+}
+
+fn depends(s: &RawStep) -> Vec<String> {
+    match &s.depends_on {
+        None => Vec::new(),
+        Some(RawNames::One(n)) => vec![n.clone()],
+        Some(RawNames::Many(v)) => v.clone(),
+    }
+}
+
+/// Kahn's sort, stable in the order written; what is left is a cycle.
+fn order(mut steps: Vec<Step>, e: &mut Errors) -> Vec<Step> {
+    let mut done: Vec<Step> = Vec::with_capacity(steps.len());
+    // Each pass places at least one step or stops: bounded by the count.
+    for _ in 0..=steps.len() {
+        let ready = steps.iter().position(|s| {
+            s.depends_on
+                .iter()
+                .all(|d| done.iter().any(|p| &p.name == d) || !steps.iter().any(|q| &q.name == d))
+        });
+        match ready {
+            Some(i) => done.push(steps.remove(i)),
+            None => break,
+        }
+    }
+    if !steps.is_empty() {
+        let cycle: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+        e.add(
+            "steps",
+            format!("depends_on makes a cycle through {}", cycle.join(", ")),
+        );
+    }
+    done
+}
+
+fn step(
+    s: &RawStep,
+    path: &str,
+    dir: &Path,
+    known: &BTreeSet<String>,
+    e: &mut Errors,
+) -> Option<Step> {
+    let at = |key: &str| format!("{path}.{key}");
+    for (key, present) in [
+        ("command", s.command.is_some()),
+        ("target", s.target.is_some()),
+    ] {
+        if present {
+            e.add(at(key), not_yet(&format!("`{key}`")));
+        }
+    }
+    let service = match s.service.as_str() {
+        "llm" => Service::Llm,
+        "http" => Service::Http,
+        "vector" | "redis" | "grpc" => {
+            e.add(
+                at("service"),
+                format!(
+                    "`{}` {} (llm and http are; a vector store's REST API works as `service: http`)",
+                    s.service,
+                    not_yet("steps")
+                ),
+            );
+            return None;
+        }
+        other => {
+            e.add(
+                at("service"),
+                format!("unknown service `{other}` (expected one of llm, http)"),
+            );
+            return None;
+        }
+    };
+    let template = |key: &str, text: &str, e: &mut Errors| -> Option<Template> {
+        let t = e.check(&at(key), Template::parse(text))?;
+        for v in t.vars() {
+            if !known.contains(v) {
+                let list: Vec<&str> = known.iter().map(String::as_str).collect();
+                e.add(
+                    at(key),
+                    format!(
+                        "unknown variable `{v}` (known: {})",
+                        if list.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            list.join(", ")
+                        }
+                    ),
+                );
+                return None;
+            }
+        }
+        Some(t)
+    };
+    let path_text = match (&s.path, service) {
+        (Some(p), _) => p.as_str(),
+        (None, Service::Llm) => CHAT_PATH,
+        (None, Service::Http) => {
+            e.add(at("path"), "an http step needs a path");
+            ""
+        }
+    };
+    if !path_text.is_empty() && !path_text.starts_with('/') {
+        e.add(
+            at("path"),
+            format!("must start with `/`, found `{path_text}`"),
+        );
+    }
+    let url_path = template("path", path_text, e);
+    let mut headers = Vec::new();
+    for (name, value) in &s.headers {
+        if let Some(t) = template(&format!("headers.{name}"), value, e) {
+            headers.push((name.clone(), t));
+        }
+    }
+    let method = s.method.clone().unwrap_or_else(|| match service {
+        Service::Llm => "POST".to_owned(),
+        Service::Http => "GET".to_owned(),
+    });
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        e.add(
+            at("method"),
+            format!("must be an HTTP method like GET or POST, found `{method}`"),
+        );
+    }
+    let json = match (&s.body, &s.body_file) {
+        (Some(_), Some(_)) => {
+            e.add(path, "give one of `body` and `body_file`");
+            None
+        }
+        (Some(b), None) => Some(b.clone()),
+        (None, Some(file)) => std::fs::read_to_string(dir.join(file))
+            .map_err(|err| format!("{file}: {err}"))
+            .and_then(|t| {
+                serde_json::from_str(&t).map_err(|err| format!("{file}: not JSON: {err}"))
+            })
+            .map_err(|m| e.add(at("body_file"), m))
+            .ok(),
+        (None, None) => None,
+    };
+    if let Some(j) = &json {
+        let mut strings = Vec::new();
+        collect_strings(j, &mut strings);
+        for text in strings {
+            template("body", &text, e);
+        }
+    }
+    let prompt = match &s.prompt {
+        None => None,
+        Some(RawPrompt::Text(t)) => template("prompt", t, e),
+        Some(RawPrompt::Template(t)) => {
+            if t.input_tokens.is_some() {
+                e.add(at("prompt.input_tokens"), not_yet("`input_tokens`"));
+            }
+            template("prompt.template", &t.template, e)
+        }
+    };
+    let body = match (service, prompt, json) {
+        (Service::Llm, Some(_), Some(_)) => {
+            e.add(path, "give one of `prompt` and a body");
+            Body::None
+        }
+        (Service::Llm, Some(p), None) => Body::Prompt(p),
+        (_, None, Some(j)) => Body::Json(j),
+        (Service::Llm, None, None) => {
+            if s.prompt.is_none() {
+                e.add(path, "an llm step needs a `prompt` or a body");
+            }
+            Body::None
+        }
+        (Service::Http, Some(_), _) => {
+            e.add(at("prompt"), "is for llm steps (an http step sends `body`)");
+            Body::None
+        }
+        (Service::Http, None, None) => Body::None,
+    };
+    if service == Service::Http {
+        for (key, present) in [
+            ("max_tokens", s.max_tokens.is_some()),
+            ("model", s.model.is_some()),
+        ] {
+            if present {
+                e.add(at(key), "is for llm steps");
+            }
+        }
+    }
+    let delay = s
+        .delay
+        .as_ref()
+        .and_then(|d| e.check(&at("delay"), read_dist(d, Kind::Duration)));
+    let max_tokens = s
+        .max_tokens
+        .as_ref()
+        .and_then(|d| e.check(&at("max_tokens"), read_dist(d, Kind::Count)));
+    let timeout = match &s.timeout {
+        None => DEFAULT_TIMEOUT,
+        Some(t) => match e.check(&at("timeout"), parse_duration(t)) {
+            Some(d) if d.is_zero() => {
+                e.add(at("timeout"), "must be greater than 0");
+                DEFAULT_TIMEOUT
+            }
+            Some(d) => d,
+            None => DEFAULT_TIMEOUT,
+        },
+    };
+    let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
+    if service == Service::Http && s.ignore_eos.is_some() {
+        e.add(at("ignore_eos"), "is for llm steps");
+    }
+    let when = s.when.as_deref().and_then(|w| {
+        let (step, outcome) = w.rsplit_once('.').unwrap_or((w, ""));
+        let ok = match outcome {
+            "ok" => true,
+            "error" => false,
+            "hit" | "miss" => {
+                e.add(
+                    at("when"),
+                    not_yet(&format!("`{w}` (hit and miss are of redis steps)")),
+                );
+                return None;
+            }
+            _ => {
+                e.add(at("when"), format!("`{w}` is not STEP.ok or STEP.error"));
+                return None;
+            }
+        };
+        if !depends(s).iter().any(|d| d == step) {
+            e.add(
+                at("when"),
+                format!("`{w}` names `{step}`, which this step does not depend on"),
+            );
+            return None;
+        }
+        Some(When {
+            step: step.to_owned(),
+            ok,
+        })
+    });
+    let mut extract = Vec::new();
+    for (name, path) in &s.extract {
+        if let Some(p) = e.check(&at(&format!("extract.{name}")), JsonPath::parse(path)) {
+            extract.push((name.clone(), p));
+        }
+    }
+    Some(Step {
+        extract,
+        thresholds,
+        when,
+        ignore_eos: s.ignore_eos.unwrap_or(false),
+        name: s.name.clone(),
+        service,
+        method,
+        path: url_path?,
+        headers,
+        body,
+        depends_on: depends(s),
+        delay,
+        model: s.model.clone(),
+        max_tokens,
+        stream: s.stream.unwrap_or(service == Service::Llm),
+        timeout,
+    })
+}
+
+pub(crate) fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}

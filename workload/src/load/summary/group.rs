@@ -1,0 +1,282 @@
+//! The summary of a group of requests (a step, a stage, the run): counts,
+//! HDR histograms in µs, and vLLM's field names in ms.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::Goodput;
+use crate::load::client::{Failure, Outcome};
+
+/// The histograms' range: 1 µs to an hour, three significant digits.
+const HIGHEST_US: u64 = 3_600_000_000;
+const SIGFIG: u8 = 3;
+/// A request sent more than this after its intended time is `late`.
+pub(crate) const LATE_US: u64 = 1000;
+
+/// The measures, by the name of their fields (`mean_ttft_ms`) and histograms
+/// (`ttft_us`). `e2el` is the response time: end − intended.
+pub(crate) const MEASURES: [&str; 7] = [
+    "ttft",
+    "ttft_sent",
+    "tpot",
+    "itl",
+    "e2el",
+    "service_time",
+    "dispatch_lag",
+];
+
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    hists: Vec<Histogram<u64>>,
+    pub(crate) requests: u64,
+    pub(crate) completed: u64,
+    pub(crate) failed: u64,
+    pub(crate) rate_limited: u64,
+    pub(crate) timeouts: u64,
+    pub(crate) queued: u64,
+    pub(crate) late: u64,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) output_tokens_estimated: bool,
+    pub(crate) good: u64,
+}
+
+/// One group as written to the result file.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSummary {
+    pub requests: u64,
+    pub completed: u64,
+    /// Failed for any reason but 429.
+    pub failed: u64,
+    pub rate_limited: u64,
+    pub timeouts: u64,
+    pub queued: u64,
+    /// Sent more than 1 ms after the intended time.
+    pub late: u64,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    /// Requests that met every goodput bound.
+    pub good: u64,
+    /// The output counts are counted chunks for some answers (no usage).
+    pub output_tokens_estimated: bool,
+    /// `request_throughput`, `mean_ttft_ms`, `p99_itl_ms`, …
+    #[serde(flatten)]
+    pub metrics: BTreeMap<String, f64>,
+    /// Base64 of each histogram in HdrHistogram's V2 format, µs.
+    pub histograms: BTreeMap<String, String>,
+}
+
+impl Group {
+    pub(crate) fn new() -> Group {
+        // Fixed, valid bounds: the histograms are always made.
+        Group {
+            hists: MEASURES
+                .iter()
+                .filter_map(|_| Histogram::new_with_bounds(1, HIGHEST_US, SIGFIG).ok())
+                .collect(),
+            requests: 0,
+            completed: 0,
+            failed: 0,
+            rate_limited: 0,
+            timeouts: 0,
+            queued: 0,
+            late: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            output_tokens_estimated: false,
+            good: 0,
+        }
+    }
+
+    fn record(&mut self, measure: usize, us: u64) {
+        if let Some(h) = self.hists.get_mut(measure) {
+            h.saturating_record(us.max(1));
+        }
+    }
+
+    pub(crate) fn add(&mut self, o: &Outcome, goodput: &Goodput) {
+        self.requests += 1;
+        self.queued += u64::from(o.queued);
+        let lag = o.sent_us.saturating_sub(o.intended_us);
+        self.late += u64::from(lag > LATE_US);
+        self.record(6, lag);
+        match o.failure {
+            Some(Failure::RateLimited) => self.rate_limited += 1,
+            Some(f) => {
+                self.failed += 1;
+                self.timeouts += u64::from(f == Failure::Timeout);
+            }
+            None => {}
+        }
+        if o.failure.is_some() {
+            return;
+        }
+        self.completed += 1;
+        self.input_tokens += o.input_tokens.unwrap_or(0);
+        self.output_tokens += o.output_tokens.unwrap_or(0);
+        self.output_tokens_estimated |= o.output_tokens_estimated;
+        let e2el = o.end_us.saturating_sub(o.intended_us);
+        self.record(4, e2el);
+        self.record(5, o.end_us.saturating_sub(o.sent_us));
+        let ttft = o.first_content_us.map(|f| f.saturating_sub(o.intended_us));
+        let tpot = match (o.first_content_us, o.output_tokens) {
+            (Some(f), Some(n)) if n > 1 => Some(o.end_us.saturating_sub(f) / (n - 1)),
+            _ => None,
+        };
+        if let (Some(t), Some(f)) = (ttft, o.first_content_us) {
+            self.record(0, t);
+            self.record(1, f.saturating_sub(o.sent_us));
+        }
+        if let Some(t) = tpot {
+            self.record(2, t);
+        }
+        for g in &o.gaps_us {
+            self.record(3, *g);
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        let meets = |bound: Option<f64>, value: Option<u64>| match (bound, value) {
+            (None, _) => true,
+            (Some(b), Some(v)) => ms(v) <= b,
+            // A bound on a measure the request lacks (no tokens) holds.
+            (Some(_), None) => true,
+        };
+        if meets(goodput.ttft_ms, ttft)
+            && meets(goodput.tpot_ms, tpot)
+            && meets(goodput.e2el_ms, Some(e2el))
+        {
+            self.good += 1;
+        }
+    }
+
+    /// A group back from its summary in a result file: the counts, and the
+    /// histograms decoded (exact: what was recorded).
+    pub(crate) fn read(v: &serde_json::Value) -> Result<Group, String> {
+        let mut g = Group::new();
+        let count = |key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| format!("`{key}` is missing or not a count"))
+        };
+        g.requests = count("requests")?;
+        g.completed = count("completed")?;
+        g.failed = count("failed")?;
+        g.rate_limited = count("rate_limited")?;
+        g.timeouts = count("timeouts")?;
+        g.queued = count("queued")?;
+        g.late = count("late")?;
+        g.input_tokens = count("total_input_tokens")?;
+        g.output_tokens = count("total_output_tokens")?;
+        g.output_tokens_estimated = v
+            .get("output_tokens_estimated")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        g.good = match v.get("good").and_then(serde_json::Value::as_u64) {
+            Some(n) => n,
+            None => return Err("`good` is missing or not a count".to_owned()),
+        };
+        let hists = v.get("histograms").and_then(serde_json::Value::as_object);
+        for (name, h) in MEASURES.iter().zip(g.hists.iter_mut()) {
+            let Some(text) = hists.and_then(|o| o.get(&format!("{name}_us"))) else {
+                continue;
+            };
+            let bytes = text
+                .as_str()
+                .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())
+                .ok_or_else(|| format!("histograms.{name}_us: not base64"))?;
+            let read: Histogram<u64> = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| format!("histograms.{name}_us: {e:?}"))?;
+            h.add(&read)
+                .map_err(|e| format!("histograms.{name}_us: {e:?}"))?;
+        }
+        Ok(g)
+    }
+
+    /// Adds `other`'s counts and histograms.
+    pub(crate) fn merge(&mut self, other: &Group) -> Result<(), String> {
+        for (h, o) in self.hists.iter_mut().zip(&other.hists) {
+            h.add(o).map_err(|e| format!("{e:?}"))?;
+        }
+        self.requests += other.requests;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.rate_limited += other.rate_limited;
+        self.timeouts += other.timeouts;
+        self.queued += other.queued;
+        self.late += other.late;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.output_tokens_estimated |= other.output_tokens_estimated;
+        self.good += other.good;
+        Ok(())
+    }
+
+    /// Quantile `q` of a measure in ms, `None` without samples.
+    pub(crate) fn quantile_ms(&self, measure: &str, q: f64) -> Option<f64> {
+        let i = MEASURES.iter().position(|m| *m == measure)?;
+        let h = self.hists.get(i)?;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+    }
+
+    pub(crate) fn summary(&self, duration_s: f64) -> GroupSummary {
+        let mut metrics = BTreeMap::new();
+        let per_s = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        metrics.insert("duration".to_owned(), duration_s);
+        metrics.insert("request_throughput".to_owned(), per_s(self.completed));
+        metrics.insert("request_goodput".to_owned(), per_s(self.good));
+        metrics.insert("output_throughput".to_owned(), per_s(self.output_tokens));
+        metrics.insert(
+            "total_token_throughput".to_owned(),
+            per_s(self.output_tokens + self.input_tokens),
+        );
+        let mut histograms = BTreeMap::new();
+        for (name, h) in MEASURES.iter().zip(&self.hists) {
+            if h.is_empty() {
+                continue;
+            }
+            let ms = |us: f64| us / 1000.0;
+            metrics.insert(format!("mean_{name}_ms"), ms(h.mean()));
+            metrics.insert(format!("std_{name}_ms"), ms(h.stdev()));
+            metrics.insert(
+                format!("median_{name}_ms"),
+                ms(h.value_at_quantile(0.5) as f64),
+            );
+            for (p, q) in [("p90", 0.90), ("p95", 0.95), ("p99", 0.99)] {
+                metrics.insert(format!("{p}_{name}_ms"), ms(h.value_at_quantile(q) as f64));
+            }
+            metrics.insert(format!("max_{name}_ms"), ms(h.max() as f64));
+            let mut bytes = Vec::new();
+            if V2Serializer::new().serialize(h, &mut bytes).is_ok() {
+                histograms.insert(
+                    format!("{name}_us"),
+                    base64::engine::general_purpose::STANDARD.encode(&bytes),
+                );
+            }
+        }
+        GroupSummary {
+            requests: self.requests,
+            completed: self.completed,
+            failed: self.failed,
+            rate_limited: self.rate_limited,
+            timeouts: self.timeouts,
+            queued: self.queued,
+            late: self.late,
+            total_input_tokens: self.input_tokens,
+            total_output_tokens: self.output_tokens,
+            good: self.good,
+            output_tokens_estimated: self.output_tokens_estimated,
+            metrics,
+            histograms,
+        }
+    }
+}

@@ -1,0 +1,270 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use super::*;
+use crate::load::client::{Failure, Outcome};
+
+fn scenario(thresholds: &str) -> Scenario {
+    scenario_with(thresholds, "")
+}
+
+/// With `step` inside the one step's map (`, thresholds: {...}`).
+fn scenario_with(thresholds: &str, step: &str) -> Scenario {
+    let text = format!(
+        "scenario: s\ntarget: {{ base_url: 'http://127.0.0.1:1' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: 10 }}, duration: 11s, warmup: 1s }}\n\
+         steps: [ {{ name: answer, service: llm, prompt: hi{step} }} ]\n{thresholds}"
+    );
+    Scenario::from_yaml(&text, Path::new("."), &|_| None).unwrap()
+}
+
+/// A streamed answer: intended at `i` ms, sent `lag` ms later, first
+/// content `ttft` ms after sending, 11 tokens at 10 ms each.
+fn answer(i: u64, lag: u64, ttft: u64) -> Outcome {
+    let ms = 1000;
+    let sent = i * ms + lag * ms;
+    let first = sent + ttft * ms;
+    Outcome {
+        index: i,
+        intended_us: i * ms,
+        sent_us: sent,
+        first_byte_us: Some(first),
+        first_content_us: Some(first),
+        end_us: first + 100 * ms,
+        gaps_us: vec![10 * ms; 10],
+        status: Some(200),
+        input_tokens: Some(5),
+        output_tokens: Some(11),
+        ..Outcome::default()
+    }
+}
+
+fn output(outcomes: Vec<Outcome>) -> RunOutput {
+    RunOutput {
+        outcomes,
+        closed: None,
+        journeys: 0,
+        span_us: 11_000_000,
+        ran_us: 11_000_000,
+        queued: 0,
+        cut_in_flight: 0,
+        cut_waiting: 0,
+        elapsed: Duration::from_secs(11),
+        interrupted: false,
+    }
+}
+
+fn info(goodput: Goodput) -> RunInfo {
+    RunInfo {
+        run_id: "r".into(),
+        shard: "0/1".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        lineage: Lineage {
+            scenario_sha256: "0".repeat(64),
+            target: "http://127.0.0.1:1".into(),
+            sluice_version: "0".into(),
+            from_model: None,
+        },
+        goodput,
+        detailed: false,
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    // HDR's three significant digits.
+    (a - b).abs() <= 1e-3 * b.abs() + 1e-3
+}
+
+#[test]
+fn fields_are_vllms_and_measured_from_the_intended_time() {
+    // 100 answers: TTFT from sending 50 ms, the dispatch lag i % 10 ms.
+    let mut outcomes: Vec<Outcome> = (0..100).map(|i| answer(i, i % 10, 50)).collect();
+    let mut warm = answer(1000, 0, 5000);
+    warm.warmup = true;
+    outcomes.push(warm);
+    let mut limited = answer(2000, 0, 50);
+    (limited.status, limited.failure) = (Some(429), Some(Failure::RateLimited));
+    outcomes.push(limited);
+    let mut broken = answer(3000, 0, 50);
+    (broken.status, broken.failure) = (Some(500), Some(Failure::Status));
+    outcomes.push(broken);
+    let s = scenario("");
+    let r = summarize(&s, &output(outcomes), info(Goodput::default()));
+    let m = &r.summary.metrics;
+    assert_eq!(r.dispatch.warmup_requests, 1);
+    assert_eq!(
+        (
+            r.summary.requests,
+            r.summary.completed,
+            r.summary.failed,
+            r.summary.rate_limited
+        ),
+        (102, 100, 1, 1)
+    );
+    assert_eq!(r.summary.total_output_tokens, 1100);
+    assert!(close(m["mean_ttft_sent_ms"], 50.0));
+    // From the intended time: 50 + the mean lag of 4.5 ms.
+    assert!(close(m["mean_ttft_ms"], 54.5), "{}", m["mean_ttft_ms"]);
+    assert!(
+        close(m["p99_dispatch_lag_ms"], 9.0),
+        "{}",
+        m["p99_dispatch_lag_ms"]
+    );
+    // TPOT = (100 ms after the first token) / 10.
+    assert!(close(m["mean_tpot_ms"], 10.0));
+    assert!(close(m["p99_itl_ms"], 10.0));
+    assert!(close(m["mean_service_time_ms"], 150.0));
+    assert!(close(m["median_e2el_ms"], 154.0), "{}", m["median_e2el_ms"]);
+    // 10 s measured (11 less the 1 s warm-up).
+    assert!(close(m["duration"], 10.0));
+    assert!(close(m["request_throughput"], 10.0));
+    assert!(close(m["output_throughput"], 110.0));
+    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps[0].summary.completed, 100);
+    assert_eq!(r.stages.len(), 1);
+    assert!(r.passed);
+    assert_eq!(r.exit_code(), 0);
+    // The histograms decode to what was recorded.
+    let text = &r.summary.histograms["ttft_sent_us"];
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap();
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .unwrap();
+    assert_eq!(h.len(), 100);
+    assert!(close(h.mean(), 50_000.0));
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json.get("requests").is_none());
+    assert_eq!(json["summary"]["completed"], 100);
+    assert!(json["summary"]["p99_ttft_ms"].is_number());
+    assert_eq!(json["lineage"]["target"], "http://127.0.0.1:1");
+}
+
+#[test]
+fn goodput_counts_the_requests_that_meet_every_bound() {
+    // TTFT 20..119 ms from the intended time; all with TPOT 10, e2el +100.
+    let outcomes: Vec<Outcome> = (0..100).map(|i| answer(i, 0, 20 + i)).collect();
+    let s = scenario("");
+    let g = Goodput::parse(["ttft:69.5 tpot:50", "e2el:5000"]).unwrap();
+    let r = summarize(&s, &output(outcomes.clone()), info(g));
+    // 50 of 100 in 10 s.
+    assert!(close(r.summary.metrics["request_goodput"], 5.0));
+    let g = Goodput::parse(["tpot:5"]).unwrap();
+    let r = summarize(&s, &output(outcomes), info(g));
+    assert!(close(r.summary.metrics["request_goodput"], 0.0));
+    assert_eq!(
+        Goodput::parse(["ttft=800"]).unwrap_err(),
+        "`ttft=800` is not KEY:MS like ttft:800"
+    );
+    assert_eq!(
+        Goodput::parse(["itl:5"]).unwrap_err(),
+        "`itl:5`: unknown goodput key `itl` (expected ttft, tpot or e2el)"
+    );
+    assert_eq!(
+        Goodput::parse(["ttft:-1"]).unwrap_err(),
+        "`ttft:-1`: `-1` is not a number of ms > 0"
+    );
+}
+
+#[test]
+fn thresholds_fail_the_run_with_exit_99() {
+    let outcomes: Vec<Outcome> = (0..100).map(|i| answer(i, 0, 50)).collect();
+    let s = scenario("thresholds: { ttft_p95: 40ms, error_rate: 1%, latency_p99: 1s }\n");
+    let r = summarize(&s, &output(outcomes.clone()), info(Goodput::default()));
+    let judged: Vec<(&str, bool)> = r.thresholds.iter().map(|t| (t.name, t.passed)).collect();
+    assert_eq!(
+        judged,
+        [
+            ("error_rate", true),
+            ("latency_p99", true),
+            ("ttft_p95", false)
+        ]
+    );
+    assert_eq!(r.thresholds[0].value, Some(0.0));
+    assert!(close(r.thresholds[2].value.unwrap(), 50.0));
+    assert!(!r.passed);
+    assert_eq!(r.exit_code(), THRESHOLDS_FAILED);
+    // Interrupted: partial, whatever the thresholds say.
+    let mut stopped = output(outcomes);
+    (stopped.interrupted, stopped.ran_us) = (true, 6_000_000);
+    let r = summarize(&scenario(""), &stopped, info(Goodput::default()));
+    assert!(r.interrupted && r.passed);
+    // Measured over the 5 s that ran after the warm-up.
+    assert!(close(r.summary.metrics["duration"], 5.0));
+    assert!(close(r.summary.metrics["request_throughput"], 20.0));
+    assert_eq!(r.exit_code(), INTERRUPTED);
+    // Nothing measured: a threshold cannot hold.
+    let r = summarize(&s, &output(Vec::new()), info(Goodput::default()));
+    assert!(r.thresholds.iter().all(|t| t.value.is_none() && !t.passed));
+}
+
+/// The 4 shards' result files merge into the one run's summary: the same
+/// counts, the same histograms, so the same percentiles to the last digit.
+#[test]
+fn shards_merge_exactly_into_the_one_run() {
+    let all: Vec<Outcome> = (0..200)
+        .map(|i| answer(i, i % 7, 20 + (i * 37) % 300))
+        .collect();
+    let s = scenario_with(
+        "thresholds: { ttft_p95: 250ms }\n",
+        ", thresholds: { ttft_p99: 1s, error_rate: 0% }",
+    );
+    let g = Goodput::parse(["ttft:200"]).unwrap();
+    let whole = serde_json::to_value(summarize(&s, &output(all.clone()), info(g))).unwrap();
+    let shards: Vec<serde_json::Value> = (0..4u64)
+        .map(|k| {
+            let part: Vec<Outcome> = all.iter().filter(|o| o.index % 4 == k).cloned().collect();
+            let mut i = info(g);
+            i.shard = format!("{k}/4");
+            serde_json::to_value(summarize(&s, &output(part), i)).unwrap()
+        })
+        .collect();
+    let merged = merge_runs(&shards).unwrap();
+    for key in ["summary", "steps", "stages", "thresholds", "passed"] {
+        assert_eq!(merged[key], whole[key], "{key}");
+    }
+    assert_eq!(merged["summary"]["completed"], 200);
+    assert_eq!(merged["shard"], "merged 4");
+    let judged: Vec<(&str, &str, bool)> = merged["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let step = t.get("step").and_then(|s| s.as_str()).unwrap_or("-");
+            (t["name"].as_str().unwrap(), step, t["passed"] == true)
+        })
+        .collect();
+    assert_eq!(
+        judged,
+        [
+            ("ttft_p95", "-", false),
+            ("error_rate", "answer", true),
+            ("ttft_p99", "answer", true)
+        ]
+    );
+    // Not the shards of one run.
+    assert_eq!(
+        merge_runs(&shards[..3]).unwrap_err(),
+        "shards 0/4, 1/4, 2/4 given: a merge needs each of 0/4 to 3/4 once"
+    );
+    let mut other = shards.clone();
+    other[2]["scenario"] = "another".into();
+    assert_eq!(
+        merge_runs(&other).unwrap_err(),
+        "file 2: `scenario` is Some(\"another\"), not Some(\"s\") as in file 0: not a shard of \
+         the same run"
+    );
+    let mut twice = shards.clone();
+    twice[3]["shard"] = "1/4".into();
+    assert_eq!(
+        merge_runs(&twice).unwrap_err(),
+        "file 3: shard 1/4 is given twice"
+    );
+}
