@@ -24,7 +24,8 @@ pub use load::{
     RunInfo, RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
     ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
     Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED,
-    LOAD_HEADER, MAX_ARRIVALS, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
+    LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS, RUN_VERSION,
+    THRESHOLDS_FAILED,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,

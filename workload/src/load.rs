@@ -18,5 +18,6 @@ pub use schedule::{
 };
 pub use summary::{
     merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport,
-    StageSummary, StepSummary, ThresholdResult, INTERRUPTED, RUN_VERSION, THRESHOLDS_FAILED,
+    StageSummary, StepSummary, ThresholdResult, INTERRUPTED, MEASURES, RUN_VERSION,
+    THRESHOLDS_FAILED,
 };

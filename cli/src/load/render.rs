@@ -1,7 +1,7 @@
 //! The summary `sluice load` prints: counts, rates, each measure's mean,
 //! median and p99, and the thresholds.
 
-use sluice_workload::RunReport;
+use sluice_workload::{RunReport, LOAD_MEASURES};
 
 pub(super) fn render(r: &RunReport) -> String {
     let m = |name: &str| {
@@ -43,15 +43,7 @@ pub(super) fn render(r: &RunReport) -> String {
             m("request_goodput")
         ),
     ];
-    for name in [
-        "ttft",
-        "ttft_sent",
-        "tpot",
-        "itl",
-        "e2el",
-        "service_time",
-        "dispatch_lag",
-    ] {
+    for name in LOAD_MEASURES {
         lines.push(format!(
             "{name:<13} mean {:>9}  median {:>9}  p99 {:>9} ms",
             m(&format!("mean_{name}_ms")),

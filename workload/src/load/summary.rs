@@ -12,7 +12,7 @@ use serde::Serialize;
 use sluice_filters::Gate;
 
 use group::Group;
-pub use group::GroupSummary;
+pub use group::{GroupSummary, MEASURES};
 pub use merge::merge_runs;
 
 use super::engine::RunOutput;

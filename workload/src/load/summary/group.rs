@@ -19,7 +19,7 @@ pub(crate) const LATE_US: u64 = 1000;
 
 /// The measures, by the name of their fields (`mean_ttft_ms`) and histograms
 /// (`ttft_us`). `e2el` is the response time: end − intended.
-pub(crate) const MEASURES: [&str; 7] = [
+pub const MEASURES: [&str; 7] = [
     "ttft",
     "ttft_sent",
     "tpot",
