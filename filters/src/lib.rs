@@ -15,6 +15,7 @@ mod meter;
 mod metrics;
 mod mirror;
 mod names;
+mod path_error;
 mod record;
 mod redact;
 mod request_scan;
@@ -55,6 +56,7 @@ pub use metrics::{
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};
+pub use path_error::{PathError, PathErrors};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
 pub use request_scan::{scan_request, RequestInfo};

@@ -33,10 +33,7 @@ use sessions::Turn;
 pub use arrival::{ArrivalFit, Candidate};
 pub use gof::KL_DEFINITION;
 pub use lengths::{Cap, TokenLengths};
-pub use model::{
-    ArrivalModel, ModelError, ModelErrors, RateCurve, Source, TokenCorrelation, WorkloadModel,
-    MODEL_VERSION,
-};
+pub use model::{ArrivalModel, RateCurve, Source, TokenCorrelation, WorkloadModel, MODEL_VERSION};
 pub use report::{compare_table, Fitted, SessionsReport};
 pub use sessions::{Quantiles, SessionModel, ThinkTime};
 pub use windows::Window;

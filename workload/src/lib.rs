@@ -14,18 +14,17 @@ mod trace;
 
 pub use fit::{
     compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
-    Cap, FitBuilder, FitError, FitOptions, Fitted, ModelError, ModelErrors, Quantiles, RateCurve,
-    SessionModel, SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window,
-    WorkloadModel, KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
+    Cap, FitBuilder, FitError, FitOptions, Fitted, Quantiles, RateCurve, SessionModel,
+    SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window, WorkloadModel,
+    KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use load::{
     mean_gap_s, merge_runs, run as run_load, summarize, Body, Data, Dispatch, Dist, EngineError,
     Failure, Goodput, GroupSummary, Intended, JsonPath, Lineage, Live, Outcome, Plan, Process,
-    RunInfo, RunOptions, RunOutput, RunReport, Scenario, ScenarioError, ScenarioErrors, Schedule,
-    ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target,
-    Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED,
-    LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS, RUN_VERSION,
-    THRESHOLDS_FAILED,
+    RunInfo, RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError, Segment, Service,
+    Sessions, Shard, StageSummary, Step, StepSummary, Target, Template, ThresholdResult, When,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, INTERRUPTED, LOAD_HEADER, MAX_ARRIVALS,
+    MEASURES as LOAD_MEASURES, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{
     convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
@@ -35,5 +34,8 @@ pub use trace::{
 /// The units the load-testing half parses, the same as the proxy config's:
 /// `250ms`, `5%`, `64KiB`.
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
+
 /// The arrival process a model names (`arrival:`), shared with `sluice load`.
 pub use sluice_filters::{Arrival, WeibullComponent};
+/// Errors of a model file or a scenario, named by path.
+pub use sluice_filters::{PathError, PathErrors};

@@ -10,8 +10,8 @@ mod summary;
 pub use client::{Failure, Outcome, LOAD_HEADER};
 pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
 pub use scenario::{
-    Body, Data, Dist, JsonPath, Scenario, ScenarioError, ScenarioErrors, Service, Sessions, Step,
-    Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    Body, Data, Dist, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

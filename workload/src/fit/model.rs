@@ -5,11 +5,10 @@
 //! (unknown fields refused, the path of the first problem) and then
 //! `validate`, which names every wrong value by its path.
 
-use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sluice_filters::Arrival;
+use sluice_filters::{Arrival, PathError, PathErrors};
 
 use super::lengths::TokenLengths;
 use super::sessions::{Quantiles, SessionModel, ThinkTime};
@@ -75,36 +74,9 @@ pub struct Source {
     pub fitted_at: String,
 }
 
-/// One problem of a model file: `arrival.shape: must be ...`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelError {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.path.as_str() {
-            "" | "." => f.write_str(&self.message),
-            path => write!(f, "{path}: {}", self.message),
-        }
-    }
-}
-
-/// Every problem of a model file, one a line.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ModelErrors(pub Vec<ModelError>);
-
-impl fmt::Display for ModelErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lines: Vec<String> = self.0.iter().map(ToString::to_string).collect();
-        f.write_str(&lines.join("\n"))
-    }
-}
-
 impl WorkloadModel {
     /// Reads and validates a model (YAML, or JSON).
-    pub fn from_yaml(text: &str) -> Result<WorkloadModel, ModelErrors> {
+    pub fn from_yaml(text: &str) -> Result<WorkloadModel, PathErrors> {
         let de = serde_norway::Deserializer::from_str(text);
         let model: WorkloadModel = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
@@ -114,15 +86,15 @@ impl WorkloadModel {
                 Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
                 _ => message,
             };
-            ModelErrors(vec![ModelError { path, message }])
+            PathErrors(vec![PathError { path, message }])
         })?;
         model.validate()?;
         Ok(model)
     }
 
-    pub fn read(path: &Path) -> Result<WorkloadModel, ModelErrors> {
+    pub fn read(path: &Path) -> Result<WorkloadModel, PathErrors> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            ModelErrors(vec![ModelError {
+            PathErrors(vec![PathError {
                 path: String::new(),
                 message: format!("{}: {e}", path.display()),
             }])
@@ -136,10 +108,10 @@ impl WorkloadModel {
     }
 
     /// Every value out of its range, by path.
-    pub fn validate(&self) -> Result<(), ModelErrors> {
+    pub fn validate(&self) -> Result<(), PathErrors> {
         let mut errors = Vec::new();
         let mut error = |path: &str, message: String| {
-            errors.push(ModelError {
+            errors.push(PathError {
                 path: path.to_owned(),
                 message,
             })
@@ -232,7 +204,7 @@ impl WorkloadModel {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(ModelErrors(errors))
+            Err(PathErrors(errors))
         }
     }
 }

@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-use sluice_filters::Gate;
+use sluice_filters::{Gate, PathError, PathErrors};
 
 use super::schedule::Plan;
 
@@ -145,33 +145,6 @@ pub struct Data {
     pub sequential: bool,
 }
 
-/// One problem of a scenario: `workload.duration: ...`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScenarioError {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.path.as_str() {
-            "" | "." => f.write_str(&self.message),
-            path => write!(f, "{path}: {}", self.message),
-        }
-    }
-}
-
-/// Every problem of a scenario, one a line.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct ScenarioErrors(pub Vec<ScenarioError>);
-
-impl fmt::Display for ScenarioErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lines: Vec<String> = self.0.iter().map(ToString::to_string).collect();
-        f.write_str(&lines.join("\n"))
-    }
-}
-
 /// The step timeout when none is written.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// `max_in_flight` when none is written.
@@ -184,7 +157,7 @@ impl Scenario {
         text: &str,
         dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Scenario, ScenarioErrors> {
+    ) -> Result<Scenario, PathErrors> {
         let de = serde_norway::Deserializer::from_str(text);
         let raw: raw::RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
@@ -194,15 +167,15 @@ impl Scenario {
                 Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
                 _ => message,
             };
-            ScenarioErrors(vec![ScenarioError { path, message }])
+            PathErrors(vec![PathError { path, message }])
         })?;
         validate::validate(raw, dir, env)
     }
 
     /// [`Scenario::from_yaml`] of a file, with the process's environment.
-    pub fn read(path: &Path) -> Result<Scenario, ScenarioErrors> {
+    pub fn read(path: &Path) -> Result<Scenario, PathErrors> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            ScenarioErrors(vec![ScenarioError {
+            PathErrors(vec![PathError {
                 path: String::new(),
                 message: format!("{}: {e}", path.display()),
             }])

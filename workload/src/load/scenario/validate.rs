@@ -8,20 +8,20 @@ use sluice_filters::{parse_duration, parse_percent, Gate, GateUnit};
 
 use super::dist::{read as read_dist, Kind};
 use super::raw::{RawScenario, RawValue};
-use super::{
-    Data, Scenario, ScenarioError, ScenarioErrors, Sessions, Target, DEFAULT_MAX_IN_FLIGHT,
-};
+use sluice_filters::{PathError, PathErrors};
+
+use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
 
 mod plan;
 mod steps;
 
 /// Problems, each with its path.
 #[derive(Default)]
-pub(crate) struct Errors(Vec<ScenarioError>);
+pub(crate) struct Errors(Vec<PathError>);
 
 impl Errors {
     pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(ScenarioError {
+        self.0.push(PathError {
             path: path.into(),
             message: message.into(),
         });
@@ -42,7 +42,7 @@ pub(crate) fn validate(
     raw: RawScenario,
     dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Scenario, ScenarioErrors> {
+) -> Result<Scenario, PathErrors> {
     let mut e = Errors::default();
     if raw.scenario.trim().is_empty() {
         e.add("scenario", "must be a name, found an empty one");
@@ -123,7 +123,7 @@ pub(crate) fn validate(
             thresholds,
             from_model: model.file,
         }),
-        _ => Err(ScenarioErrors(e.0)),
+        _ => Err(PathErrors(e.0)),
     }
 }
 
