@@ -10,11 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    merge_runs, parse_duration, run_load, summarize, Goodput, Lineage, Live, RunInfo, RunOptions,
-    RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+    merge_runs, parse_duration, run_load, sha256_file, summarize, write_atomically, Goodput,
+    Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
 };
 
 /// How often the progress line is written.
@@ -162,7 +161,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             shard: args.shard.to_string(),
             started_at: format_rfc3339(now_us),
             lineage: Lineage {
-                scenario_sha256: sha256_of(&args.scenario)?,
+                scenario_sha256: sha256_file(&args.scenario)?,
                 target: scenario.target.base_url.clone(),
                 sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
                 from_model: scenario.from_model.clone(),
@@ -304,25 +303,6 @@ fn start_at(text: &str) -> Result<i64, String> {
 /// How long until `at_us` (zero when it has passed: start now).
 fn wait_until(at_us: i64, now_us: i64) -> Duration {
     Duration::from_micros(u64::try_from(at_us.saturating_sub(now_us)).unwrap_or(0))
-}
-
-fn sha256_of(path: &Path) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
-/// Beside `path`, then renamed over it: no half file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .map_or("run.json".into(), |n| n.to_string_lossy());
-    let partial = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, path)?;
-    Ok(())
 }
 
 /// A line on stdout; a reader that went away (`| head`) is not an error.

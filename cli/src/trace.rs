@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use sluice_workload::{
-    convert, for_each_row, Format, Lengths, Skipped, StatsBuilder, TraceError, TraceReader,
-    TraceStats, TraceWriter,
+    convert, for_each_row, partial_path, Format, Lengths, Skipped, StatsBuilder, TraceError,
+    TraceReader, TraceStats, TraceWriter,
 };
 
 #[derive(clap::Args)]
@@ -88,12 +88,7 @@ fn run_convert(
 ) -> Result<(), TraceError> {
     let mut reader = TraceReader::open(input, from)?;
     let out_name = output.display().to_string();
-    let partial = output.with_file_name(format!(
-        ".{}.partial",
-        output
-            .file_name()
-            .map_or("trace".into(), |n| n.to_string_lossy())
-    ));
+    let partial = partial_path(output);
     let io_error = |e: std::io::Error| TraceError::new(&out_name, 0, e.to_string());
     let file = File::create(&partial).map_err(io_error)?;
     let writer = TraceWriter::new(to, BufWriter::new(file));

@@ -20,13 +20,12 @@ mod single;
 mod windows;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use sluice_filters::{format_rfc3339, TraceLine};
 
+use crate::files::{sha256_file, write_atomically};
 use crate::trace::{for_each_row, seconds_text, Format, Refused, TraceError, TraceReader};
 use sessions::Turn;
 
@@ -216,9 +215,9 @@ pub fn fit_file(
     let name = path.display().to_string();
     let source = Source {
         trace: name.clone(),
-        sha256: sha256_of(path).map_err(|message| FitError::Data {
+        sha256: sha256_file(path).map_err(|e| FitError::Data {
             file: name.clone(),
-            message,
+            message: e.to_string(),
         })?,
         requests: 0,
         fitted_at: format_rfc3339(now_unix_us),
@@ -242,25 +241,6 @@ pub fn fit_to(
     Ok(fitted)
 }
 
-fn sha256_of(path: &Path) -> Result<String, String> {
-    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&buffer[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
 /// Writes the model beside `path` and renames it over `path`, so that a
 /// failure leaves no half file.
 pub fn write_model(path: &Path, model: &WorkloadModel) -> Result<(), FitError> {
@@ -269,17 +249,7 @@ pub fn write_model(path: &Path, model: &WorkloadModel) -> Result<(), FitError> {
         file: file.clone(),
         message: e.to_string(),
     };
-    let partial = path.with_file_name(format!(
-        ".{}.partial",
-        path.file_name()
-            .map_or("model.yaml".into(), |n| n.to_string_lossy())
-    ));
-    std::fs::write(&partial, model.to_yaml()).map_err(error)?;
-    std::fs::rename(&partial, path).map_err(|e| {
-        // Best effort: the error being reported matters more.
-        let _ = std::fs::remove_file(&partial);
-        error(e)
-    })
+    write_atomically(path, model.to_yaml().as_bytes()).map_err(error)
 }
 
 #[cfg(test)]

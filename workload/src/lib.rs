@@ -8,10 +8,12 @@
 //! (timer thread, clients, writers). So far: trace files, their
 //! statistics, and the fit of a workload model to a trace.
 
+mod files;
 mod fit;
 mod load;
 mod trace;
 
+pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{
     compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,
     Cap, FitBuilder, FitError, FitOptions, Fitted, Quantiles, RateCurve, SessionModel,
