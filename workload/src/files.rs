@@ -5,7 +5,9 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
+use sluice_filters::{PathError, PathErrors};
 
 /// `.NAME.partial` beside `path`: where a file is written before it is
 /// renamed over `path`.
@@ -25,6 +27,32 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&partial);
     }
     written
+}
+
+/// A YAML (or JSON) document as `T`; a value that does not fit is one error
+/// at its path (`workload.duration: invalid type ...`).
+pub(crate) fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, PathErrors> {
+    let de = serde_norway::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        // serde_norway may prefix the path it already has.
+        let message = match message.split_once(": ") {
+            Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
+            _ => message,
+        };
+        PathErrors(vec![PathError { path, message }])
+    })
+}
+
+/// A file's text; a file that cannot be read is one error naming it.
+pub(crate) fn read_text(path: &Path) -> Result<String, PathErrors> {
+    std::fs::read_to_string(path).map_err(|e| {
+        PathErrors(vec![PathError {
+            path: String::new(),
+            message: format!("{}: {e}", path.display()),
+        }])
+    })
 }
 
 /// The SHA-256 of the file's bytes, lower-case hex, read in 64 KiB blocks.

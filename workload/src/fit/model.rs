@@ -77,28 +77,13 @@ pub struct Source {
 impl WorkloadModel {
     /// Reads and validates a model (YAML, or JSON).
     pub fn from_yaml(text: &str) -> Result<WorkloadModel, PathErrors> {
-        let de = serde_norway::Deserializer::from_str(text);
-        let model: WorkloadModel = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let message = e.into_inner().to_string();
-            // serde_norway may prefix the path it already has.
-            let message = match message.split_once(": ") {
-                Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
-                _ => message,
-            };
-            PathErrors(vec![PathError { path, message }])
-        })?;
+        let model: WorkloadModel = crate::files::from_yaml(text)?;
         model.validate()?;
         Ok(model)
     }
 
     pub fn read(path: &Path) -> Result<WorkloadModel, PathErrors> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            PathErrors(vec![PathError {
-                path: String::new(),
-                message: format!("{}: {e}", path.display()),
-            }])
-        })?;
+        let text = crate::files::read_text(path)?;
         WorkloadModel::from_yaml(&text)
     }
 

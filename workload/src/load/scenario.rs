@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-use sluice_filters::{Gate, PathError, PathErrors};
+use sluice_filters::{Gate, PathErrors};
 
 use super::schedule::Plan;
 
@@ -158,28 +158,13 @@ impl Scenario {
         dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Scenario, PathErrors> {
-        let de = serde_norway::Deserializer::from_str(text);
-        let raw: raw::RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let message = e.into_inner().to_string();
-            // serde_norway may prefix the path it already has.
-            let message = match message.split_once(": ") {
-                Some((head, rest)) if path.starts_with(head) && !head.is_empty() => rest.to_owned(),
-                _ => message,
-            };
-            PathErrors(vec![PathError { path, message }])
-        })?;
+        let raw: raw::RawScenario = crate::files::from_yaml(text)?;
         validate::validate(raw, dir, env)
     }
 
     /// [`Scenario::from_yaml`] of a file, with the process's environment.
     pub fn read(path: &Path) -> Result<Scenario, PathErrors> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            PathErrors(vec![PathError {
-                path: String::new(),
-                message: format!("{}: {e}", path.display()),
-            }])
-        })?;
+        let text = crate::files::read_text(path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Scenario::from_yaml(&text, dir, &|name| std::env::var(name).ok())
     }
