@@ -1,6 +1,7 @@
 //! The `sluice` command line.
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -89,6 +90,9 @@ struct MockLlmArgs {
     seed: u64,
     #[arg(long, default_value = "mock-llm")]
     model: String,
+    /// Completions answered at once; more wait in arrival order (no limit when absent).
+    #[arg(long)]
+    max_concurrency: Option<NonZeroUsize>,
 }
 
 impl From<MockLlmArgs> for MockLlmOptions {
@@ -102,6 +106,7 @@ impl From<MockLlmArgs> for MockLlmOptions {
             error_rate: a.error_rate,
             seed: a.seed,
             model: a.model,
+            max_concurrency: a.max_concurrency,
             ..MockLlmOptions::default()
         }
     }

@@ -13,6 +13,7 @@ mod record;
 mod tests;
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,10 @@ pub struct MockLlmOptions {
     /// Reset every connection as soon as it is accepted (`SO_LINGER` 0), answering nothing:
     /// a peer that breaks mid-handshake.
     pub reset: bool,
+    /// Completions answered at once; those beyond wait in arrival order (FIFO) for a slot, as
+    /// on a real server, so a load test meets a knee. A slot is held from the request's read
+    /// until its last byte (a stream's TTFT clock starts when it gets one). `None`: no limit.
+    pub max_concurrency: Option<NonZeroUsize>,
 }
 
 impl Default for MockLlmOptions {
@@ -75,6 +80,7 @@ impl Default for MockLlmOptions {
             model: "mock-llm".to_owned(),
             record: false,
             reset: false,
+            max_concurrency: None,
         }
     }
 }

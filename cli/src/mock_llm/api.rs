@@ -11,6 +11,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::debug;
 
 use super::body::{jittered, next_token, MockBody, SseStream, StreamPlan};
@@ -31,6 +32,8 @@ pub(super) struct Shared {
     /// Numbers requests in arrival order; each one's RNG is seeded from it, so a run with the
     /// same seed and the same request order draws the same errors, text and jitter, without a lock.
     requests: AtomicU64,
+    /// The `max_concurrency` slots; tokio's semaphore is fair, so waiters are served FIFO.
+    slots: Option<Arc<Semaphore>>,
 }
 
 /// The mock's behaviour that can be changed while it serves, lock-free.
@@ -76,6 +79,9 @@ impl Shared {
     pub(super) fn new(opts: MockLlmOptions) -> Self {
         Shared {
             knobs: Arc::new(MockKnobs::new(&opts)),
+            slots: opts
+                .max_concurrency
+                .map(|n| Arc::new(Semaphore::new(n.get()))),
             recorder: Arc::new(Recorder::default()),
             opts,
             requests: AtomicU64::new(0),
@@ -137,7 +143,13 @@ pub(super) async fn handle(
             return Ok(error(StatusCode::NOT_FOUND, &msg, "invalid_request_error"));
         }
     };
-    Ok(complete(endpoint, &parts.headers, &bytes, shared)
+    // Queued here, after the read, as a server queues a request it has parsed. The semaphore is
+    // never closed, so `acquire_owned` cannot fail; were it to, the request would go unqueued.
+    let slot = match &shared.slots {
+        Some(slots) => Arc::clone(slots).acquire_owned().await.ok(),
+        None => None,
+    };
+    Ok(complete(endpoint, &parts.headers, &bytes, shared, slot)
         .await
         .unwrap_or_else(|reject| error(reject.status, &reject.message, reject.kind)))
 }
@@ -159,12 +171,14 @@ impl Reject {
     }
 }
 
-/// Answers a completion request; `Err` says which error answer to send instead.
+/// Answers a completion request; `Err` says which error answer to send instead. `slot` is held
+/// until the answer is done: by the stream until its last event, or across a whole answer's wait.
 async fn complete(
     endpoint: Endpoint,
     headers: &HeaderMap,
     bytes: &[u8],
     shared: &Shared,
+    slot: Option<OwnedSemaphorePermit>,
 ) -> Result<Response<MockBody>, Reject> {
     let opts = &shared.opts;
     let ttft = header_ms(headers, "x-mock-ttft-ms")?.unwrap_or(shared.knobs.ttft());
@@ -220,7 +234,7 @@ async fn complete(
             finish,
             include_usage: parsed.include_usage(),
         };
-        let body = MockBody::Sse(Box::new(SseStream::new(plan, rng)));
+        let body = MockBody::Sse(Box::new(SseStream::new(plan, rng, slot)));
         let mut resp = Response::new(body);
         let headers = resp.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -238,6 +252,7 @@ async fn complete(
         text.push_str(&next_token(&mut rng));
     }
     tokio::time::sleep(wait).await;
+    drop(slot);
     let answer = meta.full_answer(&text, finish, prompt_tokens, tokens);
     Ok(json_response(StatusCode::OK, &answer))
 }

@@ -16,6 +16,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
 
 use super::openai::{AnswerMeta, Endpoint};
@@ -143,11 +144,17 @@ pub(super) struct SseStream {
     phase: Phase,
     sent: u32,
     sleep: Pin<Box<Sleep>>,
+    /// The server's `max_concurrency` slot, given back once the last event is out.
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 impl SseStream {
     /// The TTFT clock starts here, when the request has been read, as a server's prefill would.
-    pub(super) fn new(plan: StreamPlan, mut rng: SmallRng) -> Self {
+    pub(super) fn new(
+        plan: StreamPlan,
+        mut rng: SmallRng,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Self {
         let ttft = jittered(plan.ttft, plan.jitter, &mut rng);
         let phase = match plan.meta.endpoint {
             Endpoint::Chat => Phase::Role,
@@ -159,6 +166,7 @@ impl SseStream {
             phase,
             sent: 0,
             sleep: Box::pin(tokio::time::sleep(ttft)),
+            slot,
         }
     }
 
@@ -183,6 +191,7 @@ impl SseStream {
             }
             Phase::Done => {
                 self.phase = Phase::Finished;
+                self.slot = None;
                 return Poll::Ready(Some(Bytes::from_static(b"data: [DONE]\n\n")));
             }
             Phase::Finished => return Poll::Ready(None),

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::{MockLlm, MockLlmOptions};
 
+mod queue;
 mod record;
 
 type TestClient = Client<HttpConnector, Full<Bytes>>;
