@@ -1,0 +1,101 @@
+//! Prompts of a set size without a tokenizer: the text counted by the
+//! trace schema's estimate (characters / 4, rounded up), and a seeded
+//! filler of common English words that BPE tokenizers (GPT-2's, SmolLM2's,
+//! Llama's) keep as one token each, so a word counts as one token.
+
+use rand::Rng;
+
+/// Words that are one token each, with or without the space before them,
+/// in the GPT-2 and SmolLM2 vocabularies.
+pub const FILLER_WORDS: [&str; 64] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "new", "people",
+    "first", "year", "work", "water", "city", "world", "day", "house", "light", "music", "river",
+    "road", "school",
+];
+
+/// The tokens of `text` by the estimate the trace schema writes when a
+/// server gave no usage: characters / 4, rounded up.
+pub fn estimated_tokens(text: &str) -> u64 {
+    text.chars().count().div_ceil(4) as u64
+}
+
+/// `text` sized to `target_tokens`: with filler words before it when it
+/// is shorter (each word one token, `text` counted by
+/// [`estimated_tokens`]), or cut to its first `4 * target_tokens`
+/// characters when it is longer. The filler comes first so that the
+/// request's own text (the question) ends the prompt, as in a RAG prompt
+/// whose context comes before the question; whether prompts share a
+/// prefix is then the filler's RNG's choice: one seeded per journey gives
+/// none, one seeded the same for every request gives a shared one.
+pub fn sized_prompt(text: &str, target_tokens: u64, rng: &mut impl Rng) -> String {
+    let own = estimated_tokens(text);
+    if own >= target_tokens {
+        let keep = usize::try_from(target_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        return text.chars().take(keep).collect();
+    }
+    let words = target_tokens - own;
+    let mut out = String::with_capacity(text.len() + 6 * words as usize);
+    for _ in 0..words {
+        let w = FILLER_WORDS[rng.random_range(0..FILLER_WORDS.len())];
+        out.push_str(w);
+        out.push(' ');
+    }
+    out.push_str(text);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// Filler words plus the text's estimate, the rule `sized_prompt` sizes by.
+    fn counted(prompt: &str, text: &str) -> u64 {
+        let filler = prompt.strip_suffix(text).expect("the text ends the prompt");
+        filler.split_whitespace().count() as u64 + estimated_tokens(text)
+    }
+
+    #[test]
+    fn pads_to_the_target_exactly_by_the_rule() {
+        let text = "Context: 42 Question: what is the capital of France?";
+        assert_eq!(estimated_tokens(text), 13);
+        let mut rng = StdRng::seed_from_u64(7);
+        for target in [14, 100, 900, 4096] {
+            let p = sized_prompt(text, target, &mut rng);
+            assert_eq!(counted(&p, text), target, "target {target}");
+            assert!(p
+                .split_whitespace()
+                .take((target - 13) as usize)
+                .all(|w| FILLER_WORDS.contains(&w)));
+        }
+    }
+
+    #[test]
+    fn cuts_a_longer_text_to_the_target() {
+        let text = "é".repeat(50);
+        let mut rng = StdRng::seed_from_u64(1);
+        let p = sized_prompt(&text, 5, &mut rng);
+        assert_eq!(p, "é".repeat(20));
+        assert_eq!(estimated_tokens(&p), 5);
+        // Exactly the text's own size: the text unchanged.
+        assert_eq!(sized_prompt(&text, 13, &mut rng), text);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_prompt_and_a_shared_prefix() {
+        let draw = |seed, n| sized_prompt("q?", n, &mut StdRng::seed_from_u64(seed));
+        assert_eq!(draw(3, 200), draw(3, 200));
+        assert_ne!(draw(3, 200), draw(4, 200));
+        // One stream: the shorter filler is the longer one's start.
+        let (short, long) = (draw(3, 50), draw(3, 200));
+        let stem = short.strip_suffix("q?").unwrap();
+        assert!(long.starts_with(stem));
+    }
+}
