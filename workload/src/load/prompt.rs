@@ -3,7 +3,11 @@
 //! filler of common English words that BPE tokenizers (GPT-2's, SmolLM2's,
 //! Llama's) keep as one token each, so a word counts as one token.
 
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sluice_filters::mix64;
+
+use super::scenario::{correlated_pair, Step};
 
 /// Words that are one token each, with or without the space before them,
 /// in the GPT-2 and SmolLM2 vocabularies.
@@ -45,6 +49,47 @@ pub fn sized_prompt(text: &str, target_tokens: u64, rng: &mut impl Rng) -> Strin
     }
     out.push_str(text);
     out
+}
+
+/// Mixed into the seed of the filler that `prefix: shared` draws the same
+/// for every request.
+const SHARED_FILLER: u64 = 0x5348_4152_4544; // "SHARED"
+
+/// One request's sizes: its prompt's tokens and its `max_tokens`, drawn
+/// jointly through the step's copula when it has one.
+pub(crate) fn draw_lengths(step: &Step, rng: &mut impl Rng) -> (Option<u64>, Option<u64>) {
+    let count = |x: f64| x.round().max(1.0) as u64;
+    match (&step.input_tokens, &step.max_tokens, step.token_rho) {
+        (Some(i), Some(o), Some(rho)) => {
+            let (i, o) = correlated_pair(i, o, rho, rng);
+            (Some(count(i)), Some(count(o)))
+        }
+        (i, o, _) => (
+            i.as_ref().map(|d| count(d.sample(rng))),
+            o.as_ref().map(|d| count(d.sample(rng))),
+        ),
+    }
+}
+
+/// The user message of an llm prompt step: `text` sized to `tokens` when
+/// the step sizes its prompt, the filler drawn from the journey's `rng` or,
+/// with `prefix: shared`, from one stream seeded by the run's `seed`.
+pub(crate) fn step_prompt(
+    step: &Step,
+    text: String,
+    tokens: Option<u64>,
+    seed: u64,
+    rng: &mut StdRng,
+) -> String {
+    match tokens {
+        None => text,
+        Some(n) if step.shared_prefix => sized_prompt(
+            &text,
+            n,
+            &mut StdRng::seed_from_u64(mix64(seed ^ SHARED_FILLER)),
+        ),
+        Some(n) => sized_prompt(&text, n, rng),
+    }
 }
 
 #[cfg(test)]
