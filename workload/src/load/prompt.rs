@@ -100,6 +100,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::load::scenario::{Dist, Scenario};
 
     /// Filler words plus the text's estimate, the rule `sized_prompt` sizes by.
     fn counted(prompt: &str, text: &str) -> u64 {
@@ -142,5 +143,62 @@ mod tests {
         let (short, long) = (draw(3, 50), draw(3, 200));
         let stem = short.strip_suffix("q?").unwrap();
         assert!(long.starts_with(stem));
+    }
+
+    fn step(prompt: &str) -> Step {
+        let text = format!(
+            "scenario: s\ntarget: {{ base_url: \"http://127.0.0.1:1\" }}\n\
+             workload: {{ arrival: {{ kind: constant, rate: 1 }}, duration: 1s, seed: 3 }}\n\
+             steps: [ {{ name: a, service: llm, prompt: {prompt}, max_tokens: 10-500 }} ]\n"
+        );
+        let s = Scenario::from_yaml(&text, std::path::Path::new("."), &|_| None).unwrap();
+        s.steps[0].clone()
+    }
+
+    #[test]
+    fn a_step_sizes_its_prompt_from_its_own_or_the_shared_stream() {
+        let unique = step(r#"{ template: "Q?", input_tokens: 300 }"#);
+        let shared = step(r#"{ template: "Q?", input_tokens: 300, prefix: shared }"#);
+        let (mut r1, mut r2) = (StdRng::seed_from_u64(1), StdRng::seed_from_u64(2));
+        let (tokens, max_tokens) = draw_lengths(&unique, &mut r1);
+        assert_eq!(tokens, Some(300));
+        assert!(max_tokens.is_some_and(|m| (10..=500).contains(&m)));
+        let prompt = |s: &Step, rng: &mut StdRng| step_prompt(s, "Q?".into(), tokens, 3, rng);
+        let (a, b) = (prompt(&unique, &mut r1), prompt(&unique, &mut r2));
+        assert_ne!(a, b, "each journey its own filler");
+        assert_eq!(counted(&a, "Q?"), 300);
+        let (a, b) = (prompt(&shared, &mut r1), prompt(&shared, &mut r2));
+        assert_eq!(a, b, "one filler for every request");
+        assert_eq!(counted(&a, "Q?"), 300);
+        // A step that sizes nothing sends its text as it is.
+        assert_eq!(step_prompt(&unique, "Q?".into(), None, 3, &mut r1), "Q?");
+    }
+
+    #[test]
+    fn with_a_copula_both_lengths_come_from_one_seeded_draw() {
+        let mut s =
+            step(r#"{ template: "Q?", input_tokens: { lognormal: { median: 900, sigma: 1.0 } } }"#);
+        s.token_rho = Some(0.99);
+        let draws = |s: &Step, seed| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            (0..200)
+                .map(|_| draw_lengths(s, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            draws(&s, 8),
+            draws(&s, 8),
+            "the same seed, the same requests"
+        );
+        // At rho 0.99 a prompt above its median (900) nearly always has
+        // max_tokens above the uniform's (255).
+        let pairs = draws(&s, 8);
+        let agree = pairs
+            .iter()
+            .filter(|(i, o)| (i.unwrap() > 900) == (o.unwrap() > 255))
+            .count();
+        assert!(agree >= 180, "{agree} of 200 agree");
+        s.max_tokens = Some(Dist::Fixed(64.0));
+        assert!(draws(&s, 8).iter().all(|(_, o)| *o == Some(64)));
     }
 }
