@@ -19,6 +19,7 @@ mod mirror;
 mod openai_sdk;
 mod otlp;
 mod prometheus;
+mod prompt_size;
 mod protocols;
 mod recorder;
 mod resp;

@@ -20,6 +20,7 @@ use sluice_filters::{Gate, PathErrors};
 
 use super::schedule::Plan;
 
+pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
 pub use template::Template;
@@ -106,6 +107,18 @@ pub struct Step {
     pub delay: Option<Dist>,
     pub model: Option<String>,
     pub max_tokens: Option<Dist>,
+    /// The prompt's size in tokens (`prompt.input_tokens`, or a model's
+    /// input lengths): the prompt is padded or cut to it by
+    /// [`crate::load::sized_prompt`].
+    pub input_tokens: Option<Dist>,
+    /// `prompt.prefix: shared`: every request's filler is drawn from the
+    /// same seeded stream, so prompts share their start (a prefix cache
+    /// hits); else each journey draws its own.
+    pub shared_prefix: bool,
+    /// The normal correlation of a Gaussian copula joining `input_tokens`
+    /// and `max_tokens` (a model's `token_correlation.rho`, set when both
+    /// lengths are the model's); else they are drawn independently.
+    pub token_rho: Option<f64>,
     pub stream: bool,
     pub timeout: Duration,
     /// Upper bounds judged on this step's requests alone.

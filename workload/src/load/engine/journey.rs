@@ -17,6 +17,7 @@ use sluice_filters::{answer_text, mix64};
 
 use super::Ctx;
 use crate::load::client::{since, Call, Outcome};
+use crate::load::prompt::{draw_lengths, step_prompt};
 use crate::load::scenario::{Body, Scenario, Step, Template};
 use crate::load::schedule::Intended;
 
@@ -72,11 +73,26 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 ..Outcome::default()
             };
             let carried = history.get(i).map_or(&[][..], Vec::as_slice);
-            let mut call = call(scenario, step, &vars, carried, &mut rng);
-            let prompt = match (&step.body, carry) {
-                (Body::Prompt(t), true) => Some(t.render(&vars)),
-                _ => None,
+            // Sizes are drawn for prompt steps only (they alone send them).
+            let (content, max_tokens) = match &step.body {
+                Body::Prompt(t) => {
+                    let (tokens, max_tokens) = draw_lengths(step, &mut rng);
+                    let text = t.render(&vars);
+                    let seed = scenario.plan.seed;
+                    let content = step_prompt(step, text, tokens, seed, &mut rng);
+                    (Some(content), max_tokens)
+                }
+                _ => (None, None),
             };
+            let mut call = call(
+                scenario,
+                step,
+                &vars,
+                carried,
+                content.as_deref(),
+                max_tokens,
+            );
+            let prompt = content.filter(|_| carry);
             call.keep_body |= prompt.is_some();
             let permit = match ctx.slots.try_acquire() {
                 Ok(p) => Ok(p),
@@ -158,7 +174,8 @@ fn call(
     step: &Step,
     vars: &BTreeMap<String, String>,
     history: &[Value],
-    rng: &mut StdRng,
+    content: Option<&str>,
+    max_tokens: Option<u64>,
 ) -> Call {
     let path = step.path.render(vars);
     let mut headers = scenario.target.headers.clone();
@@ -170,18 +187,18 @@ fn call(
     let body = match &step.body {
         Body::None => None,
         Body::Json(v) => Some(render_json(v, vars)),
-        Body::Prompt(t) => {
+        Body::Prompt(_) => {
             let mut chat = json!({
                 "model": step.model.as_deref().unwrap_or("default"),
                 "messages": history
                     .iter()
                     .cloned()
-                    .chain([json!({"role": "user", "content": t.render(vars)})])
+                    .chain([json!({"role": "user", "content": content.unwrap_or_default()})])
                     .collect::<Vec<Value>>(),
                 "stream": step.stream,
             });
-            if let Some(m) = &step.max_tokens {
-                chat["max_tokens"] = json!(m.sample(rng).round().max(1.0) as u64);
+            if let Some(m) = max_tokens {
+                chat["max_tokens"] = json!(m);
             }
             if step.stream {
                 chat["stream_options"] = json!({"include_usage": true});

@@ -4,6 +4,7 @@
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use sluice_filters::parse_duration;
+use statrs::function::erf::{erfc, erfc_inv};
 
 use super::raw::{RawScalar, RawValue};
 
@@ -51,16 +52,7 @@ impl Dist {
                 let z: f64 = StandardNormal.sample(rng);
                 (mu + sigma * z).exp()
             }
-            Dist::Quantiles(q) => {
-                let u = rng.random::<f64>();
-                // The segment [p_i, p_i+1) that holds u; the last for u ~ 1.
-                let i = QUANTILE_PROBS[1..]
-                    .iter()
-                    .position(|p| u < *p)
-                    .unwrap_or(QUANTILE_PROBS.len() - 2);
-                let (p0, p1) = (QUANTILE_PROBS[i], QUANTILE_PROBS[i + 1]);
-                q[i] + (q[i + 1] - q[i]) * (u - p0) / (p1 - p0)
-            }
+            Dist::Quantiles(_) => self.quantile(rng.random::<f64>()),
             Dist::Lengths {
                 mu,
                 sigma,
@@ -84,6 +76,67 @@ impl Dist {
             }
         }
     }
+
+    /// The value at cumulative probability `u` in [0, 1] (the inverse
+    /// CDF): the mapping a copula needs. A [`Dist::Lengths`] cap is the
+    /// top `cap_share` of the probability, as it sits at the top.
+    pub fn quantile(&self, u: f64) -> f64 {
+        let u = u.clamp(0.0, 1.0);
+        match self {
+            Dist::Fixed(v) => *v,
+            Dist::Uniform { lo, hi } => lo + (hi - lo) * u,
+            Dist::Lognormal { mu, sigma } => (mu + sigma * normal_quantile(u)).exp(),
+            Dist::Quantiles(q) => {
+                // The segment [p_i, p_i+1) that holds u; the last for u ~ 1.
+                let i = QUANTILE_PROBS[1..]
+                    .iter()
+                    .position(|p| u < *p)
+                    .unwrap_or(QUANTILE_PROBS.len() - 2);
+                let (p0, p1) = (QUANTILE_PROBS[i], QUANTILE_PROBS[i + 1]);
+                q[i] + (q[i + 1] - q[i]) * (u - p0) / (p1 - p0)
+            }
+            Dist::Lengths {
+                mu,
+                sigma,
+                min,
+                max,
+                cap,
+                cap_share,
+            } => {
+                if u >= 1.0 - cap_share {
+                    return *cap;
+                }
+                let u = u / (1.0 - cap_share);
+                let at = |x: f64| normal_cdf((x.ln() - mu) / sigma);
+                let (a, b) = (at(*min), at(*max));
+                (mu + sigma * normal_quantile(a + u * (b - a)))
+                    .exp()
+                    .clamp(*min, *max)
+            }
+        }
+    }
+}
+
+/// Φ(z), the standard normal CDF.
+fn normal_cdf(z: f64) -> f64 {
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+/// Φ⁻¹(u); ±∞ at 0 and 1.
+fn normal_quantile(u: f64) -> f64 {
+    -std::f64::consts::SQRT_2 * erfc_inv(2.0 * u)
+}
+
+/// One draw of two values from their marginals `a` and `b` joined by a
+/// Gaussian copula of normal correlation `rho` (in [-1, 1]): two standard
+/// normals with that correlation, each mapped through Φ and its marginal's
+/// [`Dist::quantile`]. Their Spearman correlation is (6/π) asin(rho/2).
+pub(crate) fn correlated_pair(a: &Dist, b: &Dist, rho: f64, rng: &mut impl Rng) -> (f64, f64) {
+    let rho = rho.clamp(-1.0, 1.0);
+    let z1: f64 = StandardNormal.sample(rng);
+    let e: f64 = StandardNormal.sample(rng);
+    let z2 = rho * z1 + (1.0 - rho * rho).sqrt() * e;
+    (a.quantile(normal_cdf(z1)), b.quantile(normal_cdf(z2)))
 }
 
 /// What a value is written in.

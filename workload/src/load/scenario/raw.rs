@@ -180,7 +180,9 @@ pub(crate) enum RawPrompt {
 pub(crate) struct RawTemplate {
     pub(crate) template: String,
     #[serde(default)]
-    pub(crate) input_tokens: Option<IgnoredAny>,
+    pub(crate) input_tokens: Option<RawValue>,
+    #[serde(default)]
+    pub(crate) prefix: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

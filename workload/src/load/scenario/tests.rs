@@ -366,3 +366,4 @@ fn the_example_in_the_docs_reads() {
 }
 
 mod model;
+mod prompt;

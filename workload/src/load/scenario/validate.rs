@@ -98,16 +98,23 @@ pub(crate) fn validate(
         }
     }
     let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
-    // A model's output lengths give `max_tokens` to the llm steps that
-    // build their request from a prompt and set none.
-    if let Some(lengths) = &model.output_tokens {
-        for s in &mut steps {
-            if s.service == super::Service::Llm
-                && s.max_tokens.is_none()
-                && matches!(s.body, super::Body::Prompt(_))
-            {
-                s.max_tokens = Some(lengths.clone());
-            }
+    // A model's lengths give `max_tokens` (output) and `input_tokens` to
+    // the llm steps that build their request from a prompt and set none;
+    // when it gave both, its copula joins them.
+    for s in &mut steps {
+        if s.service != super::Service::Llm || !matches!(s.body, super::Body::Prompt(_)) {
+            continue;
+        }
+        let output = s.max_tokens.is_none() && model.output_tokens.is_some();
+        let input = s.input_tokens.is_none() && model.input_tokens.is_some();
+        if output {
+            s.max_tokens = model.output_tokens.clone();
+        }
+        if input {
+            s.input_tokens = model.input_tokens.clone();
+        }
+        if output && input {
+            s.token_rho = model.token_rho;
         }
     }
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);

@@ -10,7 +10,7 @@ use sluice_filters::{parse_duration, Arrival};
 use super::super::raw::{RawArrival, RawWorkload};
 use super::super::{Dist, Sessions};
 use super::{not_yet, Errors};
-use crate::fit::{RateCurve, SessionModel, ThinkTime, WorkloadModel};
+use crate::fit::{RateCurve, SessionModel, ThinkTime, TokenLengths, WorkloadModel};
 use crate::load::schedule::{Plan, Process, Segment};
 
 /// The kinds `arrival.kind` takes: [`Arrival`]'s and two of sugar.
@@ -32,6 +32,22 @@ pub(super) struct FromModel {
     pub(super) sessions: Option<Sessions>,
     /// Its output lengths: the `max_tokens` of llm steps that set none.
     pub(super) output_tokens: Option<Dist>,
+    /// Its input lengths: the `prompt.input_tokens` of llm steps that set none.
+    pub(super) input_tokens: Option<Dist>,
+    /// `token_correlation.rho`: the copula joining the two.
+    pub(super) token_rho: Option<f64>,
+}
+
+/// A model's token lengths as the distribution they are drawn from.
+fn lengths(l: &TokenLengths) -> Dist {
+    Dist::Lengths {
+        mu: l.mu,
+        sigma: l.sigma,
+        min: l.min as f64,
+        max: l.max as f64,
+        cap: l.cap.map_or(l.max as f64, |c| c.tokens as f64),
+        cap_share: l.cap.map_or(0.0, |c| c.share),
+    }
 }
 
 /// The plan, and what the model file brings when there is one.
@@ -54,14 +70,9 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
             Ok(model) => {
                 // Its arrivals are then session starts.
                 from.sessions = model.sessions.as_ref().map(model_sessions);
-                from.output_tokens = model.output_tokens.as_ref().map(|l| Dist::Lengths {
-                    mu: l.mu,
-                    sigma: l.sigma,
-                    min: l.min as f64,
-                    max: l.max as f64,
-                    cap: l.cap.map_or(l.max as f64, |c| c.tokens as f64),
-                    cap_share: l.cap.map_or(0.0, |c| c.share),
-                });
+                from.output_tokens = model.output_tokens.as_ref().map(lengths);
+                from.input_tokens = model.input_tokens.as_ref().map(lengths);
+                from.token_rho = model.token_correlation.map(|c| c.rho);
                 curve = model.arrival.rate_curve.clone();
                 Some(Process::Renewal(model.arrival.process))
             }

@@ -205,12 +205,34 @@ fn step(
     let prompt = match &s.prompt {
         None => None,
         Some(RawPrompt::Text(t)) => template("prompt", t, e),
+        Some(RawPrompt::Template(t)) => template("prompt.template", &t.template, e),
+    };
+    let (input_tokens, shared_prefix) = match &s.prompt {
         Some(RawPrompt::Template(t)) => {
-            if t.input_tokens.is_some() {
-                e.add(at("prompt.input_tokens"), not_yet("`input_tokens`"));
+            let input_tokens = t
+                .input_tokens
+                .as_ref()
+                .and_then(|d| e.check(&at("prompt.input_tokens"), read_dist(d, Kind::Count)));
+            let shared = match t.prefix.as_deref() {
+                None | Some("unique") => false,
+                Some("shared") => true,
+                Some(other) => {
+                    e.add(
+                        at("prompt.prefix"),
+                        format!("must be `unique` or `shared`, found `{other}`"),
+                    );
+                    false
+                }
+            };
+            if t.input_tokens.is_none() && t.prefix.is_some() {
+                e.add(
+                    at("prompt.prefix"),
+                    "needs `input_tokens` (it names the filler's)",
+                );
             }
-            template("prompt.template", &t.template, e)
+            (input_tokens, shared)
         }
+        _ => (None, false),
     };
     let body = match (service, prompt, json) {
         (Service::Llm, Some(_), Some(_)) => {
@@ -314,6 +336,9 @@ fn step(
         delay,
         model: s.model.clone(),
         max_tokens,
+        input_tokens,
+        shared_prefix,
+        token_rho: None,
         stream: s.stream.unwrap_or(service == Service::Llm),
         timeout,
     })
