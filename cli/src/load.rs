@@ -25,8 +25,10 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 pub(crate) struct LoadArgs {
     #[command(subcommand)]
     command: Option<LoadCommand>,
+    /// Optional so that `load merge` does not ask for a scenario: clap
+    /// still requires `SCENARIO` once any of the run's arguments is given.
     #[command(flatten)]
-    run: RunArgs,
+    run: Option<RunArgs>,
 }
 
 #[derive(clap::Subcommand, Clone, Debug)]
@@ -81,7 +83,10 @@ pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(LoadCommand::Merge { files, output }) = &args.command {
         return merge(files, output);
     }
-    let args = args.run;
+    let Some(args) = args.run else {
+        eprintln!("sluice load: give a SCENARIO, or `merge FILES -o run.json`");
+        return Ok(ExitCode::from(2));
+    };
     match execute(&args, true)? {
         Outcome::Invalid(errors) => {
             for e in errors {
