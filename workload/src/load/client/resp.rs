@@ -78,7 +78,7 @@ impl Redis {
             _ => Err(Failure::Transport),
         };
         out.end_us = since(start, Instant::now());
-        let text = match reply.and_then(|v| read(&v)) {
+        match reply.and_then(|v| read(&v)) {
             Ok((cache, text)) => {
                 out.first_byte_us = Some(out.end_us);
                 out.cache = Some(cache);
@@ -88,8 +88,7 @@ impl Redis {
                 out.failure = Some(f);
                 String::new()
             }
-        };
-        text
+        }
     }
 }
 
