@@ -211,3 +211,16 @@ fn setup_steps_run_once_in_order_and_use_no_data() {
         ]
     );
 }
+
+#[test]
+fn the_full_link_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../../docs/workload.md");
+    let after = docs.split("### A full-link journey").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let s = parse(yaml).unwrap();
+    let services: Vec<&str> = s.steps.iter().map(|x| x.service.as_str()).collect();
+    assert_eq!(services, ["redis", "vector", "llm", "redis"]);
+    assert_eq!((s.setup.len(), s.teardown.len()), (2, 1));
+    assert!(s.steps[2].keep_text);
+}
