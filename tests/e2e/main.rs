@@ -16,6 +16,7 @@ mod k8s;
 mod layout;
 mod lifecycle;
 pub(crate) mod llama_cpp;
+mod load_full_link;
 mod load_shards;
 mod mirror;
 mod openai_sdk;

@@ -7,6 +7,7 @@
 // re-export below) has a user in every build of the binary.
 #![allow(dead_code, unused_imports)]
 
+mod chroma;
 mod net;
 mod process;
 mod prometheus_server;
@@ -19,6 +20,7 @@ mod upstream;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use chroma::{chroma_bin, Chroma};
 pub(crate) use net::{free_port, wait_for_tcp, WAIT_POLL};
 pub(crate) use process::Process;
 pub(crate) use prometheus_server::{have, Prometheus};

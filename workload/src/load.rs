@@ -8,11 +8,11 @@ mod scenario;
 mod schedule;
 mod summary;
 
-pub use client::{Failure, Outcome, LOAD_HEADER};
-pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
+pub use client::{Cache, Failure, Outcome, LOAD_HEADER};
+pub use engine::{run, EngineError, HookResult, Live, RunOptions, RunOutput};
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use scenario::{
-    Body, Data, Dist, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
+    Body, Data, Dist, Ended, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
 };
 pub use schedule::{

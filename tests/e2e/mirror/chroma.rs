@@ -3,94 +3,19 @@
 //! recall@k below 1 for the queries that reach the changed part and 1 for
 //! the rest.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::real::sample;
 use crate::harness::{listener, metrics_when, Admin};
-use crate::support::{free_port, python, require, wait_for_tcp, Process, TempDir};
+use crate::support::{chroma_bin, require, Chroma, TempDir};
 
 const GROUPS: usize = 5;
 const PER_GROUP: usize = 4;
 const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
-
-/// `$SLUICE_CHROMA`, else the `chroma` next to the venv's python (pip `chromadb`).
-fn chroma_bin() -> Option<PathBuf> {
-    let from_env = std::env::var_os("SLUICE_CHROMA")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let venv = python().and_then(|p| Some(p.parent()?.join("chroma")));
-    from_env.into_iter().chain(venv).find(|p| p.is_file())
-}
-
-/// `chroma run` on a free loopback port over `dir`; killed on drop.
-struct Chroma {
-    child: Process,
-    port: u16,
-}
-
-impl Chroma {
-    async fn start(bin: &Path, dir: &Path) -> Chroma {
-        let port = free_port();
-        let child = Command::new(bin)
-            .args([
-                "run",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--path",
-            ])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chroma");
-        let chroma = Chroma {
-            child: Process::new(child),
-            port,
-        };
-        wait_for_tcp(([127, 0, 0, 1], port).into(), Duration::from_secs(60))
-            .await
-            .unwrap();
-        let client = reqwest::Client::new();
-        for _ in 0..300 {
-            let beat = client.get(chroma.url("/api/v2/heartbeat")).send().await;
-            if beat.is_ok_and(|r| r.status().is_success()) {
-                return chroma;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("chroma on port {port} never answered its heartbeat");
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        let r = reqwest::Client::new()
-            .post(self.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        r.json().await.unwrap_or(Value::Null)
-    }
-
-    /// SIGTERM, so the store is on disk whole before it is copied.
-    fn stop(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

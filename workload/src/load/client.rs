@@ -13,6 +13,11 @@ use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
 use sluice_filters::{Dialect, TokenMeter, TraceContext};
 
+mod resp;
+
+pub use resp::Cache;
+pub(crate) use resp::Redis;
+
 /// The header that marks load traffic with the run's id.
 pub const LOAD_HEADER: &str = "x-sluice-load";
 /// Body chunks read per response at most: every loop is bounded.
@@ -67,6 +72,9 @@ pub struct Outcome {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub output_tokens_estimated: bool,
+    /// A redis step's hit (a reply) or miss (nil).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cache>,
 }
 
 /// A request ready to send.
@@ -81,8 +89,8 @@ pub(crate) struct Call {
     pub(crate) keep_body: bool,
 }
 
-/// The most of an answer kept for `extract`.
-const MAX_KEPT: usize = 1 << 20;
+/// The most of an answer kept for `extract` and `{{NAME.text}}`.
+pub(crate) const MAX_KEPT: usize = 1 << 20;
 
 /// The keep-alive pool and the run's id.
 #[derive(Clone)]

@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Semaphore};
 
-use super::client::{since, Client, Outcome};
-use super::scenario::Scenario;
+use std::collections::BTreeMap;
+
+use super::client::{since, Client, Failure, Outcome, Redis};
+use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
 
 /// How to run.
@@ -78,6 +80,41 @@ pub struct RunOutput {
     pub elapsed: Duration,
     /// Stopped before the schedule's end (`Live::stop`).
     pub interrupted: bool,
+    /// How each `setup:` step went, in order.
+    pub setup: Vec<HookResult>,
+    /// How each `teardown:` step went, in order.
+    pub teardown: Vec<HookResult>,
+}
+
+/// One setup or teardown step's result (kept out of every summary).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HookResult {
+    pub name: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+impl HookResult {
+    fn of(step: &Step, o: &Outcome) -> HookResult {
+        HookResult {
+            name: step.name.clone(),
+            ok: o.failure.is_none(),
+            status: o.status,
+            failure: o.failure,
+        }
+    }
+
+    /// `status 409`, `timeout`, …
+    fn why(&self) -> String {
+        match (self.status, self.failure) {
+            (Some(s), _) => format!("status {s}"),
+            (None, Some(f)) => f.as_str().to_owned(),
+            (None, None) => "ok".to_owned(),
+        }
+    }
 }
 
 /// Why nothing ran.
@@ -87,12 +124,27 @@ pub enum EngineError {
     Runtime(std::io::Error),
     #[error("cannot start the timer thread: {0}")]
     Timer(std::io::Error),
+    /// A setup step failed: no load was sent (the teardown ran).
+    #[error("setup[{index}] (`{name}`) failed ({why}): no load was sent")]
+    Setup {
+        index: usize,
+        name: String,
+        why: String,
+    },
+}
+
+/// The run's clients: the HTTP pool and one RESP connection per redis target.
+pub(crate) struct Clients {
+    pub(crate) http: Client,
+    pub(crate) redis: Redis,
 }
 
 /// What every journey shares.
 pub(crate) struct Ctx {
     pub(crate) scenario: Scenario,
-    pub(crate) client: Client,
+    pub(crate) clients: Clients,
+    /// What the setup steps extracted: every journey starts with them.
+    pub(crate) vars: BTreeMap<String, String>,
     pub(crate) slots: Semaphore,
     pub(crate) start: Instant,
     pub(crate) live: Arc<Live>,
@@ -117,10 +169,41 @@ pub fn run(
         .build()
         .map_err(EngineError::Runtime)?;
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let all = scenario
+        .setup
+        .iter()
+        .chain(&scenario.steps)
+        .chain(&scenario.teardown);
+    let targets: Vec<String> = all
+        .filter(|s| s.service == Service::Redis)
+        .filter_map(|s| s.target.clone())
+        .collect();
+    let clients = Clients {
+        http: Client::new(&options.run_id),
+        redis: runtime.block_on(Redis::connect(targets)),
+    };
+    let mut vars = BTreeMap::new();
+    let mut setup = Vec::new();
+    for (index, step) in scenario.setup.iter().enumerate() {
+        let o = runtime.block_on(journey::hook(&clients, scenario, step, &mut vars));
+        let r = HookResult::of(step, &o);
+        setup.push(r.clone());
+        if !r.ok {
+            let mut teardown_vars = vars.clone();
+            teardown(&runtime, &clients, scenario, &mut teardown_vars);
+            return Err(EngineError::Setup {
+                index,
+                name: r.name.clone(),
+                why: r.why(),
+            });
+        }
+    }
+    // The schedule's clock starts once the setup is done.
     let start = Instant::now();
     let ctx = Arc::new(Ctx {
         scenario: scenario.clone(),
-        client: Client::new(&options.run_id),
+        clients,
+        vars,
         slots: Semaphore::new(scenario.max_in_flight.min(Semaphore::MAX_PERMITS)),
         start,
         live: live.clone(),
@@ -159,6 +242,8 @@ pub fn run(
     let cut_in_flight = live.in_flight.load(Ordering::Acquire);
     let cut_waiting = live.waiting.load(Ordering::Acquire);
     let elapsed = start.elapsed();
+    let mut vars = ctx.vars.clone();
+    let teardown = teardown(&runtime, &ctx.clients, scenario, &mut vars);
     // Dropping the runtime cancels what is left: it was counted as cut.
     runtime.shutdown_timeout(Duration::ZERO);
     drop(ctx);
@@ -177,7 +262,24 @@ pub fn run(
         cut_waiting,
         elapsed,
         interrupted: live.stop.load(Ordering::Acquire),
+        setup,
+        teardown,
     })
+}
+
+/// Every teardown step, in order, whatever the ones before did.
+fn teardown(
+    runtime: &tokio::runtime::Runtime,
+    clients: &Clients,
+    scenario: &Scenario,
+    vars: &mut BTreeMap<String, String>,
+) -> Vec<HookResult> {
+    let mut out = Vec::new();
+    for step in &scenario.teardown {
+        let o = runtime.block_on(journey::hook(clients, scenario, step, vars));
+        out.push(HookResult::of(step, &o));
+    }
+    out
 }
 
 /// Sleeps until each intended start and hands the journey to the runtime;

@@ -37,6 +37,11 @@ pub struct Scenario {
     pub sessions: Option<Sessions>,
     /// In the order they run: every step after the steps it depends on.
     pub steps: Vec<Step>,
+    /// Run once, in order, before the load (outside every measurement).
+    pub setup: Vec<Step>,
+    /// Run once, in order, after the load (also after a failed setup or a
+    /// stop), outside every measurement.
+    pub teardown: Vec<Step>,
     pub data: BTreeMap<String, Data>,
     /// Run-wide upper bounds, in each gate's unit (ms for durations).
     pub thresholds: Vec<(Gate, f64)>,
@@ -80,8 +85,13 @@ pub struct Sessions {
 pub enum Service {
     /// An OpenAI-compatible chat completion, streamed or not.
     Llm,
-    /// Any HTTP request (a vector store's REST API, a plain service).
+    /// Any HTTP request (a plain service).
     Http,
+    /// An HTTP request to a vector store's REST API: sent as `http`,
+    /// reported apart so that the report attributes time by layer.
+    Vector,
+    /// A RESP command (`command:`) to a Redis server (`target: HOST:PORT`).
+    Redis,
 }
 
 impl Service {
@@ -89,6 +99,8 @@ impl Service {
         match self {
             Service::Llm => "llm",
             Service::Http => "http",
+            Service::Vector => "vector",
+            Service::Redis => "redis",
         }
     }
 }
@@ -130,14 +142,59 @@ pub struct Step {
     pub ignore_eos: bool,
     /// Variables taken from the JSON answer for the steps after it.
     pub extract: Vec<(String, JsonPath)>,
+    /// `target:`: the base URL of this step's requests instead of
+    /// `target.base_url` (llm, http, vector), or the `HOST:PORT` of the
+    /// Redis server (redis, where it is required).
+    pub target: Option<String>,
+    /// A redis step's command, each argument a template.
+    pub command: Vec<Template>,
+    /// A later step uses `{{NAME.text}}`: the answer is kept for it.
+    pub keep_text: bool,
 }
 
-/// `when: STEP.ok` or `STEP.error`.
+impl Step {
+    /// Every variable its templates use.
+    pub fn vars(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |t: &Template| out.extend(t.vars().map(str::to_owned));
+        add(&self.path);
+        self.headers.iter().for_each(|(_, t)| add(t));
+        self.command.iter().for_each(&mut add);
+        match &self.body {
+            Body::Prompt(t) => add(t),
+            Body::Json(j) => {
+                let mut strings = Vec::new();
+                validate::collect_strings(j, &mut strings);
+                for text in strings {
+                    if let Ok(t) = Template::parse(&text) {
+                        add(&t);
+                    }
+                }
+            }
+            Body::None => {}
+        }
+        out
+    }
+}
+
+/// How a step ended, as `when:` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// A 2xx answer (or a RESP reply that is not an error).
+    Ok,
+    /// Any failure.
+    Error,
+    /// A redis step's reply that is not nil (nor an empty array).
+    Hit,
+    /// A redis step's nil reply (or empty array).
+    Miss,
+}
+
+/// `when: STEP.ok`, `STEP.error`, `STEP.hit` or `STEP.miss`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct When {
     pub step: String,
-    /// `ok`: a 2xx answer; else any failure.
-    pub ok: bool,
+    pub ended: Ended,
 }
 
 /// What a step sends.

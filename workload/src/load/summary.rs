@@ -153,6 +153,12 @@ pub struct RunReport {
     pub passed: bool,
     /// Stopped early (Ctrl-C): the result is partial.
     pub interrupted: bool,
+    /// How each `setup:` step went (outside every summary).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<super::engine::HookResult>,
+    /// How each `teardown:` step went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub teardown: Vec<super::engine::HookResult>,
     /// With `--detailed`: every request that ended, warm-up included (marked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<super::client::Outcome>>,
@@ -263,6 +269,8 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         thresholds,
         passed,
         interrupted: out.interrupted,
+        setup: out.setup.clone(),
+        teardown: out.teardown.clone(),
         requests: info.detailed.then(|| out.outcomes.clone()),
     }
 }

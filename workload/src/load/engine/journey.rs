@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use sluice_filters::{answer_text, mix64};
 
-use super::Ctx;
-use crate::load::client::{since, Call, Outcome};
+use super::{Clients, Ctx};
+use crate::load::client::{since, Cache, Call, Outcome, MAX_KEPT};
 use crate::load::prompt::{draw_lengths, step_prompt};
-use crate::load::scenario::{Body, Scenario, Step, Template};
+use crate::load::scenario::{Body, Ended, Scenario, Service, Step, Template};
 use crate::load::schedule::Intended;
 
 /// Turns of one session at most.
@@ -35,7 +35,8 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
     // The journey's own draws depend on the seed and its index only, so a
     // shard draws what the unsharded run draws for the same arrival.
     let mut rng = StdRng::seed_from_u64(mix64(scenario.plan.seed ^ mix64(arrival.index + 1)));
-    let mut vars = draw_vars(scenario, arrival.index, &mut rng);
+    let mut vars = ctx.vars.clone();
+    vars.extend(draw_vars(scenario, arrival.index, &mut rng));
     let turns = scenario.sessions.as_ref().map_or(1, |s| {
         (s.turns.sample(&mut rng).round() as u64).clamp(1, MAX_TURNS)
     });
@@ -50,13 +51,14 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 tokio::time::sleep_until(at.into()).await;
             }
         }
-        // How each step of this turn ended: Some(ok), None when skipped.
-        let mut ended: Vec<Option<bool>> = vec![None; scenario.steps.len()];
+        // How each step of this turn ended: Some((ok, cache)), None when
+        // skipped.
+        let mut ended: Vec<Option<(bool, Option<Cache>)>> = vec![None; scenario.steps.len()];
         for (i, step) in scenario.steps.iter().enumerate() {
             if let Some(w) = &step.when {
                 let named = scenario.steps.iter().position(|s| s.name == w.step);
-                let met = named.and_then(|k| ended.get(k).copied().flatten()) == Some(w.ok);
-                if !met {
+                let how = named.and_then(|k| ended.get(k).copied().flatten());
+                if !how.is_some_and(|h| met(w.ended, h)) {
                     continue;
                 }
             }
@@ -93,7 +95,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 max_tokens,
             );
             let prompt = content.filter(|_| carry);
-            call.keep_body |= prompt.is_some();
+            call.keep_body |= prompt.is_some() || step.keep_text;
             let permit = match ctx.slots.try_acquire() {
                 Ok(p) => Ok(p),
                 Err(_) => {
@@ -111,7 +113,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             };
             ctx.live.sent.fetch_add(1, Ordering::AcqRel);
             ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
-            let body = ctx.client.send(call, ctx.start, &mut outcome).await;
+            let body = send(&ctx.clients, step, call, &vars, ctx.start, &mut outcome).await;
             if let (Some(prompt), None) = (prompt, outcome.failure) {
                 let answer = answer_text(&body).unwrap_or_default();
                 if let Some(h) = history.get_mut(i) {
@@ -119,17 +121,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                     h.push(json!({"role": "assistant", "content": answer}));
                 }
             }
-            if !step.extract.is_empty() {
-                // An answer that is not JSON, or lacks a path, leaves the
-                // variable as it was (empty at first).
-                if let Ok(json) = serde_json::from_slice::<Value>(&body) {
-                    for (name, path) in &step.extract {
-                        if let Some(v) = path.text(&json) {
-                            vars.insert(name.clone(), v);
-                        }
-                    }
-                }
-            }
+            absorb(step, &body, outcome.failure.is_none(), &mut vars);
             ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
             ctx.live.done.fetch_add(1, Ordering::AcqRel);
             if outcome.failure.is_some() {
@@ -137,12 +129,95 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             }
             at = ctx.start + Duration::from_micros(outcome.end_us);
             if let Some(e) = ended.get_mut(i) {
-                *e = Some(outcome.failure.is_none());
+                *e = Some((outcome.failure.is_none(), outcome.cache));
             }
             // The receiver lives as long as the run.
             let _ = ctx.records.send(outcome);
         }
     }
+}
+
+/// Whether a step that ended so meets `when`'s `ended`.
+fn met(ended: Ended, (ok, cache): (bool, Option<Cache>)) -> bool {
+    match ended {
+        Ended::Ok => ok,
+        Ended::Error => !ok,
+        Ended::Hit => ok && cache == Some(Cache::Hit),
+        Ended::Miss => ok && cache == Some(Cache::Miss),
+    }
+}
+
+/// Sends a step's request now: `call` over HTTP, or (redis) its command;
+/// the answer's bytes (a redis reply as text).
+async fn send(
+    clients: &Clients,
+    step: &Step,
+    call: Call,
+    vars: &BTreeMap<String, String>,
+    start: Instant,
+    out: &mut Outcome,
+) -> Vec<u8> {
+    match (step.service, &step.target) {
+        (Service::Redis, Some(target)) => {
+            let args: Vec<String> = step.command.iter().map(|t| t.render(vars)).collect();
+            clients
+                .redis
+                .send(target, &args, step.timeout, start, out)
+                .await
+                .into_bytes()
+        }
+        _ => clients.http.send(call, start, out).await,
+    }
+}
+
+/// What a step's answer gives the steps after it: `{{NAME.text}}` (the
+/// llm's assistant text, or the body or reply as text, bounded; empty on a
+/// failure) and the `extract` variables.
+fn absorb(step: &Step, body: &[u8], ok: bool, vars: &mut BTreeMap<String, String>) {
+    if step.keep_text {
+        let text = match (ok, step.service) {
+            (false, _) => String::new(),
+            (true, Service::Llm) => answer_text(body).unwrap_or_default(),
+            (true, _) => String::from_utf8_lossy(&body[..body.len().min(MAX_KEPT)]).into_owned(),
+        };
+        vars.insert(format!("{}.text", step.name), text);
+    }
+    if !step.extract.is_empty() {
+        // An answer that is not JSON, or lacks a path, leaves the
+        // variable as it was (empty at first).
+        if let Ok(json) = serde_json::from_slice::<Value>(body) {
+            for (name, path) in &step.extract {
+                if let Some(v) = path.text(&json) {
+                    vars.insert(name.clone(), v);
+                }
+            }
+        }
+    }
+}
+
+/// A setup or teardown step, once, outside the measurement: its request
+/// and what it gives the steps after it.
+pub(super) async fn hook(
+    clients: &Clients,
+    scenario: &Scenario,
+    step: &Step,
+    vars: &mut BTreeMap<String, String>,
+) -> Outcome {
+    let start = Instant::now();
+    let content = match &step.body {
+        Body::Prompt(t) => Some(t.render(vars)),
+        _ => None,
+    };
+    let max_tokens = step
+        .max_tokens
+        .as_ref()
+        .map(|d| d.sample(&mut StdRng::seed_from_u64(0)).round() as u64);
+    let mut c = call(scenario, step, vars, &[], content.as_deref(), max_tokens);
+    c.keep_body |= step.keep_text;
+    let mut outcome = Outcome::default();
+    let body = send(clients, step, c, vars, start, &mut outcome).await;
+    absorb(step, &body, outcome.failure.is_none(), vars);
+    outcome
 }
 
 fn seconds(s: f64) -> Duration {
@@ -211,7 +286,10 @@ fn call(
     };
     Call {
         method: Method::from_bytes(step.method.as_bytes()).unwrap_or(Method::GET),
-        uri: format!("{}{path}", scenario.target.base_url),
+        uri: format!(
+            "{}{path}",
+            step.target.as_deref().unwrap_or(&scenario.target.base_url)
+        ),
         headers,
         body: body.map(|b| b.to_string().into_bytes()),
         path,

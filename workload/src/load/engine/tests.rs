@@ -355,3 +355,5 @@ fn extract_carries_a_value_of_one_answer_into_the_next_request() {
          steps[1].path: unknown variable `id` (known: a-b)"
     );
 }
+
+mod fulllink;

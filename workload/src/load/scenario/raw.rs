@@ -21,12 +21,10 @@ pub(crate) struct RawScenario {
     pub(crate) data: BTreeMap<String, RawData>,
     #[serde(default)]
     pub(crate) thresholds: BTreeMap<String, RawValue>,
-    // Keys of the issue that this sluice reads but does not run yet: each
-    // is refused with a sentence that says so, not as an unknown key.
     #[serde(default)]
-    pub(crate) setup: Option<IgnoredAny>,
+    pub(crate) setup: Vec<RawStep>,
     #[serde(default)]
-    pub(crate) teardown: Option<IgnoredAny>,
+    pub(crate) teardown: Vec<RawStep>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,9 +152,9 @@ pub(crate) struct RawStep {
     #[serde(default)]
     pub(crate) ignore_eos: Option<bool>,
     #[serde(default)]
-    pub(crate) command: Option<IgnoredAny>,
+    pub(crate) command: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) target: Option<IgnoredAny>,
+    pub(crate) target: Option<String>,
 }
 
 /// `depends_on: a` or `depends_on: [a, b]`.

@@ -243,7 +243,7 @@ fn when_names_a_step_depended_on_and_how_it_ended() {
         s.steps[1].when,
         Some(When {
             step: "search".into(),
-            ok: false
+            ended: Ended::Error
         })
     );
     for (when, error) in [
@@ -251,7 +251,14 @@ fn when_names_a_step_depended_on_and_how_it_ended() {
             "nope.ok",
             "`nope.ok` names `nope`, which this step does not depend on",
         ),
-        ("search.done", "`search.done` is not STEP.ok or STEP.error"),
+        (
+            "search.done",
+            "`search.done` is not STEP.ok, STEP.error, STEP.hit or STEP.miss",
+        ),
+        (
+            "search.hit",
+            "`search.hit`: hit and miss are of redis steps, and `search` is a http step",
+        ),
     ] {
         let text = GOOD.replace(
             "delay: 50ms-200ms,",
@@ -279,29 +286,6 @@ fn a_cycle_and_duplicates_in_steps_are_errors() {
         [
             "steps[1].name: `search` is already the name of steps[0]",
             "steps[1].depends_on: a step cannot depend on itself",
-        ]
-    );
-}
-
-#[test]
-fn what_is_not_built_yet_says_so() {
-    let text = GOOD
-        .replace(
-            "service: http, method: POST",
-            "service: redis, method: POST",
-        )
-        .replace(
-            "delay: 50ms-200ms,",
-            "delay: 50ms-200ms, when: search.miss,",
-        )
-        .replace("scenario: rag-chat", "scenario: rag-chat\nsetup: []");
-    assert_eq!(
-        errors(&text),
-        [
-            "setup: `setup` is not supported yet",
-            "steps[0].service: `redis` steps is not supported yet (llm and http are; a vector \
-             store's REST API works as `service: http`)",
-            "steps[1].when: `search.miss` (hit and miss are of redis steps) is not supported yet",
         ]
     );
 }
@@ -365,5 +349,6 @@ fn the_example_in_the_docs_reads() {
     assert_eq!(s.thresholds.len(), 2);
 }
 
+mod fulllink;
 mod model;
 mod prompt;

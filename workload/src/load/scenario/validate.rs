@@ -15,6 +15,8 @@ use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
 mod plan;
 mod steps;
 
+pub(crate) use steps::collect_strings;
+
 /// Problems, each with its path.
 #[derive(Default)]
 pub(crate) struct Errors(Vec<PathError>);
@@ -47,14 +49,6 @@ pub(crate) fn validate(
     if raw.scenario.trim().is_empty() {
         e.add("scenario", "must be a name, found an empty one");
     }
-    for (key, present) in [
-        ("setup", raw.setup.is_some()),
-        ("teardown", raw.teardown.is_some()),
-    ] {
-        if present {
-            e.add(key, not_yet(&format!("`{key}`")));
-        }
-    }
     let target = target(&raw, env, &mut e);
     let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
     let max_in_flight = match raw.workload.max_in_flight {
@@ -85,18 +79,13 @@ pub(crate) fn validate(
         known.insert(name.clone());
         known.insert(format!("{name}_hash"));
     }
+    // What setup steps extract: known to the setup steps, the steps and
+    // the teardown.
+    let mut hook_known: BTreeSet<String> = BTreeSet::new();
+    extract_names(&raw.setup, "setup", &mut hook_known, &mut e);
+    known.extend(hook_known.iter().cloned());
     // What steps extract from their answers (empty until they have run).
-    for (i, step) in raw.steps.iter().enumerate() {
-        for name in step.extract.keys() {
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                e.add(
-                    format!("steps[{i}].extract.{name}"),
-                    "a variable name is letters, digits and `_`",
-                );
-            }
-            known.insert(name.clone());
-        }
-    }
+    extract_names(&raw.steps, "steps", &mut known, &mut e);
     let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
     // A model's lengths give `max_tokens` (output) and `input_tokens` to
     // the llm steps that build their request from a prompt and set none;
@@ -117,6 +106,8 @@ pub(crate) fn validate(
             s.token_rho = model.token_rho;
         }
     }
+    let setup = steps::hooks(&raw.setup, "setup", dir, &hook_known, &mut e);
+    let teardown = steps::hooks(&raw.teardown, "teardown", dir, &hook_known, &mut e);
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
     match (e.0.is_empty(), target, plan) {
         (true, Some(target), Some(plan)) => Ok(Scenario {
@@ -126,11 +117,47 @@ pub(crate) fn validate(
             max_in_flight,
             sessions,
             steps,
+            setup,
+            teardown,
             data,
             thresholds,
             from_model: model.file,
         }),
         _ => Err(PathErrors(e.0)),
+    }
+}
+
+/// The names that `extract` of `raw` (at `prefix`) makes, into `known`.
+fn extract_names(
+    raw: &[super::raw::RawStep],
+    prefix: &str,
+    known: &mut BTreeSet<String>,
+    e: &mut Errors,
+) {
+    for (i, step) in raw.iter().enumerate() {
+        for name in step.extract.keys() {
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                e.add(
+                    format!("{prefix}[{i}].extract.{name}"),
+                    "a variable name is letters, digits and `_`",
+                );
+            }
+            known.insert(name.clone());
+        }
+    }
+}
+
+/// Whether `url` is `http://host...` (with `https` named as not built).
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    let ok = url
+        .strip_prefix("http://")
+        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
+    match (ok, url.starts_with("https://")) {
+        (true, _) => Ok(()),
+        (false, true) => Err(not_yet("https")),
+        (false, false) => Err(format!(
+            "must be a URL like http://127.0.0.1:8080, found `{url}`"
+        )),
     }
 }
 
@@ -140,17 +167,7 @@ fn target(
     e: &mut Errors,
 ) -> Option<Target> {
     let url = raw.target.base_url.trim_end_matches('/');
-    let ok = url
-        .strip_prefix("http://")
-        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
-    if !ok {
-        let message = if url.starts_with("https://") {
-            not_yet("https")
-        } else {
-            format!("must be a URL like http://127.0.0.1:8080, found `{url}`")
-        };
-        e.add("target.base_url", message);
-    }
+    let ok = e.check("target.base_url", check_url(url)).is_some();
     let mut headers = Vec::new();
     for (name, value) in &raw.target.headers {
         match expand_env(value, env) {

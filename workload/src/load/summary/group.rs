@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::Goodput;
-use crate::load::client::{Failure, Outcome};
+use crate::load::client::{Cache, Failure, Outcome};
 
 /// The histograms' range: 1 µs to an hour, three significant digits.
 const HIGHEST_US: u64 = 3_600_000_000;
@@ -43,6 +43,8 @@ pub(crate) struct Group {
     pub(crate) output_tokens: u64,
     pub(crate) output_tokens_estimated: bool,
     pub(crate) good: u64,
+    pub(crate) cache_hits: u64,
+    pub(crate) cache_misses: u64,
 }
 
 /// One group as written to the result file.
@@ -61,6 +63,10 @@ pub struct GroupSummary {
     pub total_output_tokens: u64,
     /// Requests that met every goodput bound.
     pub good: u64,
+    /// Redis replies that were not nil (a cache hit).
+    pub cache_hits: u64,
+    /// Redis replies that were nil (a cache miss).
+    pub cache_misses: u64,
     /// The output counts are counted chunks for some answers (no usage).
     pub output_tokens_estimated: bool,
     /// `request_throughput`, `mean_ttft_ms`, `p99_itl_ms`, …
@@ -89,6 +95,8 @@ impl Group {
             output_tokens: 0,
             output_tokens_estimated: false,
             good: 0,
+            cache_hits: 0,
+            cache_misses: 0,
         }
     }
 
@@ -116,6 +124,8 @@ impl Group {
             return;
         }
         self.completed += 1;
+        self.cache_hits += u64::from(o.cache == Some(Cache::Hit));
+        self.cache_misses += u64::from(o.cache == Some(Cache::Miss));
         self.input_tokens += o.input_tokens.unwrap_or(0);
         self.output_tokens += o.output_tokens.unwrap_or(0);
         self.output_tokens_estimated |= o.output_tokens_estimated;
@@ -174,6 +184,10 @@ impl Group {
             .get("output_tokens_estimated")
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false);
+        // Absent from result files written before redis steps: 0.
+        let optional = |key: &str| v.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        g.cache_hits = optional("cache_hits");
+        g.cache_misses = optional("cache_misses");
         g.good = match v.get("good").and_then(serde_json::Value::as_u64) {
             Some(n) => n,
             None => return Err("`good` is missing or not a count".to_owned()),
@@ -212,6 +226,8 @@ impl Group {
         self.output_tokens += other.output_tokens;
         self.output_tokens_estimated |= other.output_tokens_estimated;
         self.good += other.good;
+        self.cache_hits += other.cache_hits;
+        self.cache_misses += other.cache_misses;
         Ok(())
     }
 
@@ -274,6 +290,8 @@ impl Group {
             total_input_tokens: self.input_tokens,
             total_output_tokens: self.output_tokens,
             good: self.good,
+            cache_hits: self.cache_hits,
+            cache_misses: self.cache_misses,
             output_tokens_estimated: self.output_tokens_estimated,
             metrics,
             histograms,

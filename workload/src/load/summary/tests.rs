@@ -57,6 +57,8 @@ fn output(outcomes: Vec<Outcome>) -> RunOutput {
         cut_waiting: 0,
         elapsed: Duration::from_secs(11),
         interrupted: false,
+        setup: Vec::new(),
+        teardown: Vec::new(),
     }
 }
 

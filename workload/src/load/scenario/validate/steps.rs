@@ -8,7 +8,7 @@ use sluice_filters::parse_duration;
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
-use super::super::{Body, JsonPath, Service, Step, Template, When, DEFAULT_TIMEOUT};
+use super::super::{Body, Ended, JsonPath, Service, Step, Template, When, DEFAULT_TIMEOUT};
 use super::{not_yet, Errors};
 
 /// The path of an LLM step when none is written.
@@ -35,7 +35,9 @@ pub(super) fn steps(
             );
         }
         names.push(&s.name);
-        if let Some(step) = step(s, &path, dir, known, e) {
+        let mut mine = known.clone();
+        mine.extend(ancestors(raw, s).into_iter().map(|a| format!("{a}.text")));
+        if let Some(step) = step(s, &path, dir, &mine, raw, e) {
             out.push(step);
         }
     }
@@ -54,7 +56,71 @@ pub(super) fn steps(
             }
         }
     }
-    order(out, e)
+    let mut out = order(out, e);
+    keep_texts(&mut out);
+    out
+}
+
+/// `setup:` or `teardown:` (at `prefix`): steps run once in the order
+/// written; each may use the `{{NAME.text}}` of the ones before it.
+pub(super) fn hooks(
+    raw: &[RawStep],
+    prefix: &str,
+    dir: &Path,
+    known: &BTreeSet<String>,
+    e: &mut Errors,
+) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut mine = known.clone();
+    for (i, s) in raw.iter().enumerate() {
+        let path = format!("{prefix}[{i}]");
+        for (key, present) in [
+            ("depends_on", s.depends_on.is_some()),
+            ("when", s.when.is_some()),
+            ("delay", s.delay.is_some()),
+        ] {
+            if present {
+                e.add(
+                    format!("{path}.{key}"),
+                    format!("is not for {prefix} steps (they run once, in order)"),
+                );
+            }
+        }
+        if let Some(step) = step(s, &path, dir, &mine, raw, e) {
+            out.push(step);
+        }
+        mine.insert(format!("{}.text", s.name));
+    }
+    keep_texts(&mut out);
+    out
+}
+
+/// Marks the steps whose `{{NAME.text}}` another uses.
+fn keep_texts(steps: &mut [Step]) {
+    let used: BTreeSet<String> = steps
+        .iter()
+        .flat_map(Step::vars)
+        .filter_map(|v| v.strip_suffix(".text").map(str::to_owned))
+        .collect();
+    for s in steps {
+        s.keep_text = used.contains(&s.name);
+    }
+}
+
+/// The steps `s` depends on, directly or through others.
+fn ancestors(raw: &[RawStep], s: &RawStep) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack = depends(s);
+    // Each name is expanded once: bounded by the number of steps.
+    while let Some(name) = stack.pop() {
+        if name == s.name || !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(d) = raw.iter().find(|r| r.name == name) {
+            stack.extend(depends(d));
+        }
+    }
+    seen
 }
 
 fn depends(s: &RawStep) -> Vec<String> {
@@ -95,35 +161,23 @@ fn step(
     path: &str,
     dir: &Path,
     known: &BTreeSet<String>,
+    all: &[RawStep],
     e: &mut Errors,
 ) -> Option<Step> {
     let at = |key: &str| format!("{path}.{key}");
-    for (key, present) in [
-        ("command", s.command.is_some()),
-        ("target", s.target.is_some()),
-    ] {
-        if present {
-            e.add(at(key), not_yet(&format!("`{key}`")));
-        }
-    }
     let service = match s.service.as_str() {
         "llm" => Service::Llm,
         "http" => Service::Http,
-        "vector" | "redis" | "grpc" => {
-            e.add(
-                at("service"),
-                format!(
-                    "`{}` {} (llm and http are; a vector store's REST API works as `service: http`)",
-                    s.service,
-                    not_yet("steps")
-                ),
-            );
+        "vector" => Service::Vector,
+        "redis" => Service::Redis,
+        "grpc" => {
+            e.add(at("service"), not_yet("`grpc` steps"));
             return None;
         }
         other => {
             e.add(
                 at("service"),
-                format!("unknown service `{other}` (expected one of llm, http)"),
+                format!("unknown service `{other}` (expected one of llm, http, vector, redis)"),
             );
             return None;
         }
@@ -131,8 +185,25 @@ fn step(
     let template = |key: &str, text: &str, e: &mut Errors| -> Option<Template> {
         let t = e.check(&at(key), Template::parse(text))?;
         for v in t.vars() {
+            if let (false, Some(named)) = (known.contains(v), v.strip_suffix(".text")) {
+                let message = if all.iter().any(|r| r.name == named) {
+                    format!(
+                        "`{{{{{v}}}}}` is the answer of `{named}`, which does not run before \
+                         this step (name it in depends_on)"
+                    )
+                } else {
+                    format!("`{{{{{v}}}}}` names unknown step `{named}`")
+                };
+                e.add(at(key), message);
+                return None;
+            }
             if !known.contains(v) {
-                let list: Vec<&str> = known.iter().map(String::as_str).collect();
+                // `NAME.text` has its own message; the data and extracts are listed.
+                let list: Vec<&str> = known
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|k| !k.ends_with(".text"))
+                    .collect();
                 e.add(
                     at(key),
                     format!(
@@ -149,11 +220,22 @@ fn step(
         }
         Some(t)
     };
+    if service == Service::Redis {
+        return redis_step(s, path, all, template, e);
+    }
+    if s.command.is_some() {
+        e.add(at("command"), "is for redis steps");
+    }
+    let target = s.target.as_ref().and_then(|t| {
+        let url = t.trim_end_matches('/');
+        e.check(&at("target"), super::check_url(url))
+            .map(|()| url.to_owned())
+    });
     let path_text = match (&s.path, service) {
         (Some(p), _) => p.as_str(),
         (None, Service::Llm) => CHAT_PATH,
-        (None, Service::Http) => {
-            e.add(at("path"), "an http step needs a path");
+        (None, _) => {
+            e.add(at("path"), format!("a {} step needs a path", s.service));
             ""
         }
     };
@@ -172,7 +254,7 @@ fn step(
     }
     let method = s.method.clone().unwrap_or_else(|| match service {
         Service::Llm => "POST".to_owned(),
-        Service::Http => "GET".to_owned(),
+        _ => "GET".to_owned(),
     });
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
         e.add(
@@ -247,13 +329,16 @@ fn step(
             }
             Body::None
         }
-        (Service::Http, Some(_), _) => {
-            e.add(at("prompt"), "is for llm steps (an http step sends `body`)");
+        (_, Some(_), _) => {
+            e.add(
+                at("prompt"),
+                format!("is for llm steps (a {} step sends `body`)", s.service),
+            );
             Body::None
         }
-        (Service::Http, None, None) => Body::None,
+        (_, None, None) => Body::None,
     };
-    if service == Service::Http {
+    if service != Service::Llm {
         for (key, present) in [
             ("max_tokens", s.max_tokens.is_some()),
             ("model", s.model.is_some()),
@@ -271,57 +356,17 @@ fn step(
         .max_tokens
         .as_ref()
         .and_then(|d| e.check(&at("max_tokens"), read_dist(d, Kind::Count)));
-    let timeout = match &s.timeout {
-        None => DEFAULT_TIMEOUT,
-        Some(t) => match e.check(&at("timeout"), parse_duration(t)) {
-            Some(d) if d.is_zero() => {
-                e.add(at("timeout"), "must be greater than 0");
-                DEFAULT_TIMEOUT
-            }
-            Some(d) => d,
-            None => DEFAULT_TIMEOUT,
-        },
-    };
+    let timeout = timeout(s, path, e);
     let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
-    if service == Service::Http && s.ignore_eos.is_some() {
+    if service != Service::Llm && s.ignore_eos.is_some() {
         e.add(at("ignore_eos"), "is for llm steps");
     }
-    let when = s.when.as_deref().and_then(|w| {
-        let (step, outcome) = w.rsplit_once('.').unwrap_or((w, ""));
-        let ok = match outcome {
-            "ok" => true,
-            "error" => false,
-            "hit" | "miss" => {
-                e.add(
-                    at("when"),
-                    not_yet(&format!("`{w}` (hit and miss are of redis steps)")),
-                );
-                return None;
-            }
-            _ => {
-                e.add(at("when"), format!("`{w}` is not STEP.ok or STEP.error"));
-                return None;
-            }
-        };
-        if !depends(s).iter().any(|d| d == step) {
-            e.add(
-                at("when"),
-                format!("`{w}` names `{step}`, which this step does not depend on"),
-            );
-            return None;
-        }
-        Some(When {
-            step: step.to_owned(),
-            ok,
-        })
-    });
-    let mut extract = Vec::new();
-    for (name, path) in &s.extract {
-        if let Some(p) = e.check(&at(&format!("extract.{name}")), JsonPath::parse(path)) {
-            extract.push((name.clone(), p));
-        }
-    }
+    let when = when(s, all, &at("when"), e);
+    let extract = extract(s, path, e);
     Some(Step {
+        target,
+        command: Vec::new(),
+        keep_text: false,
         extract,
         thresholds,
         when,
@@ -342,6 +387,168 @@ fn step(
         stream: s.stream.unwrap_or(service == Service::Llm),
         timeout,
     })
+}
+
+/// `when: STEP.ok|error|hit|miss`, of a step `s` depends on (hit and miss
+/// of a redis one).
+fn when(s: &RawStep, all: &[RawStep], path: &str, e: &mut Errors) -> Option<When> {
+    let w = s.when.as_deref()?;
+    let (step, outcome) = w.rsplit_once('.').unwrap_or((w, ""));
+    let ended = match outcome {
+        "ok" => Ended::Ok,
+        "error" => Ended::Error,
+        "hit" => Ended::Hit,
+        "miss" => Ended::Miss,
+        _ => {
+            e.add(
+                path,
+                format!("`{w}` is not STEP.ok, STEP.error, STEP.hit or STEP.miss"),
+            );
+            return None;
+        }
+    };
+    if !depends(s).iter().any(|d| d == step) {
+        e.add(
+            path,
+            format!("`{w}` names `{step}`, which this step does not depend on"),
+        );
+        return None;
+    }
+    let service = all
+        .iter()
+        .find(|r| r.name == step)
+        .map(|r| r.service.as_str());
+    if matches!(ended, Ended::Hit | Ended::Miss) && service != Some("redis") {
+        e.add(
+            path,
+            format!(
+                "`{w}`: hit and miss are of redis steps, and `{step}` is a {} step",
+                service.unwrap_or("unknown")
+            ),
+        );
+        return None;
+    }
+    Some(When {
+        step: step.to_owned(),
+        ended,
+    })
+}
+
+fn extract(s: &RawStep, path: &str, e: &mut Errors) -> Vec<(String, JsonPath)> {
+    let mut out = Vec::new();
+    for (name, p) in &s.extract {
+        if let Some(p) = e.check(&format!("{path}.extract.{name}"), JsonPath::parse(p)) {
+            out.push((name.clone(), p));
+        }
+    }
+    out
+}
+
+/// A redis step: `command` (each argument a template) to `target: HOST:PORT`;
+/// the HTTP keys are refused.
+fn redis_step(
+    s: &RawStep,
+    path: &str,
+    all: &[RawStep],
+    template: impl Fn(&str, &str, &mut Errors) -> Option<Template>,
+    e: &mut Errors,
+) -> Option<Step> {
+    let at = |key: &str| format!("{path}.{key}");
+    for (key, present) in [
+        ("method", s.method.is_some()),
+        ("path", s.path.is_some()),
+        ("headers", !s.headers.is_empty()),
+        ("body", s.body.is_some()),
+        ("body_file", s.body_file.is_some()),
+        ("prompt", s.prompt.is_some()),
+        ("model", s.model.is_some()),
+        ("max_tokens", s.max_tokens.is_some()),
+        ("stream", s.stream.is_some()),
+        ("ignore_eos", s.ignore_eos.is_some()),
+    ] {
+        if present {
+            e.add(at(key), "is not for redis steps (they send `command`)");
+        }
+    }
+    let mut command = Vec::new();
+    match &s.command {
+        None => e.add(
+            at("command"),
+            "a redis step needs a command like [GET, key]",
+        ),
+        Some(args) if args.is_empty() => e.add(at("command"), "is empty"),
+        Some(args) => {
+            for (k, arg) in args.iter().enumerate() {
+                command.extend(template(&format!("command[{k}]"), arg, e));
+            }
+        }
+    }
+    let target = match s.target.as_deref() {
+        None => {
+            e.add(
+                at("target"),
+                "a redis step needs the server's HOST:PORT, like 127.0.0.1:6379",
+            );
+            None
+        }
+        Some(t) => e.check(&at("target"), check_address(t)),
+    };
+    let timeout = timeout(s, path, e);
+    let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
+    let delay = s
+        .delay
+        .as_ref()
+        .and_then(|d| e.check(&at("delay"), read_dist(d, Kind::Duration)));
+    let when = when(s, all, &at("when"), e);
+    Some(Step {
+        name: s.name.clone(),
+        service: Service::Redis,
+        method: String::new(),
+        path: Template::parse("").ok()?,
+        headers: Vec::new(),
+        body: Body::None,
+        depends_on: depends(s),
+        delay,
+        model: None,
+        max_tokens: None,
+        input_tokens: None,
+        shared_prefix: false,
+        token_rho: None,
+        stream: false,
+        timeout,
+        thresholds,
+        when,
+        ignore_eos: false,
+        extract: extract(s, path, e),
+        target: Some(target?),
+        command,
+        keep_text: false,
+    })
+}
+
+/// `HOST:PORT` with a port number and no scheme.
+fn check_address(t: &str) -> Result<String, String> {
+    let bad = || format!("must be HOST:PORT like 127.0.0.1:6379, found `{t}`");
+    let (host, port) = t.rsplit_once(':').ok_or_else(bad)?;
+    if host.is_empty() || host.contains('/') || port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(bad());
+    }
+    Ok(t.to_owned())
+}
+
+fn timeout(s: &RawStep, path: &str, e: &mut Errors) -> std::time::Duration {
+    let at = format!("{path}.timeout");
+    match &s.timeout {
+        None => DEFAULT_TIMEOUT,
+        Some(t) => match e.check(&at, parse_duration(t)) {
+            Some(d) if d.is_zero() => {
+                e.add(at, "must be greater than 0");
+                DEFAULT_TIMEOUT
+            }
+            Some(d) => d,
+            None => DEFAULT_TIMEOUT,
+        },
+    }
 }
 
 pub(crate) fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>) {
