@@ -143,6 +143,7 @@ impl Harness {
     fn sample(&mut self, key: StatsKey, shape: Shape) -> Sample {
         self.seq += 1;
         Sample {
+            load: false,
             key,
             status: if self.seq % 100 < shape.errors {
                 500
