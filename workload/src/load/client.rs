@@ -13,8 +13,7 @@ use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
 use sluice_filters::{Dialect, TokenMeter, TraceContext};
 
-/// The header that marks load traffic with the run's id.
-pub const LOAD_HEADER: &str = "x-sluice-load";
+pub use sluice_filters::LOAD_HEADER;
 /// Body chunks read per response at most: every loop is bounded.
 const MAX_CHUNKS: usize = 1 << 20;
 
@@ -49,6 +48,11 @@ impl Failure {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Outcome {
     pub step: usize,
+    /// The W3C trace id this request's `traceparent` carried, 32 hex digits
+    /// (empty for steps sent without one): the proxy records the same id as
+    /// its trace line's `trace_id`, so a client row joins the proxy's.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
     /// The journey's arrival index in the whole schedule.
     pub index: u64,
     pub stage: usize,
@@ -149,6 +153,7 @@ impl Client {
             span_id: rand::random::<[u8; 8]>(),
             sampled: true,
         };
+        out.trace_id = trace.trace_id_hex();
         request = request
             .header("traceparent", trace.to_traceparent())
             .header(LOAD_HEADER, self.run_id.clone());
