@@ -46,7 +46,7 @@ fn unknown_keys_and_bad_shapes_are_named() {
     let errors = errors_in(&format!("{GOOD}load: {{ trusted: [] }}\n"));
     assert_eq!(errors.len(), 1);
     assert!(
-        errors[0].starts_with("load: unknown field `trusted`, expected `trusted_peers`"),
+        errors[0].starts_with("load.trusted: unknown field `trusted`, expected `trusted_peers` at line"),
         "{errors:?}"
     );
     let errors = errors_in(&format!("{GOOD}load: {{ trusted_peers: 10.0.0.0/8 }}\n"));
