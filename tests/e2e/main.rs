@@ -15,6 +15,7 @@ mod fleet;
 mod layout;
 mod lifecycle;
 pub(crate) mod llama_cpp;
+mod load_labels;
 mod mirror;
 mod openai_sdk;
 mod otlp;
