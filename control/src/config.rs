@@ -7,17 +7,17 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawBound, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
-    RawLoad, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
+    RawBound, RawCompare, RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
+    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
-    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, LoadConfig, ListenerProtocol,
-    MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamTls,
+    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
+    LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
+    Unit, UpstreamTls,
 };
 
 use std::fmt;

@@ -38,9 +38,9 @@ impl Cidr {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
         };
-        let addr: IpAddr = addr_text.parse().map_err(|_| {
-            format!("`{text}` is not an address range like 10.0.0.0/8 or fd00::/8")
-        })?;
+        let addr: IpAddr = addr_text
+            .parse()
+            .map_err(|_| format!("`{text}` is not an address range like 10.0.0.0/8 or fd00::/8"))?;
         let max = max_prefix(addr);
         let prefix = match prefix_text {
             None => max,
@@ -186,7 +186,11 @@ impl LoadMark<'_> {
 /// value (`None` without the header) whether a request is load traffic.
 /// The peer is checked first: an untrusted peer's header is stripped
 /// whatever it holds.
-pub fn classify<'a>(peer: Option<IpAddr>, trusted: &[Cidr], header: Option<&'a [u8]>) -> LoadMark<'a> {
+pub fn classify<'a>(
+    peer: Option<IpAddr>,
+    trusted: &[Cidr],
+    header: Option<&'a [u8]>,
+) -> LoadMark<'a> {
     let Some(value) = header else {
         return LoadMark::Absent;
     };

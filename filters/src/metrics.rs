@@ -112,7 +112,9 @@ impl LoadStrippedMetrics {
             "x-sluice-load headers removed before forwarding: from a peer outside load.trusted_peers, or not a run id.",
             &["reason"],
         )?;
-        Ok(Self(Stripped::ALL.map(|r| family.with_label_values(&[r.reason()]))))
+        Ok(Self(
+            Stripped::ALL.map(|r| family.with_label_values(&[r.reason()])),
+        ))
     }
 
     pub fn inc(&self, reason: Stripped) {
@@ -246,8 +248,13 @@ impl Metrics {
         RouteClusterMetrics {
             requests: Source::ALL.map(|s| {
                 StatusClass::ALL.map(|c| {
-                    self.requests
-                        .with_label_values(&[route, cluster, version, c.label(), s.label()])
+                    self.requests.with_label_values(&[
+                        route,
+                        cluster,
+                        version,
+                        c.label(),
+                        s.label(),
+                    ])
                 })
             }),
             duration: Source::ALL.map(|s| {

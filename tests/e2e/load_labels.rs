@@ -34,12 +34,24 @@ async fn send(client: &reqwest::Client, url: &str, load: Option<&str>) -> Value 
 async fn counts(sluice: &Sluice) -> (f64, f64, f64, f64) {
     let text = metrics(sluice).await;
     let requests = |source| {
-        metric_value(&text, "sluice_requests_total", &[("cluster", "up"), ("source", source), ("status_class", "2xx")])
-            .unwrap_or(0.0)
+        metric_value(
+            &text,
+            "sluice_requests_total",
+            &[
+                ("cluster", "up"),
+                ("source", source),
+                ("status_class", "2xx"),
+            ],
+        )
+        .unwrap_or(0.0)
     };
     let stripped = |reason| {
-        metric_value(&text, "sluice_load_header_stripped_total", &[("reason", reason)])
-            .unwrap_or(0.0)
+        metric_value(
+            &text,
+            "sluice_load_header_stripped_total",
+            &[("reason", reason)],
+        )
+        .unwrap_or(0.0)
     };
     (
         requests("load"),
@@ -108,7 +120,10 @@ async fn a_trusted_peers_mark_labels_the_request_everywhere() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["load_run"].clone())
         .collect();
-    assert_eq!(runs, [json!("load-00000000000000ab"), Value::Null, Value::Null]);
+    assert_eq!(
+        runs,
+        [json!("load-00000000000000ab"), Value::Null, Value::Null]
+    );
     let trace = std::fs::read_to_string(dir.path().join("trace.jsonl")).unwrap();
     let lines: Vec<_> = parse_lines(&trace).map(Result::unwrap).collect();
     let runs: Vec<Option<&str>> = lines.iter().map(|l| l.load_run.as_deref()).collect();
@@ -153,8 +168,12 @@ async fn an_untrusted_peers_mark_is_stripped_and_counted_as_a_users() {
 /// A rollout whose canary answers in 400 ms, against a 150 ms gate, while
 /// only load traffic flows; its state after `for_` of it.
 async fn rollout_under_load(exclude_load: bool, for_: Duration) -> Value {
-    let stable = MockLlm::start(MockLlmOptions::paced_ms(10, 2, 2)).await.unwrap();
-    let canary = MockLlm::start(MockLlmOptions::paced_ms(400, 2, 2)).await.unwrap();
+    let stable = MockLlm::start(MockLlmOptions::paced_ms(10, 2, 2))
+        .await
+        .unwrap();
+    let canary = MockLlm::start(MockLlmOptions::paced_ms(400, 2, 2))
+        .await
+        .unwrap();
     let yaml = TestConfig::http()
         .cluster_with("stable", "llm", [stable.addr()], "version: v1")
         .cluster_with("canary", "llm", [canary.addr()], "version: v2")
@@ -210,9 +229,16 @@ async fn rollout_under_load(exclude_load: bool, for_: Duration) -> Value {
     let load = metric_value(
         &text,
         "sluice_requests_total",
-        &[("cluster", "canary"), ("source", "load"), ("status_class", "2xx")],
+        &[
+            ("cluster", "canary"),
+            ("source", "load"),
+            ("status_class", "2xx"),
+        ],
     );
-    assert!(load.unwrap_or(0.0) >= 5.0, "the canary saw load traffic: {load:?}");
+    assert!(
+        load.unwrap_or(0.0) >= 5.0,
+        "the canary saw load traffic: {load:?}"
+    );
     status
 }
 

@@ -88,7 +88,7 @@ fn captured(
         tokens: None,
         prompt_fingerprint: None,
         upstream: Default::default(),
-        load_run: (id % 3 == 0).then_some(load_run.as_str()),
+        load_run: id.is_multiple_of(3).then_some(load_run.as_str()),
     };
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#

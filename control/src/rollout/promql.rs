@@ -107,7 +107,9 @@ pub(crate) fn template(gate: Gate) -> String {
 }
 
 fn template_requests() -> String {
-    format!("sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"$source}}[$window]))")
+    format!(
+        "sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"$source}}[$window]))"
+    )
 }
 
 /// `q`'s quantile of a histogram over every instance: rates per bucket

@@ -33,7 +33,10 @@ fn without_the_header_a_request_is_a_users() {
     let mark = classify(ip("127.0.0.1"), &loopback(), None);
     assert_eq!(mark, LoadMark::Absent);
     assert_eq!(mark.source(), Source::User);
-    assert_eq!(classify(ip("10.1.1.1"), &loopback(), None), LoadMark::Absent);
+    assert_eq!(
+        classify(ip("10.1.1.1"), &loopback(), None),
+        LoadMark::Absent
+    );
 }
 
 #[test]
@@ -65,7 +68,14 @@ fn an_invalid_run_id_from_a_trusted_peer_is_stripped() {
     let trusted = loopback();
     let long = "a".repeat(MAX_RUN_ID + 1);
     let edge = "a".repeat(MAX_RUN_ID);
-    for value in [&b""[..], b"a b", b"a/b", b"caf\xc3\xa9", b"x\x00", long.as_bytes()] {
+    for value in [
+        &b""[..],
+        b"a b",
+        b"a/b",
+        b"caf\xc3\xa9",
+        b"x\x00",
+        long.as_bytes(),
+    ] {
         assert_eq!(
             classify(ip("127.0.0.1"), &trusted, Some(value)),
             LoadMark::Strip(Stripped::Invalid),

@@ -8,7 +8,12 @@ fn trusted_peers_default_to_loopback() {
     assert_eq!(c.load.trusted_peers, [Cidr::LOOPBACK_V4, Cidr::LOOPBACK_V6]);
     let c = Config::from_yaml(&format!("{GOOD}load: {{}}\n")).unwrap();
     assert_eq!(c.load, LoadConfig::default());
-    let ranges: Vec<String> = c.load.trusted_peers.iter().map(ToString::to_string).collect();
+    let ranges: Vec<String> = c
+        .load
+        .trusted_peers
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(ranges, ["127.0.0.0/8", "::1/128"]);
 }
 
@@ -18,7 +23,12 @@ fn trusted_peers_as_written_replace_the_default() {
         "{GOOD}load: {{ trusted_peers: [10.0.0.0/8, 'fd00::/8', 192.168.1.7] }}\n"
     ))
     .unwrap();
-    let ranges: Vec<String> = c.load.trusted_peers.iter().map(ToString::to_string).collect();
+    let ranges: Vec<String> = c
+        .load
+        .trusted_peers
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(ranges, ["10.0.0.0/8", "fd00::/8", "192.168.1.7/32"]);
     // An empty list trusts nobody: every mark is stripped.
     let c = Config::from_yaml(&format!("{GOOD}load: {{ trusted_peers: [] }}\n")).unwrap();
@@ -46,13 +56,16 @@ fn unknown_keys_and_bad_shapes_are_named() {
     let errors = errors_in(&format!("{GOOD}load: {{ trusted: [] }}\n"));
     assert_eq!(errors.len(), 1);
     assert!(
-        errors[0].starts_with("load.trusted: unknown field `trusted`, expected `trusted_peers` at line"),
+        errors[0]
+            .starts_with("load.trusted: unknown field `trusted`, expected `trusted_peers` at line"),
         "{errors:?}"
     );
     let errors = errors_in(&format!("{GOOD}load: {{ trusted_peers: 10.0.0.0/8 }}\n"));
     assert_eq!(errors.len(), 1);
     assert!(
-        errors[0].starts_with("load.trusted_peers: invalid type: string \"10.0.0.0/8\", expected a sequence"),
+        errors[0].starts_with(
+            "load.trusted_peers: invalid type: string \"10.0.0.0/8\", expected a sequence"
+        ),
         "{errors:?}"
     );
 }

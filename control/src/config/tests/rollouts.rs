@@ -412,7 +412,10 @@ fn every_rollout_error_is_reported_at_once() {
 #[test]
 fn exclude_load_is_read_checked_and_written_back() {
     let c = Config::from_yaml(&one("")).unwrap();
-    assert!(!c.rollouts[0].gates.exclude_load, "load traffic counts by default");
+    assert!(
+        !c.rollouts[0].gates.exclude_load,
+        "load traffic counts by default"
+    );
     let yaml = one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: true");
     let c = Config::from_yaml(&yaml).unwrap();
     let r = &c.rollouts[0];
@@ -422,8 +425,10 @@ fn exclude_load_is_read_checked_and_written_back() {
     let again = Config::from_yaml(&c.raw.to_yaml()).unwrap();
     assert!(again.rollouts[0].gates.exclude_load);
     assert_eq!(again.raw, c.raw);
-    let c = Config::from_yaml(&one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: false"))
-        .unwrap();
+    let c = Config::from_yaml(
+        &one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: false"),
+    )
+    .unwrap();
     assert!(!c.rollouts[0].gates.exclude_load);
 
     assert_eq!(

@@ -150,7 +150,10 @@ fn placeholders_are_escaped_and_time_gates_scaled() {
 
 #[test]
 fn exclude_load_reads_users_traffic_only() {
-    let c = rollout("ttft_p95: 150ms, error_rate: 1%, p99_vs_stable: 1.2, exclude_load: true", "");
+    let c = rollout(
+        "ttft_p95: 150ms, error_rate: 1%, p99_vs_stable: 1.2, exclude_load: true",
+        "",
+    );
     assert!(c.gates.exclude_load);
     let q = queries(&c, &overrides(&c));
     let r = r#"route="chat",cluster="canary",source="user""#;
@@ -167,7 +170,10 @@ fn exclude_load_reads_users_traffic_only() {
         format!("sum(increase(sluice_requests_total{{{r}}}[8s]))")
     );
     // An operator's own query may use `$source` too.
-    assert_eq!(expand("x{a=\"b\"$source}", &c, "k"), r#"x{a="b",source="user"}"#);
+    assert_eq!(
+        expand("x{a=\"b\"$source}", &c, "k"),
+        r#"x{a="b",source="user"}"#
+    );
     let counted = rollout("ttft_p95: 150ms", "");
     assert_eq!(expand("x{a=\"b\"$source}", &counted, "k"), r#"x{a="b"}"#);
 }

@@ -77,9 +77,12 @@ async fn under_slow_load(gates: &str) -> RolloutStatus {
     };
     h.load = Some((50, slow));
     let s = h
-        .drive(Duration::from_secs(120), 10_000, |_| GOOD, |s| {
-            is_final(s) || s.weight == 5
-        })
+        .drive(
+            Duration::from_secs(120),
+            10_000,
+            |_| GOOD,
+            |s| is_final(s) || s.weight == 5,
+        )
         .await;
     h.stop().await;
     s
@@ -92,7 +95,12 @@ async fn load_traffic_moves_the_gates_unless_excluded() {
     assert_eq!((s.state, s.weight), (State::RolledBack, 0));
     // Excluded, the gates read users' traffic only: the canary steps up.
     let s = under_slow_load("ttft_p95: 150ms, error_rate: 5%, exclude_load: true").await;
-    assert_eq!((s.state, s.weight), (State::Progressing, 5), "{:?}", s.gates);
+    assert_eq!(
+        (s.state, s.weight),
+        (State::Progressing, 5),
+        "{:?}",
+        s.gates
+    );
     let ttft = s.gates["ttft_p95"].value.unwrap();
     assert!((99.0..=101.0).contains(&ttft), "{ttft}");
     assert_eq!(s.gates["error_rate"].value, Some(0.0));
