@@ -256,3 +256,57 @@ async fn a_rollout_that_excludes_load_is_not_moved_by_it() {
     );
     assert_eq!(excluded["gates"]["ttft_p95"]["samples"], 0, "{excluded}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sluice_load_rows_join_the_recorders_lines_by_trace_id() {
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(5, 1, 3))
+        .await
+        .unwrap();
+    let dir = TempDir::new("load-join");
+    let trace = dir.path().join("trace.jsonl");
+    let sluice = crate::recorder::recording_sluice(mock.addr(), &trace);
+    let admin = Admin::new(&sluice);
+    poll_recording(&admin).await;
+    let scenario = dir.write(
+        "scenario.yaml",
+        &format!(
+            "scenario: join\ntarget: {{ base_url: \"http://{}\" }}\n\
+             workload: {{ arrival: {{ kind: constant, rate: 20 }}, duration: 1s, seed: 3 }}\n\
+             steps:\n  - {{ name: answer, service: llm, prompt: {{ template: hi }}, max_tokens: 3 }}\n",
+            listener(&sluice, "public")
+        ),
+    );
+    let out = dir.path().join("run.json");
+    let run = crate::cli::sluice(vec![
+        "load".into(),
+        scenario.display().to_string(),
+        "--detailed".into(),
+        "-o".into(),
+        out.display().to_string(),
+    ])
+    .await;
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (status, _) = admin.delete("/v1/recorder").await;
+    assert_eq!(status, 200);
+    let result: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let run_id = result["run_id"].as_str().unwrap().to_owned();
+    let rows = result["requests"].as_array().unwrap();
+    assert!(rows.len() >= 15, "{}", rows.len());
+    let lines: Vec<_> = parse_lines(&std::fs::read_to_string(&trace).unwrap())
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(lines.len(), rows.len());
+    for row in rows {
+        let id = row["trace_id"].as_str().unwrap();
+        assert_eq!(id.len(), 32, "{row}");
+        let line = lines
+            .iter()
+            .find(|l| l.trace_id.as_deref() == Some(id))
+            .unwrap_or_else(|| panic!("no trace line for {id}"));
+        assert_eq!(line.load_run.as_deref(), Some(run_id.as_str()));
+    }
+}
