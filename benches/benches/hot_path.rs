@@ -227,7 +227,13 @@ fn record_histograms(c: &mut Criterion) {
     .unwrap();
     let mut g = c.benchmark_group("record_request");
     g.bench_function("sluice RouteClusterMetrics::record (pre-resolved)", |b| {
-        b.iter(|| handles.record(black_box(200), black_box(0.0123)))
+        b.iter(|| {
+            handles.record(
+                black_box(200),
+                black_box(0.0123),
+                sluice_filters::Source::User,
+            )
+        })
     });
     g.bench_function("naive HistogramVec::with_label_values().observe()", |b| {
         b.iter(|| {

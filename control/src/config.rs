@@ -7,7 +7,7 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawBound, RawCompare, RawConfig, RawGates, RawMirror, RawOnBreach, RawPercent,
+    RawBound, RawCompare, RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
     RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
@@ -15,9 +15,9 @@ pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_s
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamTls,
+    LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
+    Unit, UpstreamTls,
 };
 
 use std::fmt;

@@ -43,6 +43,9 @@ pub struct Sample {
     pub latency: Duration,
     /// Token timing, for answers the token meter read.
     pub tokens: Option<TokenSample>,
+    /// Load traffic (`sluice load` from a trusted peer): kept apart, so that
+    /// a rollout with `gates.exclude_load` can leave it out.
+    pub load: bool,
 }
 
 /// The token timing of one streamed (or metered) answer.
@@ -57,9 +60,54 @@ pub struct TokenSample {
 
 #[derive(Default)]
 struct Windows {
-    /// Per key: a ring of one-second buckets, [`WINDOW_SECONDS`] long unless
+    /// Per key: rings of one-second buckets, [`WINDOW_SECONDS`] long unless
     /// a rollout asked for more.
-    rings: HashMap<StatsKey, Ring>,
+    rings: HashMap<StatsKey, Rings>,
+}
+
+/// One key's rings: users' traffic, and load traffic once some arrives.
+struct Rings {
+    user: Ring,
+    load: Option<Ring>,
+}
+
+impl Rings {
+    fn new(seconds: u64) -> Rings {
+        Rings {
+            user: Ring::new(seconds),
+            load: None,
+        }
+    }
+
+    fn add(&mut self, second: u64, s: &Sample) {
+        if s.load {
+            let seconds = self.user.seconds();
+            self.load
+                .get_or_insert_with(|| Ring::new(seconds))
+                .add(second, s);
+        } else {
+            self.user.add(second, s);
+        }
+    }
+
+    fn seconds(&self) -> u64 {
+        self.user.seconds()
+    }
+
+    fn grow(&mut self, seconds: u64) {
+        self.user.grow(seconds);
+        if let Some(load) = &mut self.load {
+            load.grow(seconds);
+        }
+    }
+
+    fn view(&self, now: u64, seconds: u64, measures: &[Measure], load: bool) -> WindowView {
+        let mut view = self.user.view(now, seconds, measures);
+        if let Some(ring) = self.load.as_ref().filter(|_| load) {
+            view.merge_only(&ring.view(now, seconds, measures), measures);
+        }
+        view
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -179,7 +227,7 @@ impl Stats {
                 for s in batch.drain(..) {
                     w.rings
                         .entry(s.key)
-                        .or_insert_with(|| Ring::new(WINDOW_SECONDS))
+                        .or_insert_with(|| Rings::new(WINDOW_SECONDS))
                         .add(second, &s);
                 }
             }
@@ -199,7 +247,7 @@ impl Stats {
             .iter()
             .filter_map(|(key, ring)| {
                 let (route, cluster, version) = names.get(key.0 as usize)?.clone();
-                let m = ring.view(second, WINDOW_SECONDS, &Measure::ALL);
+                let m = ring.view(second, WINDOW_SECONDS, &Measure::ALL, true);
                 if m.requests == 0 {
                     return None;
                 }
@@ -234,6 +282,18 @@ impl Stats {
     /// As [`Stats::view`], with only `measures` of the distributions (the
     /// counts always): what a rollout's gates read, four times a second.
     pub fn view_only(&self, key: StatsKey, window: Duration, measures: &[Measure]) -> WindowView {
+        self.view_of(key, window, measures, true)
+    }
+
+    /// As [`Stats::view_only`], with load traffic left out unless `load`
+    /// (`gates.exclude_load`).
+    pub fn view_of(
+        &self,
+        key: StatsKey,
+        window: Duration,
+        measures: &[Measure],
+        load: bool,
+    ) -> WindowView {
         let seconds =
             (window.as_secs() + u64::from(window.subsec_nanos() > 0)).clamp(1, MAX_WINDOW_SECONDS);
         let now = self.started.elapsed().as_secs();
@@ -241,11 +301,11 @@ impl Stats {
         let ring = w
             .rings
             .entry(key)
-            .or_insert_with(|| Ring::new(WINDOW_SECONDS.max(seconds)));
+            .or_insert_with(|| Rings::new(WINDOW_SECONDS.max(seconds)));
         if ring.seconds() < seconds {
             ring.grow(seconds);
         }
-        ring.view(now, seconds, measures)
+        ring.view(now, seconds, measures, load)
     }
 }
 

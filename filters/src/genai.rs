@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use prometheus::{Histogram, HistogramVec, Registry};
 
+use crate::load::Source;
 use crate::metrics::register_histogram;
 
 /// Models seen per (route, cluster) before new ones are folded into `other`:
@@ -42,6 +43,7 @@ const LABELS: &[&str] = &[
     "version",
     "gen_ai_request_model",
     "gen_ai_operation_name",
+    Source::LABEL,
 ];
 
 /// `gen_ai.operation.name`, from the request path.
@@ -139,7 +141,7 @@ impl GenAiMetrics {
         })
     }
 
-    fn handles(&self, labels: &[&str; 5]) -> GenAiHandles {
+    fn handles(&self, labels: &[&str; 6]) -> GenAiHandles {
         let token = |kind: &str, estimated: &str| {
             let mut l: Vec<&str> = labels.to_vec();
             l.extend([kind, estimated]);
@@ -167,10 +169,12 @@ impl GenAiMetrics {
     }
 }
 
-type Entry = (Box<str>, Operation, Arc<GenAiHandles>);
+/// A model's handles, one set per [`Source`].
+type Entry = (Box<str>, Operation, [Arc<GenAiHandles>; Source::ALL.len()]);
 
-/// Handles by (model, operation) for one (route, cluster, version). Reads are
-/// one atomic load and a scan of a short list; a new model appends once.
+/// Handles by (model, operation, source) for one (route, cluster, version).
+/// Reads are one atomic load and a scan of a short list; a new model appends
+/// once, with the handles of both sources.
 pub struct ModelHandleCache {
     metrics: GenAiMetrics,
     route: Box<str>,
@@ -180,13 +184,13 @@ pub struct ModelHandleCache {
 }
 
 impl ModelHandleCache {
-    pub fn get(&self, model: &str, operation: Operation) -> Arc<GenAiHandles> {
+    pub fn get(&self, model: &str, operation: Operation, source: Source) -> Arc<GenAiHandles> {
         let entries = self.entries.load();
         if let Some((_, _, h)) = entries
             .iter()
             .find(|(m, o, _)| **m == *model && *o == operation)
         {
-            return h.clone();
+            return h[source.index()].clone();
         }
         let model = if entries.len() >= MAX_MODELS {
             "other"
@@ -197,15 +201,18 @@ impl ModelHandleCache {
             .iter()
             .find(|(m, o, _)| **m == *model && *o == operation)
         {
-            return h.clone();
+            return h[source.index()].clone();
         }
-        let handles = Arc::new(self.metrics.handles(&[
-            &self.route,
-            &self.cluster,
-            &self.version,
-            model,
-            operation.as_str(),
-        ]));
+        let handles = Source::ALL.map(|s| {
+            Arc::new(self.metrics.handles(&[
+                &self.route,
+                &self.cluster,
+                &self.version,
+                model,
+                operation.as_str(),
+                s.label(),
+            ]))
+        });
         let added = handles.clone();
         self.entries.rcu(move |old| {
             let mut next = Vec::with_capacity(old.len() + 1);
@@ -218,7 +225,7 @@ impl ModelHandleCache {
             }
             next
         });
-        handles
+        handles[source.index()].clone()
     }
 }
 
@@ -255,17 +262,25 @@ mod tests {
         let registry = Registry::new();
         let m = GenAiMetrics::new(&registry).unwrap();
         let cache = m.cache("chat", "a", "v1");
-        let h1 = cache.get("llama", Operation::Chat);
-        let h2 = cache.get("llama", Operation::Chat);
+        let h1 = cache.get("llama", Operation::Chat, Source::User);
+        let h2 = cache.get("llama", Operation::Chat, Source::User);
         assert!(Arc::ptr_eq(&h1, &h2));
+        let load = cache.get("llama", Operation::Chat, Source::Load);
+        assert!(!Arc::ptr_eq(&h1, &load));
+        load.ttft.observe(0.2);
+        assert_eq!(h1.ttft.get_sample_count(), 0);
         for i in 0..100 {
             cache
-                .get(&format!("model-{i}"), Operation::Chat)
+                .get(&format!("model-{i}"), Operation::Chat, Source::User)
                 .ttft
                 .observe(0.1);
         }
         assert_eq!(cache.entries.load().len(), MAX_MODELS + 1);
-        let other = cache.get("never-seen", Operation::Chat);
+        let other = cache.get("never-seen", Operation::Chat, Source::User);
         assert_eq!(other.ttft.get_sample_count(), 100 - (MAX_MODELS as u64 - 1));
+        let text = prometheus::TextEncoder::new()
+            .encode_to_string(&registry.gather())
+            .unwrap();
+        assert!(text.contains("gen_ai_client_operation_time_to_first_chunk_seconds_count{cluster=\"a\",gen_ai_operation_name=\"chat\",gen_ai_request_model=\"llama\",route=\"chat\",source=\"load\",version=\"v1\"} 1"));
     }
 }

@@ -10,6 +10,7 @@ mod gate;
 mod genai;
 mod hash;
 mod hop;
+mod load;
 mod matcher;
 mod meter;
 mod metrics;
@@ -45,14 +46,18 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
+pub use load::{
+    classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
+    LOAD_HEADER, MAX_RUN_ID,
+};
 pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
 };
 pub use metrics::{
-    register_family, register_gauge, register_histogram, LabelledFamily, Metrics, RespHandles,
-    RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass, REQUESTS_METRIC,
-    REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    register_family, register_gauge, register_histogram, LabelledFamily, LoadStrippedMetrics,
+    Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
+    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};

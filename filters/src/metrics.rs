@@ -10,6 +10,7 @@ use prometheus::{
 use crate::failure::Failure;
 use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
+use crate::load::{Source, Stripped};
 use crate::mirror::MirrorMetrics;
 
 mod family;
@@ -94,6 +95,31 @@ pub struct Metrics {
     pub resp: RespMetrics,
     pub faults: FaultMetrics,
     pub mirror: MirrorMetrics,
+    /// `sluice_load_header_stripped_total{reason}`.
+    pub load_stripped: LoadStrippedMetrics,
+}
+
+/// `x-sluice-load` headers removed before forwarding, by [`Stripped`]
+/// reason; resolved once.
+#[derive(Clone)]
+pub struct LoadStrippedMetrics([IntCounter; Stripped::ALL.len()]);
+
+impl LoadStrippedMetrics {
+    fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let family: IntCounterVec = register_family(
+            registry,
+            "sluice_load_header_stripped_total",
+            "x-sluice-load headers removed before forwarding: from a peer outside load.trusted_peers, or not a run id.",
+            &["reason"],
+        )?;
+        Ok(Self(
+            Stripped::ALL.map(|r| family.with_label_values(&[r.reason()])),
+        ))
+    }
+
+    pub fn inc(&self, reason: Stripped) {
+        self.0[reason as usize].inc();
+    }
 }
 
 /// The rollout controllers' families, one series per rollout. Written by the
@@ -133,18 +159,18 @@ impl RolloutMetrics {
     }
 }
 
-/// Pre-resolved handles for one (route, cluster) pair.
+/// Pre-resolved handles for one (route, cluster) pair, per [`Source`].
 #[derive(Clone)]
 pub struct RouteClusterMetrics {
-    requests: [IntCounter; 5],
-    duration: Histogram,
+    requests: [[IntCounter; 5]; Source::ALL.len()],
+    duration: [Histogram; Source::ALL.len()],
     proxy_errors: [IntCounter; Failure::ALL.len()],
 }
 
 impl RouteClusterMetrics {
-    pub fn record(&self, status: u16, seconds: f64) {
-        self.requests[StatusClass::of(status).index()].inc();
-        self.duration.observe(seconds);
+    pub fn record(&self, status: u16, seconds: f64, source: Source) {
+        self.requests[source.index()][StatusClass::of(status).index()].inc();
+        self.duration[source.index()].observe(seconds);
     }
 
     pub fn record_failure(&self, failure: Failure) {
@@ -161,15 +187,15 @@ impl Metrics {
             requests: register_family(
                 &registry,
                 REQUESTS_METRIC,
-                "Requests answered, by route, cluster and status class.",
-                &["route", "cluster", "version", STATUS_CLASS_LABEL],
+                "Requests answered, by route, cluster, status class and source (load: `sluice load` from a trusted peer).",
+                &["route", "cluster", "version", STATUS_CLASS_LABEL, Source::LABEL],
             )?,
             duration: register_histogram(
                 &registry,
                 REQUEST_DURATION_METRIC,
                 "Time from the request's arrival to the last byte of the answer.",
                 DURATION_BUCKETS,
-                &["route", "cluster", "version"],
+                &["route", "cluster", "version", Source::LABEL],
             )?,
             proxy_errors: register_family(
                 &registry,
@@ -211,6 +237,7 @@ impl Metrics {
             resp: RespMetrics::new(&registry)?,
             faults: FaultMetrics::new(&registry)?,
             mirror: MirrorMetrics::new(&registry)?,
+            load_stripped: LoadStrippedMetrics::new(&registry)?,
             registry,
         })
     }
@@ -219,11 +246,21 @@ impl Metrics {
     /// snapshot is built, never per request.
     pub fn route_cluster(&self, route: &str, cluster: &str, version: &str) -> RouteClusterMetrics {
         RouteClusterMetrics {
-            requests: StatusClass::ALL.map(|c| {
-                self.requests
-                    .with_label_values(&[route, cluster, version, c.label()])
+            requests: Source::ALL.map(|s| {
+                StatusClass::ALL.map(|c| {
+                    self.requests.with_label_values(&[
+                        route,
+                        cluster,
+                        version,
+                        c.label(),
+                        s.label(),
+                    ])
+                })
             }),
-            duration: self.duration.with_label_values(&[route, cluster, version]),
+            duration: Source::ALL.map(|s| {
+                self.duration
+                    .with_label_values(&[route, cluster, version, s.label()])
+            }),
             proxy_errors: Failure::ALL.map(|f| {
                 self.proxy_errors
                     .with_label_values(&[route, cluster, f.reason()])
@@ -257,16 +294,24 @@ mod tests {
     fn records_show_up_in_text() {
         let m = Metrics::new().unwrap_or_else(|e| unreachable!("{e}"));
         let rc = m.route_cluster("chat", "stable", "v1");
-        rc.record(200, 0.02);
-        rc.record(503, 0.5);
+        rc.record(200, 0.02, Source::User);
+        rc.record(503, 0.5, Source::User);
+        rc.record(200, 0.03, Source::Load);
         rc.record_failure(Failure::ConnectError);
+        m.load_stripped.inc(Stripped::Untrusted);
         let text = m.encode();
         assert!(text.contains(
-            "sluice_requests_total{cluster=\"stable\",route=\"chat\",status_class=\"2xx\",version=\"v1\"} 1"
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"user\",status_class=\"2xx\",version=\"v1\"} 1"
         ));
+        assert!(text.contains(
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"load\",status_class=\"2xx\",version=\"v1\"} 1"
+        ));
+        assert!(text.contains("sluice_load_header_stripped_total{reason=\"untrusted\"} 1"));
+        assert!(text.contains("sluice_load_header_stripped_total{reason=\"invalid\"} 0"));
         assert!(text.contains(
             "sluice_proxy_errors_total{cluster=\"stable\",reason=\"connect_error\",route=\"chat\"} 1"
         ));
-        assert!(text.contains("sluice_request_duration_seconds_count{cluster=\"stable\",route=\"chat\",version=\"v1\"} 2"));
+        assert!(text.contains("sluice_request_duration_seconds_count{cluster=\"stable\",route=\"chat\",source=\"user\",version=\"v1\"} 2"));
+        assert!(text.contains("sluice_request_duration_seconds_count{cluster=\"stable\",route=\"chat\",source=\"load\",version=\"v1\"} 1"));
     }
 }

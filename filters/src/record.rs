@@ -68,6 +68,9 @@ pub struct RequestRecord<'a> {
     pub tokens: Option<&'a TokenOutcome>,
     pub prompt_fingerprint: Option<&'a str>,
     pub upstream: UpstreamTiming,
+    /// The `sluice load` run this request belongs to, when its
+    /// `x-sluice-load` mark was believed (see `load`).
+    pub load_run: Option<&'a str>,
 }
 
 impl RequestRecord<'_> {

@@ -39,6 +39,9 @@ pub struct TraceLine {
     pub request_id: String,
     pub trace_id: Option<String>,
     pub session_id: Option<String>,
+    /// The `sluice load` run that sent the request (its `x-sluice-load`
+    /// mark, from a trusted peer); absent for users' traffic.
+    pub load_run: Option<String>,
     pub route: Option<String>,
     pub cluster: Option<String>,
     pub version: Option<String>,
@@ -154,6 +157,7 @@ impl TraceLine {
             session_id: input
                 .session_id
                 .map(|s| redactor.redact_str(s).into_owned()),
+            load_run: record.load_run.map(str::to_owned),
             route: Some(record.route.to_owned()),
             cluster: Some(record.cluster.to_owned()),
             version: Some(record.version.to_owned()),

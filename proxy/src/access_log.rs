@@ -109,6 +109,9 @@ pub(crate) fn line(r: &RequestRecord<'_>) -> String {
     if let Some(fp) = r.prompt_fingerprint {
         v.insert("prompt_fingerprint".into(), fp.into());
     }
+    if let Some(run) = r.load_run {
+        v.insert("load_run".into(), run.into());
+    }
     let u = &r.upstream;
     for (name, at) in [
         ("upstream_peer_ms", u.peer),

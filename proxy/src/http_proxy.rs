@@ -5,6 +5,7 @@
 mod context;
 mod errors;
 mod faults;
+mod load;
 mod metering;
 mod mirror;
 mod model_peek;
@@ -115,6 +116,7 @@ impl ProxyHttp for HttpProxy {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         ctx.request_id = request_id::take_or_make(session.req_header_mut());
+        load::on_request(session, ctx, &self.shared.metrics);
         // Keeps up to 64 KiB of the body so that a request sent on a pooled
         // connection that turns out dead can be replayed (see `error_while_proxy`).
         session.as_mut().enable_retry_buffering();

@@ -267,6 +267,8 @@ pub struct FinishedRequest<'a> {
     pub ttft: Option<Duration>,
     /// A fingerprint of the prompt (never the prompt itself).
     pub prompt_fingerprint: Option<&'a str>,
+    /// The `sluice load` run, for load traffic (a server span attribute).
+    pub load_run: Option<&'a str>,
     /// A short, low-cardinality error kind when the request failed.
     pub error: Option<&'a str>,
     pub attempts: &'a [Attempt],

@@ -155,15 +155,18 @@ pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> Value {
     response.json().await.expect("a JSON body")
 }
 
-/// The value of the series `name` whose labels include every pair in `labels`.
+/// The sum of the series `name` whose labels include every pair in `labels`
+/// (`None` when none does): a family split by a label the test does not
+/// name, such as `source` (`user` and `load`), is added up over it.
 pub(crate) fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .find(|l| {
+        .filter(|l| {
             labels
                 .iter()
                 .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
         })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(None, |sum, v| Some(sum.unwrap_or(0.0) + v))
 }

@@ -17,6 +17,7 @@ mod layout;
 mod lifecycle;
 pub(crate) mod llama_cpp;
 mod load_full_link;
+mod load_labels;
 mod load_shards;
 mod mirror;
 mod openai_sdk;

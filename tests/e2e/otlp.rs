@@ -105,6 +105,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             finish_reason: Some("stop"),
             ttft: Some(Duration::from_millis(120)),
             prompt_fingerprint: Some("9f86d081884c7d65"),
+            load_run: Some("load-00000000000000aa"),
             error: None,
             attempts: &attempts,
         },
@@ -134,6 +135,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
         ("sluice.route", "Str(chat)"),
         ("sluice.cluster", "Str(llm-stable)"),
         ("sluice.version", "Str(v1)"),
+        ("sluice.load_run", "Str(load-00000000000000aa)"),
     ];
     let port = format!("Int({})", upstream.addr().port());
     let upstream_only = [

@@ -198,7 +198,7 @@ async fn dead_upstream_is_502_and_counted() {
         "{metrics}"
     );
     assert!(metrics.contains(
-        r#"sluice_requests_total{cluster="up",route="all",status_class="5xx",version="v1"} 1"#
+        r#"sluice_requests_total{cluster="up",route="all",source="user",status_class="5xx",version="v1"} 1"#
     ));
 }
 

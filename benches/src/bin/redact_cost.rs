@@ -105,6 +105,7 @@ fn line_cost(args: &Args, redactor: &Redactor, path: &str, body: Option<&[u8]>) 
         tokens: None,
         prompt_fingerprint: None,
         upstream: Default::default(),
+        load_run: None,
     };
     per_call(args, || {
         let input = TraceInput {

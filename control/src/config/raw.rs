@@ -50,6 +50,17 @@ pub struct RawConfig {
     pub gpu: Option<RawGpu>,
     /// Traffic recording; also started at run time by `PUT /v1/recorder`.
     pub recorder: Option<RawRecorder>,
+    /// Load traffic: whose `x-sluice-load` mark is believed.
+    pub load: Option<RawLoad>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    /// Address ranges (`10.0.0.0/8`) whose `x-sluice-load` header labels the
+    /// request as load traffic (default loopback); others have it stripped.
+    pub trusted_peers: Option<Vec<String>>,
 }
 
 #[skip_serializing_none]

@@ -3,6 +3,7 @@
 use super::*;
 
 mod faults;
+mod load;
 mod mirror;
 mod recorder;
 mod rollouts;

@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Experiment, Matcher};
+use sluice_filters::{Cidr, Experiment, Matcher};
 
 use super::RawConfig;
 
@@ -38,6 +38,23 @@ pub struct Config {
     pub gpu: GpuConfig,
     /// The recording the config asks for, if any.
     pub recorder: Option<RecorderConfig>,
+    pub load: LoadConfig,
+}
+
+/// `load:`: which peers may label their requests as load traffic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadConfig {
+    /// The `x-sluice-load` header is believed only from these ranges, and
+    /// stripped before forwarding from any other peer.
+    pub trusted_peers: Vec<Cidr>,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        Self {
+            trusted_peers: vec![Cidr::LOOPBACK_V4, Cidr::LOOPBACK_V6],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -3,6 +3,7 @@
 
 mod errors;
 mod fault;
+mod load;
 mod mirror;
 mod recorder;
 mod rollout;
@@ -46,6 +47,7 @@ impl RawConfig {
             .recorder
             .as_ref()
             .map(|r| recorder::recorder(r, "recorder", &routes, &mut errs));
+        let load = load::load(self.load.as_ref(), &mut errs);
         if !errs.0.is_empty() {
             return Err(ConfigErrors(errs.0));
         }
@@ -61,6 +63,7 @@ impl RawConfig {
             telemetry,
             gpu,
             recorder,
+            load,
         })
     }
 }

@@ -109,6 +109,7 @@ async fn the_loop_halts_on_error_rate_and_notes_expiry() {
     let key = shared.stats.key("chat", "a", "v1");
     for i in 0..10 {
         shared.stats.record(Sample {
+            load: false,
             key,
             status: if i < 8 { 503 } else { 200 },
             latency: Duration::from_millis(1),

@@ -94,10 +94,11 @@ enum Text {
     Fingerprint,
     TraceId,
     Session,
+    LoadRun,
 }
 
 impl Text {
-    const COUNT: usize = 10;
+    const COUNT: usize = 11;
 }
 
 /// What the data plane knows of a request beyond its record.
@@ -130,6 +131,7 @@ impl Captured {
             record.prompt_fingerprint,
             ids.trace_id,
             ids.session_id,
+            record.load_run,
         ];
         let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
         let mut ends = [0; Text::COUNT];
@@ -192,6 +194,7 @@ impl Captured {
             tokens: self.tokens.as_ref(),
             prompt_fingerprint: self.optional(Text::Fingerprint),
             upstream: UpstreamTiming::default(),
+            load_run: self.optional(Text::LoadRun),
         }
     }
 }

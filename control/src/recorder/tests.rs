@@ -71,6 +71,8 @@ fn captured(
 ) -> Captured {
     let request_id = format!("req-{id}");
     let path = "/v1/chat/completions".to_owned();
+    // Every third request is load traffic.
+    let load_run = format!("load-{id}");
     let record = RequestRecord {
         request_id: &request_id,
         route: "chat",
@@ -86,6 +88,7 @@ fn captured(
         tokens: None,
         prompt_fingerprint: None,
         upstream: Default::default(),
+        load_run: id.is_multiple_of(3).then_some(load_run.as_str()),
     };
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#
@@ -135,6 +138,8 @@ fn writes_one_redacted_line_per_request_with_think_times() {
     assert_eq!(arrivals, [0, 50_000, 400_000, 500_000]);
     let think: Vec<Option<f64>> = lines.iter().map(|l| l.think_time_ms).collect();
     assert_eq!(think, [None, None, Some(300.0), None]);
+    let runs: Vec<Option<&str>> = lines.iter().map(|l| l.load_run.as_deref()).collect();
+    assert_eq!(runs, [None, None, Some("load-3"), None]);
     assert_eq!(lines[0].messages, Some(1));
     assert!(lines[0].input_tokens_estimated);
     let text = std::fs::read_to_string(dir.trace()).unwrap();

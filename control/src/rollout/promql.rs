@@ -10,6 +10,7 @@
 //! | `$cluster` | the canary cluster (stable's, in stable's `requests`) |
 //! | `$stable` | the stable cluster |
 //! | `$window` | the window in seconds, e.g. `30s` |
+//! | `$source` | `,source="user"` with `gates.exclude_load`, else empty: inside a selector's braces, it leaves load traffic out |
 //!
 //! A query must come back with one series (or a scalar). Time gates are
 //! read in seconds, Prometheus's unit, and shown in milliseconds;
@@ -81,7 +82,7 @@ pub(crate) fn template(gate: Gate) -> String {
         // The 5xx count may have no series yet: `or vector(0)` keeps the
         // rate at 0 rather than empty.
         Gate::ErrorRate => format!(
-            "100 * (sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\",{STATUS_CLASS_LABEL}=\"{}\"}}[$window])) or vector(0)) / {}",
+            "100 * (sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"$source,{STATUS_CLASS_LABEL}=\"{}\"}}[$window])) or vector(0)) / {}",
             StatusClass::ServerError.label(),
             template_requests()
         ),
@@ -106,7 +107,9 @@ pub(crate) fn template(gate: Gate) -> String {
 }
 
 fn template_requests() -> String {
-    format!("sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+    format!(
+        "sum(increase({REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"$source}}[$window]))"
+    )
 }
 
 /// `q`'s quantile of a histogram over every instance: rates per bucket
@@ -114,7 +117,7 @@ fn template_requests() -> String {
 /// the histogram's name; its `_bucket` series are read.
 fn quantile(q: f64, family: &str, cluster: &str) -> String {
     format!(
-        "histogram_quantile({q}, sum by (le) (rate({family}_bucket{{route=\"$route\",cluster=\"{cluster}\"}}[$window])))"
+        "histogram_quantile({q}, sum by (le) (rate({family}_bucket{{route=\"$route\",cluster=\"{cluster}\"$source}}[$window])))"
     )
 }
 
@@ -127,7 +130,20 @@ pub(crate) fn expand(template: &str, c: &RolloutConfig, cluster: &str) -> String
         .replace("$route", &escape(&c.route))
         .replace("$cluster", &escape(cluster))
         .replace("$stable", &escape(&c.stable))
+        .replace("$source", source(c))
 }
+
+/// The `$source` matcher: users' traffic only, with `gates.exclude_load`.
+fn source(c: &RolloutConfig) -> &'static str {
+    if c.gates.exclude_load {
+        SOURCE_USER
+    } else {
+        ""
+    }
+}
+
+/// The matcher of users' traffic, inside a selector's braces.
+const SOURCE_USER: &str = ",source=\"user\"";
 
 /// A PromQL range in whole seconds, at least one.
 fn window(w: Duration) -> String {

@@ -139,7 +139,9 @@ fn views(env: &Env, live: &Config, c: &RolloutConfig) -> (WindowView, WindowView
     let view = |cluster: &str, measures: &[Measure]| {
         let version = live.cluster(cluster).map_or("", |x| x.version.as_str());
         let key = env.shared.stats.key(&c.route, cluster, version);
-        env.shared.stats.view_only(key, c.window, measures)
+        env.shared
+            .stats
+            .view_of(key, c.window, measures, !c.gates.exclude_load)
     };
     (view(&c.canary, &canary), view(&c.stable, &stable))
 }

@@ -80,6 +80,9 @@ pub(super) struct Harness {
     first_canary: Option<Instant>,
     /// Every canary weight seen, without repeats.
     weights: Vec<u32>,
+    /// Load traffic (`sluice load` from a trusted peer) sent to the canary
+    /// in each slice on top of users', and how it answers.
+    load: Option<(u64, Shape)>,
 }
 
 impl Harness {
@@ -115,6 +118,7 @@ impl Harness {
             canary_sent: 0,
             first_canary: None,
             weights: Vec::new(),
+            load: None,
         };
         // Let the registry start the controllers and their first tick run.
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -143,6 +147,7 @@ impl Harness {
     fn sample(&mut self, key: StatsKey, shape: Shape) -> Sample {
         self.seq += 1;
         Sample {
+            load: false,
             key,
             status: if self.seq % 100 < shape.errors {
                 500
@@ -177,6 +182,13 @@ impl Harness {
         for _ in 0..to_stable {
             let s = self.sample(self.keys.0, GOOD);
             self.shared.stats.record(s);
+        }
+        if let Some((n, shape)) = self.load {
+            for _ in 0..n {
+                let mut s = self.sample(self.keys.1, shape);
+                s.load = true;
+                self.shared.stats.record(s);
+            }
         }
         if to_canary > 0 && self.first_canary.is_none() {
             self.first_canary = Some(Instant::now());

@@ -38,6 +38,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
     tokio::time::advance(Duration::from_secs(10)).await;
     for i in 0..100u64 {
         stats.record(Sample {
+            load: false,
             key,
             status: if i < 5 { 503 } else { 200 },
             latency: Duration::from_millis(i + 1),
@@ -73,6 +74,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
 
 fn sample(key: StatsKey, status: u16, ttft_ms: u64) -> Sample {
     Sample {
+        load: false,
         key,
         status,
         latency: Duration::from_millis(ttft_ms + 100),
@@ -179,6 +181,7 @@ fn views_merge_and_skip_what_they_never_saw() {
     let key = StatsKey(0);
     let mut a = WindowView::default();
     a.add(&Sample {
+        load: false,
         key,
         status: 200,
         latency: Duration::from_millis(5),
@@ -192,4 +195,39 @@ fn views_merge_and_skip_what_they_never_saw() {
     assert_eq!(a.count(Measure::Latency), 2);
     assert_eq!(a.count(Measure::Ttft), 1);
     assert_eq!(a.error_percent(), Some(50.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn load_traffic_counts_unless_a_view_leaves_it_out() {
+    let running = Running::start();
+    let stats = &running.stats;
+    let key = stats.key("chat", "canary", "v2");
+    // A rollout's 30 s window, asked before any traffic, grows both rings.
+    let users = |stats: &Stats| stats.view_of(key, Duration::from_secs(30), &Measure::ALL, false);
+    assert_eq!(users(stats).requests, 0);
+    tokio::time::advance(Duration::from_secs(10)).await;
+    for i in 0..30u64 {
+        // Users: 10 fast answers; load: 20 slow errors, in the same seconds.
+        if i < 10 {
+            stats.record(sample(key, 200, 100));
+        }
+        let mut load = sample(key, 500, 900);
+        load.load = true;
+        stats.record(load);
+        if i % 10 == 9 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+        }
+    }
+    settle().await;
+    let all = stats.view(key, Duration::from_secs(30));
+    assert_eq!((all.requests, all.errors), (40, 30));
+    let only = users(stats);
+    assert_eq!((only.requests, only.errors), (10, 0));
+    assert_eq!(only.count(Measure::Ttft), 10);
+    assert!((99.0..=101.0).contains(&only.quantile_ms(Measure::Ttft, 0.99).unwrap()));
+    // `/v1/stats` shows all of it.
+    let rows = stats.rows();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].requests, rows[0].errors), (40, 30));
+    running.stop().await;
 }

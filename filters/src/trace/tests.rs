@@ -46,6 +46,7 @@ fn record<'a>(tokens: &'a TokenOutcome) -> RequestRecord<'a> {
         tokens: Some(tokens),
         prompt_fingerprint: Some("abc123"),
         upstream: UpstreamTiming::default(),
+        load_run: Some("load-00000000000000ff"),
     }
 }
 
@@ -93,6 +94,7 @@ fn a_line_from_a_record_has_every_field() {
     assert_eq!(line.hash_ids.len(), 1);
     assert_eq!(line.think_time_ms, Some(2500.0));
     assert_eq!(line.prompt_fingerprint.as_deref(), Some("abc123"));
+    assert_eq!(line.load_run.as_deref(), Some("load-00000000000000ff"));
     // The session id, the path's query and the body's email are redacted.
     let session = line.session_id.as_deref().unwrap();
     assert!(session.starts_with("<email:"), "{session}");
@@ -116,6 +118,7 @@ fn a_line_from_a_record_has_every_field() {
         "request_id",
         "trace_id",
         "session_id",
+        "load_run",
         "route",
         "cluster",
         "version",
@@ -143,7 +146,7 @@ fn a_line_from_a_record_has_every_field() {
     ] {
         assert!(value.get(name).is_some(), "{name} missing from {json}");
     }
-    assert_eq!(value.as_object().unwrap().len(), 28, "{json}");
+    assert_eq!(value.as_object().unwrap().len(), 29, "{json}");
     assert!(value["body"].is_object(), "the body is JSON, not a string");
     assert_eq!(parse_line(&json), Ok(line));
 }
@@ -228,4 +231,16 @@ fn bad_lines_say_what_is_wrong() {
         e.to_string().starts_with("line 3: column 21: invalid type"),
         "{e}"
     );
+}
+
+#[test]
+fn a_users_request_has_no_load_run() {
+    let tokens = outcome(Some(21));
+    let mut record = record(&tokens);
+    record.load_run = None;
+    let line = TraceLine::from_record(&input(&record, Bodies::None), &redactor(b"k"));
+    assert_eq!(line.load_run, None);
+    let json = line.to_json();
+    assert!(!json.contains("load_run"), "{json}");
+    assert_eq!(parse_line(&json), Ok(line));
 }

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use sluice_control::{ClusterRuntime, Snapshot};
-use sluice_filters::{Failure, Operation, RequestInfo, TokenMeter, TokenOutcome, UpstreamTiming};
+use sluice_filters::{
+    Failure, Operation, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
+};
 
 use super::mirror::MirrorCapture;
 use super::recording::Recording;
@@ -62,6 +64,9 @@ pub(crate) struct RequestCtx {
     /// Kept only when `timed` (an access log is on): three clock reads.
     pub timed: bool,
     pub upstream_timing: UpstreamTiming,
+    /// The `sluice load` run, when the request's `x-sluice-load` mark came
+    /// from a trusted peer (see `load.rs`).
+    pub load_run: Option<String>,
     _inflight: InflightGuard,
 }
 
@@ -97,6 +102,7 @@ impl RequestCtx {
             recording: None,
             timed: false,
             upstream_timing: UpstreamTiming::default(),
+            load_run: None,
             _inflight: inflight,
         }
     }
@@ -129,6 +135,15 @@ impl RequestCtx {
             .and_then(|i| i.model.as_deref())
             .or(self.header_model.as_deref())
             .unwrap_or("unknown")
+    }
+
+    /// Whose traffic this is, for the `source` label.
+    pub(crate) fn source(&self) -> Source {
+        if self.load_run.is_some() {
+            Source::Load
+        } else {
+            Source::User
+        }
     }
 
     pub(crate) fn route_name(&self) -> Option<&str> {

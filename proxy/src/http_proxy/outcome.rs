@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use pingora::http::RequestHeader;
 use sluice_control::{Sample, TokenSample};
-use sluice_filters::{Failure, RequestRecord, TokenOutcome};
+use sluice_filters::{Failure, RequestRecord, Source, TokenOutcome};
 
 use super::{HttpProxy, RequestCtx};
 use crate::telemetry::FinishedRequest;
@@ -41,16 +41,18 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             .as_ref()
             .and_then(|i| i.prompt_fingerprint.as_deref()),
         upstream: ctx.upstream_timing,
+        load_run: ctx.load_run.as_deref(),
     };
+    let source = ctx.source();
 
     match (route, target) {
         (Some(_), Some(target)) => {
-            target.metrics.record(status, seconds);
+            target.metrics.record(status, seconds, source);
             if let Some(f) = ctx.failure {
                 target.metrics.record_failure(f);
             }
             if ctx.metered {
-                let genai = target.genai.get(record.model, record.operation);
+                let genai = target.genai.get(record.model, record.operation, source);
                 genai.duration.observe(seconds);
                 if let Some(t) = &ctx.tokens {
                     if let Some(ttft) = t.ttft() {
@@ -75,14 +77,14 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             stats_key = Some(target.stats);
         }
         (Some(route), None) => {
-            route.unrouted.record(status, seconds);
+            route.unrouted.record(status, seconds, source);
             if let Some(f) = ctx.failure {
                 route.unrouted.record_failure(f);
             }
         }
         _ => {
             if let Some(m) = snapshot.no_route.get(proxy.listener) {
-                m.record(status, seconds);
+                m.record(status, seconds, source);
                 m.record_failure(ctx.failure.unwrap_or(Failure::NoRoute));
             }
         }
@@ -118,6 +120,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                 finish_reason: tokens.and_then(|t| t.summary.finish_reason.as_deref()),
                 ttft: tokens.and_then(TokenOutcome::ttft),
                 prompt_fingerprint: record.prompt_fingerprint,
+                load_run: record.load_run,
                 error: ctx.failure.map(Failure::reason),
                 attempts: &ctx.attempts,
             },
@@ -136,6 +139,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             status,
             latency: e2e,
             tokens,
+            load: source == Source::Load,
         });
     }
 }

@@ -37,6 +37,8 @@ pub(super) const SLUICE_ROUTE: &str = "sluice.route";
 pub(super) const SLUICE_CLUSTER: &str = "sluice.cluster";
 pub(super) const SLUICE_VERSION: &str = "sluice.version";
 pub(super) const SLUICE_PROMPT_FINGERPRINT: &str = "sluice.prompt_fingerprint";
+/// The `sluice load` run of load traffic (`x-sluice-load` from a trusted peer).
+pub(super) const SLUICE_LOAD_RUN: &str = "sluice.load_run";
 /// 1-based number of the attempt within its request.
 pub(super) const SLUICE_ATTEMPT: &str = "sluice.attempt";
 
@@ -76,6 +78,9 @@ pub(super) fn build(
     push_str(&mut attributes, SLUICE_ROUTE, request.route);
     push_str(&mut attributes, SLUICE_CLUSTER, request.cluster);
     push_str(&mut attributes, SLUICE_VERSION, request.version);
+    if let Some(run) = request.load_run {
+        push_str(&mut attributes, SLUICE_LOAD_RUN, run);
+    }
     push_request_genai(&mut attributes, request);
     push_response_genai(&mut attributes, request);
     match request.error {

@@ -189,6 +189,7 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     assert_eq!(attrs["gen_ai.response.finish_reasons"], "[\"stop\"]");
     assert_eq!(attrs["gen_ai.response.time_to_first_chunk"], "0.25");
     assert_eq!(attrs["sluice.prompt_fingerprint"], "fp-1234");
+    assert_eq!(attrs["sluice.load_run"], "load-run-7");
     assert!(!attrs.contains_key("error.type"));
 
     for (span, attempt) in built[1..].iter().zip(&attempts) {
@@ -266,6 +267,7 @@ fn finished(attempts: &[Attempt]) -> FinishedRequest<'_> {
         finish_reason: Some("stop"),
         ttft: Some(Duration::from_millis(250)),
         prompt_fingerprint: Some("fp-1234"),
+        load_run: Some("load-run-7"),
         error: None,
         attempts,
     }

@@ -17,9 +17,8 @@ mod resp;
 
 pub use resp::Cache;
 pub(crate) use resp::Redis;
+pub use sluice_filters::LOAD_HEADER;
 
-/// The header that marks load traffic with the run's id.
-pub const LOAD_HEADER: &str = "x-sluice-load";
 /// Body chunks read per response at most: every loop is bounded.
 const MAX_CHUNKS: usize = 1 << 20;
 
@@ -54,6 +53,11 @@ impl Failure {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Outcome {
     pub step: usize,
+    /// The W3C trace id this request's `traceparent` carried, 32 hex digits
+    /// (empty for steps sent without one): the proxy records the same id as
+    /// its trace line's `trace_id`, so a client row joins the proxy's.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
     /// The journey's arrival index in the whole schedule.
     pub index: u64,
     pub stage: usize,
@@ -157,6 +161,7 @@ impl Client {
             span_id: rand::random::<[u8; 8]>(),
             sampled: true,
         };
+        out.trace_id = trace.trace_id_hex();
         request = request
             .header("traceparent", trace.to_traceparent())
             .header(LOAD_HEADER, self.run_id.clone());

@@ -50,6 +50,16 @@ impl<'de, V: Keyed> Visitor<'de> for EntriesVisitor<V> {
     }
 }
 
+/// The value of the entry whose key `text` was just read from `map`, read
+/// by its key: for a map that holds other keys besides the table's.
+pub(crate) fn next_value<'de, A, V>(map: &mut A, text: &str) -> Result<(V::Key, V), A::Error>
+where
+    A: MapAccess<'de>,
+    V: Keyed,
+{
+    map.next_value_seed(Entry::<V>(text, PhantomData))
+}
+
 struct Entry<'k, V>(&'k str, PhantomData<V>);
 
 impl<'de, V: Keyed> DeserializeSeed<'de> for Entry<'_, V> {

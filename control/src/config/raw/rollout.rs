@@ -63,9 +63,18 @@ pub enum RawOnBreach {
 }
 
 /// The bound of each gate set, as written: `gates: { ttft_p95: 800ms }`.
-/// The names are [`Gate`]'s table; each value has its gate's unit.
+/// The names are [`Gate`]'s table; each value has its gate's unit. One
+/// key is not a gate: `exclude_load`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RawGates(pub BTreeMap<Gate, RawBound>);
+pub struct RawGates {
+    pub bounds: BTreeMap<Gate, RawBound>,
+    /// Leave load traffic (`x-sluice-load` from a trusted peer) out of
+    /// every gate (default false: it counts).
+    pub exclude_load: Option<bool>,
+}
+
+/// The key of `gates:` that is not a gate.
+const EXCLUDE_LOAD: &str = "exclude_load";
 
 /// One gate's bound as written, by the gate's [`Unit`].
 #[derive(Clone, Debug, PartialEq)]
@@ -78,8 +87,9 @@ pub enum RawBound {
 }
 
 impl RawGates {
+    /// No gate set (`exclude_load` aside).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.bounds.is_empty()
     }
 }
 
@@ -103,20 +113,47 @@ impl keyed::Keyed for RawBound {
 
 impl<'de> Deserialize<'de> for RawGates {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut gates = BTreeMap::new();
-        for (gate, bound) in keyed::read::<D, RawBound>(d)? {
+        d.deserialize_map(GatesVisitor)
+    }
+}
+
+struct GatesVisitor;
+
+impl<'de> Visitor<'de> for GatesVisitor {
+    type Value = RawGates;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(<RawBound as keyed::Keyed>::EXPECTING)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<RawGates, A::Error> {
+        let mut gates = RawGates::default();
+        while let Some(text) = map.next_key::<String>()? {
+            if text == EXCLUDE_LOAD {
+                gates.exclude_load = Some(map.next_value()?);
+                continue;
+            }
+            let (gate, bound) = keyed::next_value::<A, RawBound>(&mut map, &text)?;
             // `gap_p99` and its alias `itl_p99` are one gate.
-            if gates.insert(gate, bound).is_some() {
+            if gates.bounds.insert(gate, bound).is_some() {
                 return Err(de::Error::custom(format!("gate `{gate}` is set twice")));
             }
         }
-        Ok(RawGates(gates))
+        Ok(gates)
     }
 }
 
 impl Serialize for RawGates {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(&self.0)
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (gate, bound) in &self.bounds {
+            map.serialize_entry(gate, bound)?;
+        }
+        if let Some(exclude) = self.exclude_load {
+            map.serialize_entry(EXCLUDE_LOAD, &exclude)?;
+        }
+        map.end()
     }
 }
 

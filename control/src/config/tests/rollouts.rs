@@ -408,3 +408,39 @@ fn every_rollout_error_is_reported_at_once() {
         ]
     );
 }
+
+#[test]
+fn exclude_load_is_read_checked_and_written_back() {
+    let c = Config::from_yaml(&one("")).unwrap();
+    assert!(
+        !c.rollouts[0].gates.exclude_load,
+        "load traffic counts by default"
+    );
+    let yaml = one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: true");
+    let c = Config::from_yaml(&yaml).unwrap();
+    let r = &c.rollouts[0];
+    assert!(r.gates.exclude_load);
+    // Not a gate: only the bounds are judged.
+    assert_eq!(r.gates.bounds(), [(Gate::TtftP95, 800.0)]);
+    let again = Config::from_yaml(&c.raw.to_yaml()).unwrap();
+    assert!(again.rollouts[0].gates.exclude_load);
+    assert_eq!(again.raw, c.raw);
+    let c = Config::from_yaml(
+        &one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: false"),
+    )
+    .unwrap();
+    assert!(!c.rollouts[0].gates.exclude_load);
+
+    assert_eq!(
+        errors_in(&one("").replace("ttft_p95: 800ms", "exclude_load: true")),
+        ["rollouts[0].gates: at least one gate is required"]
+    );
+    let e = errors_in(&one("").replace("ttft_p95: 800ms", "ttft_p95: 800ms, exclude_load: yes"));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with(
+            "rollouts[0].gates.exclude_load: invalid type: string \"yes\", expected a boolean"
+        ),
+        "{e:?}"
+    );
+}

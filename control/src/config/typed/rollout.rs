@@ -66,18 +66,32 @@ pub use sluice_filters::{Gate, GateUnit as Unit};
 /// Upper bounds on the canary, each in its gate's unit (milliseconds for
 /// durations). At least one is set.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Gates(BTreeMap<Gate, f64>);
+pub struct Gates {
+    bounds: BTreeMap<Gate, f64>,
+    /// Load traffic (`x-sluice-load` from a trusted peer) is left out of
+    /// every gate; by default it counts like any other.
+    pub exclude_load: bool,
+}
 
 impl Gates {
     /// Every gate that is set, with its bound, in [`Gate::ALL`] order.
     pub fn bounds(&self) -> Vec<(Gate, f64)> {
-        self.0.iter().map(|(&g, &b)| (g, b)).collect()
+        self.bounds.iter().map(|(&g, &b)| (g, b)).collect()
+    }
+
+    /// These gates with load traffic left out (`exclude_load: true`).
+    pub fn excluding_load(mut self) -> Gates {
+        self.exclude_load = true;
+        self
     }
 }
 
 impl FromIterator<(Gate, f64)> for Gates {
     fn from_iter<I: IntoIterator<Item = (Gate, f64)>>(iter: I) -> Gates {
-        Gates(iter.into_iter().collect())
+        Gates {
+            bounds: iter.into_iter().collect(),
+            exclude_load: false,
+        }
     }
 }
 

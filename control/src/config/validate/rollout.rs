@@ -209,7 +209,9 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
     if g.is_empty() {
         errs.push(at, "at least one gate is required");
     }
-    g.0.iter()
+    let gates: Gates = g
+        .bounds
+        .iter()
         .filter_map(|(&gate, bound)| {
             let path = format!("{at}.{gate}");
             let value = match bound {
@@ -224,5 +226,10 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
             }?;
             Some((gate, value))
         })
-        .collect()
+        .collect();
+    if g.exclude_load == Some(true) {
+        gates.excluding_load()
+    } else {
+        gates
+    }
 }

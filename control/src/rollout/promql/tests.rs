@@ -147,3 +147,33 @@ fn placeholders_are_escaped_and_time_gates_scaled() {
     assert_eq!(scale(Gate::ErrorRate), 1.0);
     assert_eq!(scale(Gate::P99VsStable), 1.0);
 }
+
+#[test]
+fn exclude_load_reads_users_traffic_only() {
+    let c = rollout(
+        "ttft_p95: 150ms, error_rate: 1%, p99_vs_stable: 1.2, exclude_load: true",
+        "",
+    );
+    assert!(c.gates.exclude_load);
+    let q = queries(&c, &overrides(&c));
+    let r = r#"route="chat",cluster="canary",source="user""#;
+    let s = r#"route="chat",cluster="stable",source="user""#;
+    let want = [
+        format!("histogram_quantile(0.95, sum by (le) (rate(gen_ai_client_operation_time_to_first_chunk_seconds_bucket{{{r}}}[8s])))"),
+        format!("100 * (sum(increase(sluice_requests_total{{{r},status_class=\"5xx\"}}[8s])) or vector(0)) / sum(increase(sluice_requests_total{{{r}}}[8s]))"),
+        format!("histogram_quantile(0.99, sum by (le) (rate(sluice_request_duration_seconds_bucket{{{r}}}[8s]))) / histogram_quantile(0.99, sum by (le) (rate(sluice_request_duration_seconds_bucket{{{s}}}[8s])))"),
+    ];
+    let got: Vec<&str> = q.gates.iter().map(|(_, g)| g.as_str()).collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        q.canary_requests,
+        format!("sum(increase(sluice_requests_total{{{r}}}[8s]))")
+    );
+    // An operator's own query may use `$source` too.
+    assert_eq!(
+        expand("x{a=\"b\"$source}", &c, "k"),
+        r#"x{a="b",source="user"}"#
+    );
+    let counted = rollout("ttft_p95: 150ms", "");
+    assert_eq!(expand("x{a=\"b\"$source}", &counted, "k"), r#"x{a="b"}"#);
+}

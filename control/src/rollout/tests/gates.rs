@@ -65,3 +65,43 @@ async fn gpu_memory_and_queue_gates_read_the_observers() {
     );
     h.stop().await;
 }
+
+/// A healthy canary for users, while a load test hammers it: 50 slow load
+/// requests per 100 ms beside the users' share.
+async fn under_slow_load(gates: &str) -> RolloutStatus {
+    let mut h = Harness::start(&rollout(&format!(", gates: {{ {gates} }}"))).await;
+    let slow = Shape {
+        ttft_ms: 900,
+        latency_ms: 3000,
+        errors: 50,
+    };
+    h.load = Some((50, slow));
+    let s = h
+        .drive(
+            Duration::from_secs(120),
+            10_000,
+            |_| GOOD,
+            |s| is_final(s) || s.weight == 5,
+        )
+        .await;
+    h.stop().await;
+    s
+}
+
+#[tokio::test(start_paused = true)]
+async fn load_traffic_moves_the_gates_unless_excluded() {
+    // By default load traffic counts: the canary is rolled back.
+    let s = under_slow_load("ttft_p95: 150ms, error_rate: 5%").await;
+    assert_eq!((s.state, s.weight), (State::RolledBack, 0));
+    // Excluded, the gates read users' traffic only: the canary steps up.
+    let s = under_slow_load("ttft_p95: 150ms, error_rate: 5%, exclude_load: true").await;
+    assert_eq!(
+        (s.state, s.weight),
+        (State::Progressing, 5),
+        "{:?}",
+        s.gates
+    );
+    let ttft = s.gates["ttft_p95"].value.unwrap();
+    assert!((99.0..=101.0).contains(&ttft), "{ttft}");
+    assert_eq!(s.gates["error_rate"].value, Some(0.0));
+}

@@ -1,0 +1,30 @@
+//! Load traffic on the request path: the `x-sluice-load` mark of a trusted
+//! peer labels the request with its run; any other peer's mark (or a value
+//! that is not a run id) is removed before the request goes anywhere, and
+//! counted, so that no client can hide its requests from the rollout gates.
+
+use pingora::proxy::Session;
+use sluice_filters::{classify_load, LoadMark, Metrics, LOAD_HEADER};
+
+use super::RequestCtx;
+
+/// Decides on the request's mark, first thing in `request_filter`: before
+/// the mirror or a faulted stream copies the headers.
+pub(super) fn on_request(session: &mut Session, ctx: &mut RequestCtx, metrics: &Metrics) {
+    let header = session.req_header().headers.get(LOAD_HEADER);
+    let Some(value) = header else { return };
+    let peer = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip());
+    let trusted = &ctx.snapshot.config.load.trusted_peers;
+    match classify_load(peer, trusted, Some(value.as_bytes())) {
+        LoadMark::Absent => {}
+        LoadMark::Load(run) => ctx.load_run = Some(run.to_owned()),
+        LoadMark::Strip(reason) => {
+            metrics.load_stripped.inc(reason);
+            // Every copy of the header, not only the first.
+            session.req_header_mut().remove_header(LOAD_HEADER);
+        }
+    }
+}
