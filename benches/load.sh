@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The load generator's own figures (issue 15, "Fidelity" and "Speed"):
+#
+#   fidelity  `sluice load` at RATE req/s (default 2000, constant arrivals) of
+#             streamed chat completions against `sluice mock-llm` (1 ms to the
+#             first token, 2 tokens): p99_dispatch_lag_ms (goal <= 1 ms) and the
+#             achieved rate against the offered (goal within 1%).
+#   speed     the most open-loop requests per second `sluice load` sends on one
+#             core against an nginx `return 200`, beside wrk (closed loop, 1
+#             thread, the same core) on the same nginx. Goal >= 0.8x wrk. The
+#             open-loop figure is the highest offered rate of a doubling-then-
+#             bisecting search whose run keeps up: achieved within 1% of offered,
+#             no request failed, and p99 dispatch lag <= 5 ms.
+#
+# Load on core 0, the target on core 1 (taskset). oha is not run: it is not
+# installed here (cargo install oha would build it from source).
+#
+# usage: benches/load.sh [--rate N] [--duration SECONDS] [--no-install] [--keep]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+rate=2000
+duration=10
+install=1
+keep=0
+niceness=0
+rounds=1
+connections=64
+while (($#)); do
+    case "$1" in
+        --rate) rate=$2 && shift 2 ;;
+        *) shared_option "$@" && shift "$taken" ;;
+    esac
+done
+
+bench_tools "$install" wrk nginx curl python3
+build_release
+start_work
+pin_and_prioritise "sluice load"
+target_pin=(taskset -c 1)
+[[ ${#load_pin[@]} -gt 0 ]] || target_pin=()
+sluice="$root/target/release/sluice"
+
+# result FILE KEY: a number of the run's summary (python: the file is JSON).
+result() {
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s.get(sys.argv[2], "nan"))' "$1" "$2"
+}
+
+# ---- fidelity against the mock
+mock_port=$(free_port)
+launch target_pin "$work/mock.log" "$sluice" mock-llm --listen "127.0.0.1:$mock_port" \
+    --ttft 1ms --itl 1ms --tokens 2
+pids+=("$launched")
+wait_for mock "$launched" "answering" curl -s -o /dev/null "http://127.0.0.1:$mock_port/v1/models"
+cat >"$work/fidelity.yaml" <<EOT
+scenario: fidelity
+target: { base_url: "http://127.0.0.1:$mock_port" }
+workload: { arrival: { kind: constant, rate: $rate }, duration: ${duration}s, warmup: 2s, seed: 1 }
+steps:
+  - { name: answer, service: llm, model: m, prompt: "Say hi", max_tokens: 2, stream: true }
+EOT
+log "fidelity: $rate req/s for ${duration}s"
+run_load "$work/fidelity.out" "$sluice" load "$work/fidelity.yaml" -o "$work/fidelity.json"
+lag=$(result "$work/fidelity.json" p99_dispatch_lag_ms)
+achieved=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["summary"]; print(s["requests"]/s["duration"])' "$work/fidelity.json")
+failed=$(result "$work/fidelity.json" failed)
+
+# ---- speed against nginx return 200
+nginx_port=$(free_port)
+nginx_json "$work/nginx" "$nginx_port" '{"ok":true}'
+launch_nginx target_pin "$work/nginx.log" "$work/nginx"
+pids+=("$launched")
+wait_for nginx "$launched" "answering" http_200 "http://127.0.0.1:$nginx_port/"
+run_load "$work/wrk-warm.txt" wrk -t 1 -c "$connections" -d 2s "http://127.0.0.1:$nginx_port/"
+run_load "$work/wrk.txt" wrk -t 1 -c "$connections" -d "${duration}s" "http://127.0.0.1:$nginx_port/"
+wrk_rps=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$work/wrk.txt")
+
+# keeps_up RATE: one open-loop run at RATE; true when it kept up.
+keeps_up() {
+    cat >"$work/speed.yaml" <<EOT
+scenario: speed
+target: { base_url: "http://127.0.0.1:$nginx_port" }
+workload: { arrival: { kind: constant, rate: $1 }, duration: ${duration}s, warmup: 1s, max_in_flight: 4096, seed: 1 }
+steps:
+  - { name: get, service: http, method: GET, path: / }
+EOT
+    run_load "$work/speed.out" "$sluice" load "$work/speed.yaml" -o "$work/speed-$1.json"
+    python3 - "$work/speed-$1.json" "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+offered = float(sys.argv[2])
+achieved = s["completed"] / s["duration"]
+lag = s.get("p99_dispatch_lag_ms", 0.0)
+ok = s["failed"] == 0 and achieved >= 0.99 * offered and lag <= 5.0
+print(f"  offered {offered:.0f}  achieved {achieved:.0f}  p99 lag {lag:.2f} ms  failed {s['failed']}  -> {'keeps up' if ok else 'falls behind'}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+log "speed: doubling from 4000 req/s, then bisecting"
+low=0
+high=4000
+while keeps_up "$high"; do
+    low=$high
+    high=$((high * 2))
+    ((high <= 256000)) || break
+done
+for _ in 1 2 3; do
+    mid=$(((low + high) / 2))
+    if keeps_up "$mid"; then low=$mid; else high=$mid; fi
+done
+
+{
+    echo "## sluice load: fidelity and speed"
+    echo
+    echo "Machine: $(machine). Revision: $(sluice_revision). Pinning: $pinning."
+    echo "Command: \`benches/load.sh --rate $rate --duration $duration\`"
+    echo
+    echo "| figure | value | goal |"
+    echo "|---|---|---|"
+    echo "| fidelity: p99 dispatch lag at $rate req/s | $lag ms | <= 1 ms |"
+    echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
+    echo "| speed: sluice load open loop, most req/s kept up | $low | |"
+    echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
+    echo "| speed: sluice load / wrk | $(python3 -c "print(f'{$low / $wrk_rps:.2f}')") | >= 0.8 |"
+} | save_report load
