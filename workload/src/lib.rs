@@ -21,17 +21,18 @@ pub use fit::{
     KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use load::{
-    estimated_tokens, mean_gap_s, merge_runs, run as run_load, sized_prompt, summarize, Body,
-    Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, HookResult,
-    Intended, JsonPath, Lineage, Live, Outcome, Plan, Process, RunInfo, RunOptions, RunOutput,
-    RunReport, Scenario, Schedule, ScheduleError, Segment, Service, Sessions, Shard, StageSummary,
-    Step, StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED, LOAD_HEADER, MAX_ARRIVALS,
-    MEASURES as LOAD_MEASURES, QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
+    estimated_tokens, mean_gap_s, merge_runs, run as run_load, sized_prompt, summarize,
+    trace_prompts, Body, Bound, Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput,
+    GroupSummary, HookResult, Intended, JsonPath, Lineage, Live, Outcome, Plan, Planned, Process,
+    Recorded, Recording, Replay, ReplayOptions, RunInfo, RunOptions, RunOutput, RunReport,
+    Scenario, Schedule, ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step,
+    StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
+    FILLER_WORDS, INTERRUPTED, LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES,
+    QUANTILE_PROBS, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{
-    convert, for_each_row, Converted, Format, Lengths, Refused, Skipped, StatsBuilder, TraceError,
-    TraceReader, TraceStats, TraceWriter, WriteError,
+    convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,
+    StatsBuilder, TraceError, TraceReader, TraceStats, TraceWriter, WriteError,
 };
 
 /// The units the load-testing half parses, the same as the proxy config's:

@@ -4,6 +4,7 @@
 mod client;
 mod engine;
 mod prompt;
+mod replay;
 mod scenario;
 mod schedule;
 mod summary;
@@ -11,6 +12,9 @@ mod summary;
 pub use client::{Cache, Failure, Outcome, LOAD_HEADER};
 pub use engine::{run, EngineError, HookResult, Live, RunOptions, RunOutput};
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
+pub use replay::{
+    prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
+};
 pub use scenario::{
     Body, Data, Dist, Ended, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,

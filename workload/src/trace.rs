@@ -18,7 +18,7 @@ use std::fmt;
 
 pub use read::{for_each_row, Refused, Skipped, TraceReader};
 pub(crate) use stats::{dispersion, QUANTISED_ZERO_SHARE};
-pub use stats::{Lengths, StatsBuilder, TraceStats};
+pub use stats::{quantised_warning, Lengths, StatsBuilder, TraceStats};
 pub use write::{convert, Converted, TraceWriter, WriteError};
 
 /// A trace format, by its `--from` / `--to` name.

@@ -116,19 +116,10 @@ impl StatsBuilder {
         let iat = Moments::of(iats.iter().map(|d| *d as f64));
         let zero_share = (!iats.is_empty())
             .then(|| iats.iter().filter(|d| **d == 0).count() as f64 / iats.len() as f64);
-        let grid = arrivals.iter().fold(0, |g, a| gcd(g, a - first));
+        let grid = grid_us(&arrivals);
         let quantised = zero_share.is_some_and(|z| z > QUANTISED_ZERO_SHARE);
         let max_same_instant = longest_tie(&arrivals);
-        let mut warnings = Vec::new();
-        if let (true, Some(share)) = (quantised, zero_share) {
-            warnings.push(format!(
-                "{:.1}% of inter-arrival times are exactly 0 (timestamps on a {} ms grid, up to \
-                 {max_same_instant} requests at one instant): the timestamps look quantised, and a \
-                 faithful replay would fire artificial bursts",
-                share * 100.0,
-                grid as f64 / 1000.0
-            ));
-        }
+        let warnings: Vec<String> = quantised_warning(&arrivals).into_iter().collect();
         let window = |seconds: u64| dispersion(&arrivals, seconds * 1_000_000);
         Ok(TraceStats {
             v: STATS_VERSION,
@@ -215,6 +206,32 @@ pub(crate) fn dispersion(sorted: &[u64], width: u64) -> Option<f64> {
         .sum::<f64>()
         / (k - 1.0);
     Some(var / mean)
+}
+
+/// The largest step all arrivals are a multiple of, from the first (µs).
+fn grid_us(sorted: &[u64]) -> u64 {
+    let first = sorted.first().copied().unwrap_or(0);
+    sorted.iter().fold(0, |g, a| gcd(g, a - first))
+}
+
+/// The warning of quantised timestamps, for sorted arrivals (µs): `Some`
+/// when more than [`QUANTISED_ZERO_SHARE`] of the inter-arrival times are
+/// exactly 0. `sluice trace stats` and the replay both say it, in these
+/// words.
+pub fn quantised_warning(sorted: &[u64]) -> Option<String> {
+    let iats = sorted.len().checked_sub(1).filter(|n| *n > 0)?;
+    let zeros = sorted.windows(2).filter(|w| w[1] == w[0]).count();
+    let share = zeros as f64 / iats as f64;
+    (share > QUANTISED_ZERO_SHARE).then(|| {
+        format!(
+            "{:.1}% of inter-arrival times are exactly 0 (timestamps on a {} ms grid, up to \
+             {} requests at one instant): the timestamps look quantised, and a faithful replay \
+             would fire artificial bursts",
+            share * 100.0,
+            grid_us(sorted) as f64 / 1000.0,
+            longest_tie(sorted)
+        )
+    })
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
