@@ -10,6 +10,7 @@ mod gate;
 mod genai;
 mod hash;
 mod hop;
+mod load_run;
 mod matcher;
 mod meter;
 mod metrics;
@@ -45,6 +46,7 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
+pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold, MAX_RUN_ID};
 pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
