@@ -196,7 +196,8 @@ mod tests {
 
     #[test]
     fn check_names_the_wrong_field() {
-        let cases: [(fn(&mut LoadRun), &str); 6] = [
+        type Edit = fn(&mut LoadRun);
+        let cases: [(Edit, &str); 6] = [
             (
                 |r| r.run_id = "a/b".into(),
                 "run_id: must be 1 to 128 letters, digits, `-`, `_` or `.`, found `a/b`",

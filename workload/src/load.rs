@@ -8,12 +8,14 @@ mod scenario;
 mod schedule;
 mod summary;
 
-pub use client::{Failure, Outcome, LOAD_HEADER};
-pub use engine::{run, EngineError, Live, RunOptions, RunOutput};
+pub use client::{connector as http_connector, Failure, Outcome, LOAD_HEADER};
+pub use engine::{
+    run, EngineError, Live, LiveHistogram, LiveMeasures, RunOptions, RunOutput, LIVE_RELATIVE_ERROR,
+};
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use scenario::{
-    Body, Data, Dist, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    parse_sla, Body, Data, Dist, JsonPath, Scenario, Service, Sessions, Step, Target, Template,
+    When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

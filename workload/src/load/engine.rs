@@ -11,6 +11,7 @@
 //! read; tokio's clock lives inside the runtime).
 
 mod journey;
+mod live;
 #[cfg(test)]
 mod tests;
 
@@ -23,6 +24,8 @@ use tokio::sync::{mpsc, Semaphore};
 use super::client::{since, Client, Outcome};
 use super::scenario::Scenario;
 use super::schedule::{Intended, Schedule};
+
+pub use live::{LiveHistogram, LiveMeasures, RELATIVE_ERROR as LIVE_RELATIVE_ERROR};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -53,6 +56,10 @@ pub struct Live {
     pub queued: AtomicU64,
     /// Journeys started and not yet ended.
     pub journeys: AtomicU64,
+    /// Journeys started in all.
+    pub started: AtomicU64,
+    /// The gate measures of the requests ended so far (warm-up left out).
+    pub measures: LiveMeasures,
     /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
     /// `interrupted`.
     pub stop: AtomicBool,
@@ -87,6 +94,8 @@ pub enum EngineError {
     Runtime(std::io::Error),
     #[error("cannot start the timer thread: {0}")]
     Timer(std::io::Error),
+    #[error("cannot set up the client: {0}")]
+    Client(String),
 }
 
 /// What every journey shares.
@@ -120,7 +129,8 @@ pub fn run(
     let start = Instant::now();
     let ctx = Arc::new(Ctx {
         scenario: scenario.clone(),
-        client: Client::new(&options.run_id),
+        client: Client::new(&options.run_id, &scenario.target.ca_certs)
+            .map_err(EngineError::Client)?,
         slots: Semaphore::new(scenario.max_in_flight.min(Semaphore::MAX_PERMITS)),
         start,
         live: live.clone(),
@@ -198,6 +208,7 @@ fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>)
             std::thread::sleep((due - now).min(STOP_POLL));
         }
         ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+        ctx.live.started.fetch_add(1, Ordering::AcqRel);
         handle.spawn(journey::journey(ctx.clone(), a, due));
         count += 1;
     }
@@ -227,6 +238,7 @@ async fn closed_loop(ctx: Arc<Ctx>, users: usize, span_us: u64) -> u64 {
                     warmup: at_us < warmup_us,
                 };
                 ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+                ctx.live.started.fetch_add(1, Ordering::AcqRel);
                 journey::journey(ctx.clone(), a, now).await;
             }
         });

@@ -17,7 +17,7 @@ mod steps;
 
 /// Problems, each with its path.
 #[derive(Default)]
-pub(crate) struct Errors(Vec<PathError>);
+pub(crate) struct Errors(pub(crate) Vec<PathError>);
 
 impl Errors {
     pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -55,7 +55,7 @@ pub(crate) fn validate(
             e.add(key, not_yet(&format!("`{key}`")));
         }
     }
-    let target = target(&raw, env, &mut e);
+    let target = target(&raw, dir, env, &mut e);
     let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
     let max_in_flight = match raw.workload.max_in_flight {
         None => DEFAULT_MAX_IN_FLIGHT,
@@ -136,20 +136,20 @@ pub(crate) fn validate(
 
 fn target(
     raw: &RawScenario,
+    dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     e: &mut Errors,
 ) -> Option<Target> {
     let url = raw.target.base_url.trim_end_matches('/');
-    let ok = url
-        .strip_prefix("http://")
-        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
+    let ok = ["http://", "https://"].iter().any(|scheme| {
+        url.strip_prefix(scheme)
+            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+    });
     if !ok {
-        let message = if url.starts_with("https://") {
-            not_yet("https")
-        } else {
-            format!("must be a URL like http://127.0.0.1:8080, found `{url}`")
-        };
-        e.add("target.base_url", message);
+        e.add(
+            "target.base_url",
+            format!("must be a URL like http://127.0.0.1:8080 or https://host, found `{url}`"),
+        );
     }
     let mut headers = Vec::new();
     for (name, value) in &raw.target.headers {
@@ -158,9 +158,20 @@ fn target(
             Err(m) => e.add(format!("target.headers.{name}"), m),
         }
     }
+    let ca_certs = match &raw.target.ca_file {
+        None => Vec::new(),
+        Some(file) => match super::super::client::read_ca_file(&dir.join(file)) {
+            Ok(certs) => certs,
+            Err(m) => {
+                e.add("target.ca_file", format!("{file}: {m}"));
+                Vec::new()
+            }
+        },
+    };
     ok.then(|| Target {
         base_url: url.to_owned(),
         headers,
+        ca_certs,
     })
 }
 
