@@ -1,10 +1,12 @@
 //! The control API: health, readiness and metrics without a token; config,
-//! routes, stats, the audit log, GPUs, upstream load, rollouts, faults and the recorder under
+//! routes, stats, the audit log, GPUs, upstream load, rollouts, faults, the recorder and
+//! the load runs `sluice load --report-to` pushes under
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
 mod endpoints;
 mod faults;
+mod load_runs;
 mod mirror;
 mod recorder;
 mod respond;
@@ -13,6 +15,7 @@ mod token;
 mod v1;
 
 pub use endpoints::ApiEndpoint;
+pub use load_runs::{LoadRuns, MAX_LOAD_RUNS};
 pub use respond::MAX_BODY_BYTES;
 pub(crate) use token::resolve_token;
 
@@ -88,6 +91,8 @@ pub struct AdminApi {
     /// What `/v1/gpu` and `/v1/upstreams` read.
     pub observers: Observers,
     pub readiness: Arc<Readiness>,
+    /// `/v1/load-runs`: what `sluice load --report-to` pushed.
+    pub load_runs: LoadRuns,
     token: String,
 }
 
@@ -113,6 +118,7 @@ impl AdminApi {
             rollouts,
             observers,
             readiness,
+            load_runs: LoadRuns::default(),
             token,
         })
     }
@@ -204,6 +210,9 @@ impl AdminApi {
             ApiEndpoint::DeleteRecorder => {
                 recorder::delete(&self.shared.recorder, store, &self.shared.events)
             }
+            ApiEndpoint::ListLoadRuns => load_runs::list(&self.load_runs),
+            ApiEndpoint::PutLoadRun => load_runs::put(&self.load_runs, body),
+            ApiEndpoint::ShowLoadRun => load_runs::show(&self.load_runs, arg(0)),
         }
     }
 }

@@ -27,7 +27,7 @@ mod store;
 mod testing;
 mod upstream_metrics;
 
-pub use api::{AdminApi, ApiEndpoint, Readiness, MAX_BODY_BYTES};
+pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LOAD_RUNS};
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,

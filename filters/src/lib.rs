@@ -11,6 +11,7 @@ mod genai;
 mod hash;
 mod hop;
 mod load;
+mod load_run;
 mod matcher;
 mod meter;
 mod metrics;
@@ -50,6 +51,7 @@ pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
     LOAD_HEADER, MAX_RUN_ID,
 };
+pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold};
 pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,

@@ -9,15 +9,18 @@ mod scenario;
 mod schedule;
 mod summary;
 
-pub use client::{Cache, Failure, Outcome, LOAD_HEADER};
-pub use engine::{run, EngineError, HookResult, Live, RunOptions, RunOutput};
+pub use client::{connector as http_connector, Cache, Failure, Outcome, LOAD_HEADER};
+pub use engine::{
+    run, EngineError, HookResult, Live, LiveHistogram, LiveMeasures, RunOptions, RunOutput,
+    LIVE_RELATIVE_ERROR,
+};
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{
     prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
 };
 pub use scenario::{
-    Body, Data, Dist, Ended, JsonPath, Scenario, Service, Sessions, Step, Target, Template, When,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    parse_sla, Body, Data, Dist, Ended, JsonPath, Scenario, Service, Sessions, Step, Target,
+    Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

@@ -35,6 +35,9 @@ sluice_filters::name_table! {
         GetRecorder = "GET /v1/recorder",
         PutRecorder = "PUT /v1/recorder",
         DeleteRecorder = "DELETE /v1/recorder",
+        ListLoadRuns = "GET /v1/load-runs",
+        PutLoadRun = "POST /v1/load-runs",
+        ShowLoadRun = "GET /v1/load-runs/{id}",
     }
 }
 

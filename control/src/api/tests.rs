@@ -408,6 +408,7 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
 }
 
 mod faults;
+mod load_runs;
 mod mirror;
 mod observers;
 mod rollouts;

@@ -1,16 +1,23 @@
-//! The load client: one HTTP/1.1 request of a step over a keep-alive pool,
-//! timed on the run's monotonic clock, its body fed chunk by chunk to the
+//! The load client: one HTTP/1.1 request of a step over a keep-alive pool
+//! (http, or https through rustls with ring: Mozilla's roots, or a
+//! scenario's `target.ca_file` alone), timed on the run's monotonic clock, its body fed chunk by chunk to the
 //! same token meter as the proxy's (so client and proxy agree on TTFT,
 //! gaps and token counts by construction).
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
 use sluice_filters::{Dialect, TokenMeter, TraceContext};
 
 mod resp;
@@ -81,6 +88,27 @@ pub struct Outcome {
     pub cache: Option<Cache>,
 }
 
+impl Outcome {
+    /// The response time: end − intended.
+    pub fn e2el_us(&self) -> u64 {
+        self.end_us.saturating_sub(self.intended_us)
+    }
+
+    /// TTFT from the intended start, when content came.
+    pub fn ttft_us(&self) -> Option<u64> {
+        self.first_content_us
+            .map(|f| f.saturating_sub(self.intended_us))
+    }
+
+    /// Time per output token after the first, when there were two or more.
+    pub fn tpot_us(&self) -> Option<u64> {
+        match (self.first_content_us, self.output_tokens) {
+            (Some(f), Some(n)) if n > 1 => Some(self.end_us.saturating_sub(f) / (n - 1)),
+            _ => None,
+        }
+    }
+}
+
 /// A request ready to send.
 pub(crate) struct Call {
     pub(crate) method: Method,
@@ -99,22 +127,68 @@ pub(crate) const MAX_KEPT: usize = 1 << 20;
 /// The keep-alive pool and the run's id.
 #[derive(Clone)]
 pub(crate) struct Client {
-    pool: Pool<HttpConnector, Full<Bytes>>,
+    pool: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
     run_id: HeaderValue,
 }
 
+/// The certificates (DER) of a PEM file: every `CERTIFICATE` section,
+/// each one a certificate rustls can trust; none is an error.
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let text = std::fs::read(path).map_err(|e| e.to_string())?;
+    let mut certs = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(&text) {
+        let cert = cert.map_err(|e| format!("not PEM certificates: {e}"))?;
+        let mut store = RootCertStore::empty();
+        store
+            .add(cert.clone())
+            .map_err(|e| format!("certificate {} is not usable: {e}", certs.len() + 1))?;
+        certs.push(cert.to_vec());
+    }
+    if certs.is_empty() {
+        return Err("no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it".to_owned());
+    }
+    Ok(certs)
+}
+
+/// A connector for http and https URLs: HTTP/1.1 (no ALPN offered), rustls
+/// with ring, trusting `ca_certs` (DER) alone, or Mozilla's roots when empty.
+pub fn connector(ca_certs: &[Vec<u8>]) -> Result<HttpsConnector<HttpConnector>, String> {
+    let mut roots = RootCertStore::empty();
+    if ca_certs.is_empty() {
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
+    for der in ca_certs {
+        roots
+            .add(CertificateDer::from(der.clone()))
+            .map_err(|e| format!("target.ca_file: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    // The TLS layer takes https URLs; the TCP one must let them through.
+    http.enforce_http(false);
+    Ok(HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http))
+}
+
 impl Client {
-    pub(crate) fn new(run_id: &str) -> Client {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
+    pub(crate) fn new(run_id: &str, ca_certs: &[Vec<u8>]) -> Result<Client, String> {
         let pool = Pool::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
-        Client {
+            .build(connector(ca_certs)?);
+        Ok(Client {
             pool,
             run_id: HeaderValue::from_str(run_id)
                 .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
-        }
+        })
     }
 
     /// Sends `call` now and fills `out`'s times, status, tokens and failure;
@@ -222,3 +296,6 @@ impl Client {
 pub(crate) fn since(start: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,7 @@
 //! read; tokio's clock lives inside the runtime).
 
 mod journey;
+mod live;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,8 @@ use std::collections::BTreeMap;
 use super::client::{since, Client, Failure, Outcome, Redis};
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
+
+pub use live::{LiveHistogram, LiveMeasures, RELATIVE_ERROR as LIVE_RELATIVE_ERROR};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -55,6 +58,10 @@ pub struct Live {
     pub queued: AtomicU64,
     /// Journeys started and not yet ended.
     pub journeys: AtomicU64,
+    /// Journeys started in all.
+    pub started: AtomicU64,
+    /// The gate measures of the requests ended so far (warm-up left out).
+    pub measures: LiveMeasures,
     /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
     /// `interrupted`.
     pub stop: AtomicBool,
@@ -131,6 +138,8 @@ pub enum EngineError {
         name: String,
         why: String,
     },
+    #[error("cannot set up the client: {0}")]
+    Client(String),
 }
 
 /// The run's clients: the HTTP pool and one RESP connection per redis target.
@@ -179,7 +188,7 @@ pub fn run(
         .filter_map(|s| s.target.clone())
         .collect();
     let clients = Clients {
-        http: Client::new(&options.run_id),
+        http: Client::new(&options.run_id, &scenario.target.ca_certs).map_err(EngineError::Client)?,
         redis: runtime.block_on(Redis::connect(targets)),
     };
     let mut vars = BTreeMap::new();
@@ -300,6 +309,7 @@ fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>)
             std::thread::sleep((due - now).min(STOP_POLL));
         }
         ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+        ctx.live.started.fetch_add(1, Ordering::AcqRel);
         handle.spawn(journey::journey(ctx.clone(), a, due));
         count += 1;
     }
@@ -329,6 +339,7 @@ async fn closed_loop(ctx: Arc<Ctx>, users: usize, span_us: u64) -> u64 {
                     warmup: at_us < warmup_us,
                 };
                 ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
+                ctx.live.started.fetch_add(1, Ordering::AcqRel);
                 journey::journey(ctx.clone(), a, now).await;
             }
         });

@@ -53,9 +53,13 @@ pub struct Scenario {
 /// (`${VAR}`); they are sent and never written to results.
 #[derive(Clone, PartialEq)]
 pub struct Target {
-    /// `http://host:port` (and any path prefix), without a trailing `/`.
+    /// `http://host:port` or `https://…` (and any path prefix), without a
+    /// trailing `/`.
     pub base_url: String,
     pub headers: Vec<(String, String)>,
+    /// The certificates (DER) of `target.ca_file`: an https target is
+    /// trusted by them alone; when empty, by Mozilla's roots (webpki-roots).
+    pub ca_certs: Vec<Vec<u8>>,
 }
 
 impl fmt::Debug for Target {
@@ -65,6 +69,7 @@ impl fmt::Debug for Target {
         f.debug_struct("Target")
             .field("base_url", &self.base_url)
             .field("headers", &names)
+            .field("ca_certs", &self.ca_certs.len())
             .finish()
     }
 }
@@ -237,6 +242,47 @@ impl Scenario {
         let text = crate::files::read_text(path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Scenario::from_yaml(&text, dir, &|name| std::env::var(name).ok())
+    }
+}
+
+/// `--sla ttft_p95=800ms,error_rate=1%`: run-wide thresholds read by the
+/// same code and rules as `thresholds:` (a value is read as the YAML
+/// scalar it would be there); each error as `--sla: NAME: what`.
+pub fn parse_sla(text: &str) -> Result<Vec<(Gate, f64)>, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut out: Vec<(Gate, f64)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let Some((name, value)) = item.split_once('=') else {
+            errors.push(format!(
+                "--sla: `{item}` is not NAME=VALUE like ttft_p95=800ms"
+            ));
+            continue;
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let raw = match serde_norway::from_str::<raw::RawValue>(value) {
+            Ok(v @ (raw::RawValue::Number(_) | raw::RawValue::Text(_))) => v,
+            _ => {
+                errors.push(format!(
+                    "--sla: {name}: `{value}` is not a duration like 800ms or a percent like 1%"
+                ));
+                continue;
+            }
+        };
+        let mut e = validate::Errors::default();
+        let one = BTreeMap::from([(name.to_owned(), raw)]);
+        let read = validate::thresholds(&one, "--sla", &mut e);
+        errors.extend(e.0.iter().map(|e| format!("--sla: {name}: {}", e.message)));
+        for (gate, bound) in read {
+            if out.iter().any(|(g, _)| *g == gate) {
+                errors.push(format!("--sla: {name}: given twice"));
+            } else {
+                out.push((gate, bound));
+            }
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(out),
+        false => Err(errors),
     }
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct RawTarget {
     pub(crate) base_url: String,
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) ca_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,7 +19,7 @@ pub(crate) use steps::collect_strings;
 
 /// Problems, each with its path.
 #[derive(Default)]
-pub(crate) struct Errors(Vec<PathError>);
+pub(crate) struct Errors(pub(crate) Vec<PathError>);
 
 impl Errors {
     pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -49,7 +49,7 @@ pub(crate) fn validate(
     if raw.scenario.trim().is_empty() {
         e.add("scenario", "must be a name, found an empty one");
     }
-    let target = target(&raw, env, &mut e);
+    let target = target(&raw, dir, env, &mut e);
     let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
     let max_in_flight = match raw.workload.max_in_flight {
         None => DEFAULT_MAX_IN_FLIGHT,
@@ -149,20 +149,22 @@ fn extract_names(
 
 /// Whether `url` is `http://host...` (with `https` named as not built).
 pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    let ok = url
-        .strip_prefix("http://")
-        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
-    match (ok, url.starts_with("https://")) {
-        (true, _) => Ok(()),
-        (false, true) => Err(not_yet("https")),
-        (false, false) => Err(format!(
-            "must be a URL like http://127.0.0.1:8080, found `{url}`"
-        )),
+    let ok = ["http://", "https://"].iter().any(|scheme| {
+        url.strip_prefix(scheme)
+            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a URL like http://127.0.0.1:8080 or https://host, found `{url}`"
+        ))
     }
 }
 
 fn target(
     raw: &RawScenario,
+    dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     e: &mut Errors,
 ) -> Option<Target> {
@@ -175,9 +177,20 @@ fn target(
             Err(m) => e.add(format!("target.headers.{name}"), m),
         }
     }
+    let ca_certs = match &raw.target.ca_file {
+        None => Vec::new(),
+        Some(file) => match super::super::client::read_ca_file(&dir.join(file)) {
+            Ok(certs) => certs,
+            Err(m) => {
+                e.add("target.ca_file", format!("{file}: {m}"));
+                Vec::new()
+            }
+        },
+    };
     ok.then(|| Target {
         base_url: url.to_owned(),
         headers,
+        ca_certs,
     })
 }
 

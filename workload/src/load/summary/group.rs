@@ -129,14 +129,11 @@ impl Group {
         self.input_tokens += o.input_tokens.unwrap_or(0);
         self.output_tokens += o.output_tokens.unwrap_or(0);
         self.output_tokens_estimated |= o.output_tokens_estimated;
-        let e2el = o.end_us.saturating_sub(o.intended_us);
+        let e2el = o.e2el_us();
         self.record(4, e2el);
         self.record(5, o.end_us.saturating_sub(o.sent_us));
-        let ttft = o.first_content_us.map(|f| f.saturating_sub(o.intended_us));
-        let tpot = match (o.first_content_us, o.output_tokens) {
-            (Some(f), Some(n)) if n > 1 => Some(o.end_us.saturating_sub(f) / (n - 1)),
-            _ => None,
-        };
+        let ttft = o.ttft_us();
+        let tpot = o.tpot_us();
         if let (Some(t), Some(f)) = (ttft, o.first_content_us) {
             self.record(0, t);
             self.record(1, f.saturating_sub(o.sent_us));
