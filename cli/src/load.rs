@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    merge_runs, parse_duration, run_load, sha256_file, summarize, write_atomically, Goodput,
-    Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_load, sha256_file, summarize, write_atomically,
+    Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
 };
 
 /// How often the progress line is written.
@@ -60,6 +60,12 @@ pub(crate) struct RunArgs {
     /// Replaces the scenario's `workload.seed`.
     #[arg(long)]
     seed: Option<u64>,
+    /// Run-wide thresholds with the names and values of `thresholds:`, e.g.
+    /// `--sla ttft_p95=800ms,gap_p99=150ms,error_rate=1%`: added to the
+    /// scenario's, replacing a run-wide one of the same gate. Exit 99 when
+    /// one fails.
+    #[arg(long)]
+    sla: Option<String>,
     /// vLLM's goodput bounds in ms, e.g. `--goodput ttft:800 tpot:50 e2el:5000`.
     #[arg(long, num_args = 1..)]
     goodput: Vec<String>,
@@ -127,6 +133,12 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
     };
     if let Some(seed) = args.seed {
         scenario.plan.seed = seed;
+    }
+    if let Some(text) = &args.sla {
+        match parse_sla(text) {
+            Ok(sla) => add_sla(&mut scenario, sla),
+            Err(errors) => return Ok(Outcome::Invalid(errors)),
+        }
     }
     let whole = scenario.plan.schedule()?;
     let schedule = whole.shard(args.shard);
@@ -303,6 +315,23 @@ fn start_at(text: &str) -> Result<i64, String> {
         return Err(format!("`{text}` is more than a day ahead"));
     }
     Ok(at)
+}
+
+/// `--sla` over the scenario's run-wide thresholds: a gate given in both
+/// takes the flag's bound (said on stderr), the others are added.
+fn add_sla(scenario: &mut Scenario, sla: Vec<(sluice_filters::Gate, f64)>) {
+    for (gate, bound) in sla {
+        match scenario.thresholds.iter_mut().find(|(g, _)| *g == gate) {
+            Some(t) => {
+                eprintln!(
+                    "load: --sla replaces the scenario's threshold {}",
+                    gate.as_str()
+                );
+                t.1 = bound;
+            }
+            None => scenario.thresholds.push((gate, bound)),
+        }
+    }
 }
 
 /// How long until `at_us` (zero when it has passed: start now).

@@ -60,6 +60,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         output,
         shard,
         seed: None,
+        sla: None,
         goodput: vec!["ttft:1000".into(), "tpot:500".into()],
         closed: None,
         start_at: None,
@@ -197,6 +198,36 @@ fn a_failed_threshold_exits_99() {
     assert_eq!(r.exit_code(), 99);
     let judged: Vec<(&str, bool)> = r.thresholds.iter().map(|t| (t.name, t.passed)).collect();
     assert_eq!(judged, [("error_rate", true), ("ttft_p95", false)]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--sla` replaces the scenario's `ttft_p95` (1 ms, failing) with 10 s
+/// (passing) and adds `latency_p99`; a bad `--sla` is refused before any load.
+#[test]
+fn sla_replaces_and_adds_run_wide_thresholds() {
+    let m = mock(30, 1, 4);
+    let d = dir("sla");
+    let path = write_scenario(&d, &m, 20, 1, "thresholds: { ttft_p95: 1ms }\n");
+    let mut a = args(path.clone(), None, Shard::WHOLE);
+    a.sla = Some("ttft_p95=10s, latency_p99=1ms".into());
+    let r = ran(execute(&a, false).unwrap());
+    let judged: Vec<(&str, bool)> = r.thresholds.iter().map(|t| (t.name, t.passed)).collect();
+    assert_eq!(judged, [("ttft_p95", true), ("latency_p99", false)]);
+    assert_eq!(r.exit_code(), 99);
+
+    a.sla = Some("ttft_p9=1s,error_rate".into());
+    let Outcome::Invalid(errors) = execute(&a, false).unwrap() else {
+        panic!("a bad --sla ran");
+    };
+    assert_eq!(
+        errors,
+        [
+            "--sla: ttft_p9: unknown gate `ttft_p9` (expected one of ttft_p95, ttft_p99, \
+             gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, \
+             gpu_memory_max, upstream_queue_max)",
+            "--sla: `error_rate` is not NAME=VALUE like ttft_p95=800ms",
+        ]
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

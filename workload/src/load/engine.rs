@@ -188,7 +188,8 @@ pub fn run(
         .filter_map(|s| s.target.clone())
         .collect();
     let clients = Clients {
-        http: Client::new(&options.run_id, &scenario.target.ca_certs).map_err(EngineError::Client)?,
+        http: Client::new(&options.run_id, &scenario.target.ca_certs)
+            .map_err(EngineError::Client)?,
         redis: runtime.block_on(Redis::connect(targets)),
     };
     let mut vars = BTreeMap::new();

@@ -117,7 +117,7 @@ fn a_step_target_is_a_url_and_command_is_for_redis() {
         errors(&text),
         [
             "steps[1].command: is for redis steps",
-            "steps[1].target: must be a URL like http://127.0.0.1:8080, found `127.0.0.1:8000`",
+            "steps[1].target: must be a URL like http://127.0.0.1:8080 or https://host, found `127.0.0.1:8000`",
         ]
     );
     let text = RAG.replace(
