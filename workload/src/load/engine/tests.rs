@@ -29,6 +29,18 @@ struct TestServer {
     _runtime: tokio::runtime::Runtime,
 }
 
+impl TestServer {
+    /// The paths of the requests seen, in arrival order.
+    fn paths(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.2.clone())
+            .collect()
+    }
+}
+
 fn server(stall_at: u64, stall: Duration) -> TestServer {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -330,13 +342,7 @@ fn extract_carries_a_value_of_one_answer_into_the_next_request() {
     let schedule = s.plan.schedule().unwrap();
     let out = run(&s, &schedule, &options(None), Arc::new(Live::default())).unwrap();
     assert_eq!(out.outcomes.len(), 20);
-    let paths: Vec<String> = srv
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.2.clone())
-        .collect();
+    let paths = srv.paths();
     assert_eq!(paths.iter().filter(|p| *p == "/json").count(), 10);
     assert_eq!(paths.iter().filter(|p| *p == "/doc/doc-9").count(), 10);
     let bad = text.replace("'$.ids[1]'", "'ids[1]'");
