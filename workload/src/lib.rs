@@ -8,11 +8,15 @@
 //! (timer thread, clients, writers). So far: trace files, their
 //! statistics, and the fit of a workload model to a trace.
 
+mod capacity;
 mod files;
 mod fit;
 mod load;
 mod trace;
 
+pub use capacity::{
+    knee, p99_token_slope, theil_sen, Knee, Pchip, TokenBin, TokenSlope, DEFAULT_KNEE_BOUND,
+};
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{
     compare_table, fit_file, fit_gaps, fit_to, write_model, ArrivalFit, ArrivalModel, Candidate,

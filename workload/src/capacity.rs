@@ -1,0 +1,12 @@
+//! Capacity search, the pure part: the monotone interpolation the search
+//! reads its next rate from, and the three signals (P99 sensitivity per
+//! token, the throughput knee, the cost of 1k tokens) with the joint score
+//! that recommends a rate.
+
+mod knee;
+mod pchip;
+mod slope;
+
+pub use knee::{knee, Knee, DEFAULT_KNEE_BOUND};
+pub use pchip::Pchip;
+pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope};
