@@ -4,6 +4,7 @@
 mod arrival;
 mod balance;
 mod compare;
+mod cost;
 mod failure;
 mod fault;
 mod gate;
@@ -34,6 +35,7 @@ pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
     Leg, NoiseFloor,
 };
+pub use cost::{cost_per_1k, ModelPrice, Price, RawPrice, Usage};
 pub use failure::{error_body, Failure};
 pub use fault::{
     header_faults, sampled, ActionName, Direction, Distribution, Experiment, FaultAction,

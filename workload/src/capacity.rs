@@ -5,8 +5,10 @@
 
 mod knee;
 mod pchip;
+mod saturation;
 mod slope;
 
 pub use knee::{knee, Knee, DEFAULT_KNEE_BOUND};
 pub use pchip::Pchip;
+pub use saturation::{over_saturated, trend, Trend};
 pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope};
