@@ -6,9 +6,14 @@
 mod knee;
 mod pchip;
 mod saturation;
+mod score;
 mod slope;
 
 pub use knee::{knee, Knee, DEFAULT_KNEE_BOUND};
 pub use pchip::Pchip;
 pub use saturation::{over_saturated, trend, Trend};
+pub use score::{
+    margin, recommend, score, Bounds, Recommendation, Scored, SlaCheck, StageSignals, Weights,
+    DEFAULT_SLOPE_BOUND_MS,
+};
 pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope};

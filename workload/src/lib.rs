@@ -15,7 +15,9 @@ mod load;
 mod trace;
 
 pub use capacity::{
-    knee, p99_token_slope, theil_sen, Knee, Pchip, TokenBin, TokenSlope, DEFAULT_KNEE_BOUND,
+    knee, margin, over_saturated, p99_token_slope, recommend, score, theil_sen, trend, Bounds,
+    Knee, Pchip, Recommendation, Scored, SlaCheck, StageSignals, TokenBin, TokenSlope, Trend,
+    Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{

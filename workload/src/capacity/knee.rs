@@ -108,6 +108,7 @@ fn average_ties(sorted: &[(f64, f64)]) -> Vec<(f64, f64)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use rand::{Rng, SeedableRng};
 

@@ -7,9 +7,9 @@
 //! stage's jitter never stops it.
 
 /// Points a trend needs before it is judged.
-pub const MIN_POINTS: usize = 10;
+pub(crate) const MIN_POINTS: usize = 10;
 /// Standard errors below the slope that must still be above zero.
-pub const Z: f64 = 3.0;
+pub(crate) const Z: f64 = 3.0;
 /// The in-flight growth over the window that counts as material: this
 /// share of the mean in flight, and at least [`MIN_GROWTH_REQUESTS`].
 const MIN_GROWTH_SHARE: f64 = 0.25;
@@ -75,6 +75,7 @@ pub fn over_saturated(in_flight: &[(f64, f64)], ttft_ms: &[(f64, f64)]) -> bool 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use rand::{Rng, SeedableRng};
     use rand_distr::{Distribution, Normal, Poisson};
@@ -102,7 +103,9 @@ mod tests {
     /// A stage sampled every 0.5 s for 30 s: in flight Poisson around a
     /// mean that grows by `growth` a second, TTFT around 200 ms plus 20 ms
     /// per request in flight.
-    fn stage(seed: u64, mean: f64, growth: f64) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+    type Series = Vec<(f64, f64)>;
+
+    fn stage(seed: u64, mean: f64, growth: f64) -> (Series, Series) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let (mut q, mut ttft) = (Vec::new(), Vec::new());
         for i in 0..60 {

@@ -104,6 +104,7 @@ pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use rand::{Rng, SeedableRng};
 
