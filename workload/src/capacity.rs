@@ -7,6 +7,7 @@ mod knee;
 mod pchip;
 mod saturation;
 mod score;
+mod search;
 mod slope;
 
 pub use knee::{knee, Knee, DEFAULT_KNEE_BOUND};
@@ -16,4 +17,5 @@ pub use score::{
     margin, recommend, score, Bounds, Recommendation, Scored, SlaCheck, StageSignals, Weights,
     DEFAULT_SLOPE_BOUND_MS,
 };
+pub use search::{next as next_stage, Next, Probe, SearchRules};
 pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope};

@@ -15,9 +15,9 @@ mod load;
 mod trace;
 
 pub use capacity::{
-    knee, margin, over_saturated, p99_token_slope, recommend, score, theil_sen, trend, Bounds,
-    Knee, Pchip, Recommendation, Scored, SlaCheck, StageSignals, TokenBin, TokenSlope, Trend,
-    Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
+    knee, margin, next_stage, over_saturated, p99_token_slope, recommend, score, theil_sen, trend,
+    Bounds, Knee, Next, Pchip, Probe, Recommendation, Scored, SearchRules, SlaCheck, StageSignals,
+    TokenBin, TokenSlope, Trend, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{
