@@ -14,6 +14,7 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod capacity;
 mod fit;
 mod load;
 mod trace;
@@ -65,6 +66,12 @@ enum Command {
     /// dispatch lag, with vLLM's field names. Exit 2 on a bad scenario, 99
     /// when a threshold fails.
     Load(load::LoadArgs),
+    /// The highest rate within the SLAs (`--sla`, the rollout gates'
+    /// names), searched with short open-loop stages read off a monotone
+    /// cubic and confirmed; the throughput knee, the P99 cost of a token
+    /// under load, the cost of 1k tokens, and a recommended rate by their
+    /// weighted score. Exit 0 with a rate, 99 when none held, 2 on bad input.
+    Capacity(capacity::CapacityArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -155,6 +162,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace::run(args),
         Command::Fit(args) => fit::run(args),
         Command::Load(args) => load::run(args),
+        Command::Capacity(args) => capacity::run(args),
     };
     match result {
         Ok(code) => code,

@@ -15,9 +15,11 @@ mod load;
 mod trace;
 
 pub use capacity::{
-    knee, margin, next_stage, over_saturated, p99_token_slope, recommend, score, theil_sen, trend,
-    Bounds, Knee, Next, Pchip, Probe, Recommendation, Scored, SearchRules, SlaCheck, StageSignals,
-    TokenBin, TokenSlope, Trend, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
+    knee, margin, measure, next_stage, over_saturated, p99_token_slope, recommend, score,
+    search as capacity_search, stalled, theil_sen, trend, worst, Bounds, CapacityError,
+    CapacityOptions, CapacityReport, Knee, KneeResult, Next, Pchip, Probe, Purpose, Recommendation,
+    Scored, SearchRules, SlaBound, SlaCheck, StageResult, StageSignals, TokenBin, TokenSlope,
+    Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{

@@ -74,6 +74,23 @@ pub fn over_saturated(in_flight: &[(f64, f64)], ttft_ms: &[(f64, f64)]) -> bool 
     q.rising(Z) && t.rising(Z) && material
 }
 
+/// How long a stage may go without one TTFT while its backlog grows
+/// before it counts as stalled, s.
+pub(crate) const STALL_S: f64 = 5.0;
+
+/// A stage whose backlog grows materially with confidence while no
+/// answer has begun for [`STALL_S`]: over-saturated with no TTFT to show
+/// it (a server that stopped answering). `last_ttft_at`: when the last
+/// first token came, s into the stage.
+pub fn stalled(in_flight: &[(f64, f64)], last_ttft_at: Option<f64>, now: f64) -> bool {
+    let Some(q) = trend(in_flight) else {
+        return false;
+    };
+    let quiet = now - last_ttft_at.unwrap_or(0.0) >= STALL_S;
+    let growth = q.slope * q.span;
+    quiet && q.rising(Z) && growth >= (MIN_GROWTH_SHARE * q.mean).max(MIN_GROWTH_REQUESTS)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -144,6 +161,21 @@ mod tests {
         let ttft: Vec<(f64, f64)> = q.iter().map(|&(t, n)| (t, 20.0 * n)).collect();
         assert!(trend(&q).unwrap().rising(Z));
         assert!(!over_saturated(&q, &ttft));
+    }
+
+    #[test]
+    fn a_server_that_stops_answering_is_stalled() {
+        // Two requests a second pile up from t = 0 and no first token
+        // comes after t = 1.
+        let q: Vec<(f64, f64)> = (0..20)
+            .map(|i| (f64::from(i) * 0.5, f64::from(i)))
+            .collect();
+        assert!(stalled(&q, Some(1.0), 9.5));
+        // Answers still beginning: not stalled (the TTFT trend judges it).
+        assert!(!stalled(&q, Some(9.0), 9.5));
+        // A flat backlog without answers (a quiet stage) is not stalled.
+        let flat: Vec<(f64, f64)> = (0..20).map(|i| (f64::from(i) * 0.5, 3.0)).collect();
+        assert!(!stalled(&flat, None, 9.5));
     }
 
     #[test]

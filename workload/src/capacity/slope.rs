@@ -4,14 +4,17 @@
 //! per-token cost (its TPOT); the signal is its growth under load, the
 //! excess over the slope at the lowest probed rate.
 
-/// Requests per bin at least: a P99 of fewer is the bin's maximum.
-const MIN_PER_BIN: usize = 20;
+/// Requests per bin at least: the P99 of 50 is the second largest, not
+/// just the largest.
+const MIN_PER_BIN: usize = 50;
+/// Bins at least: fewer give a slope from one or two points' noise.
+const MIN_BINS: usize = 3;
 /// Bins at most.
 const MAX_BINS: usize = 10;
 
-/// One point of the P99-against-tokens curve: a bin's median output length
-/// and its P99 E2E.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One point of the P99-against-tokens curve: a bin's P99 E2E and the
+/// output length of the request that had it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct TokenBin {
     pub tokens: f64,
     pub p99_ms: f64,
@@ -28,7 +31,7 @@ pub struct TokenSlope {
 }
 
 /// The slope of P99 E2E against output tokens over `(output_tokens,
-/// e2e_ms)` requests. `None` with fewer than two bins' worth of requests or
+/// e2e_ms)` requests. `None` with fewer than three bins' worth of requests or
 /// a single output length (no slope to read).
 pub fn p99_token_slope(requests: &[(u64, f64)]) -> Option<TokenSlope> {
     let mut sorted: Vec<(u64, f64)> = requests
@@ -38,18 +41,21 @@ pub fn p99_token_slope(requests: &[(u64, f64)]) -> Option<TokenSlope> {
         .collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     let bins = (sorted.len() / MIN_PER_BIN).min(MAX_BINS);
-    if bins < 2 {
+    if bins < MIN_BINS {
         return None;
     }
     let mut out = Vec::with_capacity(bins);
     for b in 0..bins {
-        let part = &sorted[b * sorted.len() / bins..(b + 1) * sorted.len() / bins];
-        let tokens: Vec<f64> = part.iter().map(|r| r.0 as f64).collect();
-        let mut ms: Vec<f64> = part.iter().map(|r| r.1).collect();
-        ms.sort_by(f64::total_cmp);
+        let mut part = sorted[b * sorted.len() / bins..(b + 1) * sorted.len() / bins].to_vec();
+        part.sort_by(|a, b| a.1.total_cmp(&b.1));
+        // The bin's P99 request: its E2E, at its own length. The bin's
+        // median length would pair the P99 with a shorter answer than the
+        // one that made it, and bias the slope by the bin's width.
+        let rank = ((0.99 * part.len() as f64).ceil() as usize).clamp(1, part.len()) - 1;
+        let (tokens, ms) = part[rank];
         out.push(TokenBin {
-            tokens: median(&tokens),
-            p99_ms: nearest_rank(&ms, 0.99),
+            tokens: tokens as f64,
+            p99_ms: ms,
         });
     }
     let points: Vec<(f64, f64)> = out.iter().map(|b| (b.tokens, b.p99_ms)).collect();
@@ -91,16 +97,6 @@ pub(crate) fn median(values: &[f64]) -> f64 {
         n if n % 2 == 1 => v[n / 2],
         n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
     }
-}
-
-/// The nearest-rank quantile of sorted values (HDR's and the summary's
-/// rule: the smallest value with at least `q` of the values at or below).
-pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 #[cfg(test)]
@@ -153,16 +149,12 @@ mod tests {
 
     #[test]
     fn too_few_requests_or_one_length_give_no_slope() {
-        assert_eq!(p99_token_slope(&[(10, 5.0); 39]), None);
+        assert_eq!(p99_token_slope(&[(10, 5.0); 149]), None);
         assert_eq!(p99_token_slope(&[(10, 5.0); 400]), None);
     }
 
     #[test]
-    fn nearest_rank_and_median_by_hand() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(nearest_rank(&v, 0.99), 99.0);
-        assert_eq!(nearest_rank(&v, 1.0), 100.0);
-        assert_eq!(nearest_rank(&v, 0.0), 1.0);
+    fn median_by_hand() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }

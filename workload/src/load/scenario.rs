@@ -47,6 +47,8 @@ pub struct Scenario {
     pub thresholds: Vec<(Gate, f64)>,
     /// The model file of `from_model`, as written.
     pub from_model: Option<String>,
+    /// `cost:`, the price table of `sluice capacity`.
+    pub cost: Option<sluice_filters::Price>,
 }
 
 /// Where the load goes. Header values may come from the environment

@@ -107,6 +107,9 @@ pub struct LiveMeasures {
     /// Of them, failed for a reason other than 429.
     pub errors: AtomicU64,
     pub ttft: LiveHistogram,
+    /// The sum of the TTFTs recorded, µs: with the count, the mean over
+    /// any interval (the capacity search's early stop reads its trend).
+    pub ttft_sum_us: AtomicU64,
     pub itl: LiveHistogram,
     pub tpot: LiveHistogram,
     pub e2el: LiveHistogram,
@@ -130,6 +133,7 @@ impl LiveMeasures {
         self.e2el.record(o.e2el_us());
         if let Some(t) = o.ttft_us() {
             self.ttft.record(t);
+            self.ttft_sum_us.fetch_add(t, Ordering::Relaxed);
         }
         if let Some(t) = o.tpot_us() {
             self.tpot.record(t);
@@ -240,6 +244,7 @@ mod tests {
         // TTFT from the intended start: 50 ms; TPOT 100 ms / 10.
         let close = |v: Option<f64>, want: f64| (v.unwrap() - want).abs() <= want / 32.0;
         assert!(close(m.gate_value(Gate::TtftP95), 50.0));
+        assert_eq!(m.ttft_sum_us.load(Ordering::Relaxed), 50_000);
         assert!(close(m.gate_value(Gate::TpotP95), 10.0));
         assert!(close(m.gate_value(Gate::GapP99), 10.0));
         assert!(close(m.gate_value(Gate::LatencyP99), 150.0));

@@ -25,6 +25,9 @@ pub(crate) struct RawScenario {
     pub(crate) setup: Vec<RawStep>,
     #[serde(default)]
     pub(crate) teardown: Vec<RawStep>,
+    /// The price table `sluice capacity` prices throughput by.
+    #[serde(default)]
+    pub(crate) cost: Option<sluice_filters::RawPrice>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -352,3 +352,22 @@ fn the_example_in_the_docs_reads() {
 mod fulllink;
 mod model;
 mod prompt;
+
+#[test]
+fn a_price_table_reads_and_a_bad_one_is_named_by_path() {
+    let priced = format!("{GOOD}cost: {{ gpu_hour: 2.5, gpus: 2 }}\n");
+    assert_eq!(
+        parse(&priced).unwrap().cost,
+        Some(sluice_filters::Price::GpuHour {
+            usd_per_hour: 2.5,
+            gpus: 2.0
+        })
+    );
+    assert_eq!(parse(GOOD).unwrap().cost, None);
+    let bad =
+        format!("{GOOD}cost: {{ models: {{ m: {{ input_per_1k: -1, output_per_1k: 0 }} }} }}\n");
+    assert_eq!(
+        errors(&bad),
+        ["cost.models.m.input_per_1k: must be a price ≥ 0, found -1"]
+    );
+}

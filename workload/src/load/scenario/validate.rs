@@ -109,6 +109,13 @@ pub(crate) fn validate(
     let setup = steps::hooks(&raw.setup, "setup", dir, &hook_known, &mut e);
     let teardown = steps::hooks(&raw.teardown, "teardown", dir, &hook_known, &mut e);
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
+    let cost = raw.cost.as_ref().and_then(|c| match c.validate("cost") {
+        Ok(price) => Some(price),
+        Err(errors) => {
+            e.0.extend(errors.0);
+            None
+        }
+    });
     match (e.0.is_empty(), target, plan) {
         (true, Some(target), Some(plan)) => Ok(Scenario {
             name: raw.scenario,
@@ -122,6 +129,7 @@ pub(crate) fn validate(
             data,
             thresholds,
             from_model: model.file,
+            cost,
         }),
         _ => Err(PathErrors(e.0)),
     }

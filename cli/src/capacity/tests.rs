@@ -1,0 +1,44 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+use sluice_filters::Gate;
+
+#[test]
+fn the_sla_takes_the_gates_and_the_cost_bound() {
+    let (sla, cost) = split_sla("ttft_p95=800ms, error_rate=1%, cost_per_1k_max=$0.012").unwrap();
+    assert_eq!(sla, [(Gate::TtftP95, 800.0), (Gate::ErrorRate, 1.0)]);
+    assert_eq!(cost, Some(0.012));
+    assert_eq!(
+        split_sla("cost_per_1k_max=0.5").unwrap(),
+        (vec![], Some(0.5))
+    );
+}
+
+#[test]
+fn a_bad_sla_is_said_whole() {
+    assert_eq!(
+        split_sla("ttft_p95=800ms,tokens=5,cost_per_1k_max=free").unwrap_err(),
+        [
+            "--sla: cost_per_1k_max: `free` is not a price in USD > 0 like 0.012",
+            "--sla: tokens: unknown gate `tokens` (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max)",
+        ]
+    );
+    assert_eq!(
+        split_sla(" ").unwrap_err(),
+        ["--sla: give at least one, e.g. ttft_p95=800ms"]
+    );
+}
+
+#[test]
+fn a_share_is_a_percent_or_a_fraction() {
+    assert_eq!(share("5%"), Ok(0.05));
+    assert_eq!(share("0.1"), Ok(0.1));
+    assert_eq!(
+        share("100%").unwrap_err(),
+        "`100%` must be between 0 and 100%"
+    );
+    assert_eq!(
+        share("x").unwrap_err(),
+        "`x` is not a share like 5% or 0.05"
+    );
+}

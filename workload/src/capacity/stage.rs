@@ -1,0 +1,199 @@
+//! One stage of the search, measured: from the load run of the stage (its
+//! outcomes and its summary with the SLAs judged as thresholds), the
+//! achieved rates, the token throughput, the P99-per-token slope of the
+//! model steps, the cost of 1k tokens, and the worst SLA margin that the
+//! search steers by.
+
+use serde::Serialize;
+use sluice_filters::{cost_per_1k, Gate, Price, Usage};
+
+use super::score::{Scored, SlaCheck};
+use super::slope::{p99_token_slope, TokenBin};
+use crate::load::{Outcome, RunOutput, RunReport, Scenario, Service};
+
+/// Why a stage is a probe or a confirmation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    Probe,
+    Confirm,
+}
+
+/// A stage, measured, as the capacity file keeps it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageResult {
+    /// Offered arrivals (journeys) a second.
+    pub rate: f64,
+    pub purpose: Purpose,
+    /// The measured part, s.
+    pub duration_s: f64,
+    /// Journeys started a second (the open loop keeps the offered rate
+    /// unless the stage stopped early).
+    pub achieved_rate: f64,
+    /// Requests (every step) ended a second.
+    pub request_rate: f64,
+    /// `over_saturated` when the backlog grew without bound and the
+    /// stage was cut short.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<&'static str>,
+    /// Output tokens a second, of the answered model requests.
+    pub token_throughput: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// P99 E2E against output tokens of the model steps, ms per token.
+    pub p99_slope_ms_per_token: Option<f64>,
+    pub p99_intercept_ms: Option<f64>,
+    pub token_bins: Vec<TokenBin>,
+    /// The slope less the slope at the lowest rate probed.
+    pub p99_excess_ms_per_token: Option<f64>,
+    /// USD per 1k tokens (input and output) by the scenario's `cost:`.
+    pub cost_per_1k: Option<f64>,
+    pub sla: Vec<SlaCheck>,
+    pub worst_margin: f64,
+    pub passed: bool,
+    /// The margins and score of the joint decision (set once every stage
+    /// has run: the excess and the knee need them all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scored: Option<Scored>,
+    /// The stage's own load result.
+    pub run: RunReport,
+}
+
+/// Measures a stage's run. `report` was summarised with the SLAs as its
+/// run-wide thresholds.
+pub fn measure(
+    scenario: &Scenario,
+    rate: f64,
+    purpose: Purpose,
+    out: &RunOutput,
+    report: RunReport,
+    early_stop: Option<&'static str>,
+) -> StageResult {
+    let warmup_us = u64::try_from(scenario.plan.warmup.as_micros()).unwrap_or(u64::MAX);
+    let measured_s = out.ran_us.saturating_sub(warmup_us) as f64 / 1e6;
+    let per_s = |n: u64| {
+        if measured_s > 0.0 {
+            n as f64 / measured_s
+        } else {
+            0.0
+        }
+    };
+    let measured: Vec<&Outcome> = out.outcomes.iter().filter(|o| !o.warmup).collect();
+    let journeys = measured
+        .iter()
+        .map(|o| o.index)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
+    // Rates of what ended inside the measured window: a stage stopped
+    // early drains after its window, and what ends then would inflate
+    // the rates of the shortened window.
+    let in_window: Vec<&Outcome> = measured
+        .iter()
+        .copied()
+        .filter(|o| o.end_us <= out.ran_us)
+        .collect();
+    let is_model = |o: &Outcome| {
+        scenario
+            .steps
+            .get(o.step)
+            .is_some_and(|s| s.service == Service::Llm)
+    };
+    let answered: Vec<&&Outcome> = in_window
+        .iter()
+        .filter(|o| o.failure.is_none() && is_model(o))
+        .collect();
+    let input_tokens: u64 = answered.iter().filter_map(|o| o.input_tokens).sum();
+    let output_tokens: u64 = answered.iter().filter_map(|o| o.output_tokens).sum();
+    let points: Vec<(u64, f64)> = answered
+        .iter()
+        .filter_map(|o| Some((o.output_tokens?, o.e2el_us() as f64 / 1000.0)))
+        .collect();
+    let slope = p99_token_slope(&points);
+    let cost_per_1k = scenario.cost.as_ref().and_then(|price| {
+        let usd = stage_cost(price, scenario, &answered, measured_s)?;
+        cost_per_1k(usd, input_tokens + output_tokens)
+    });
+    let sla: Vec<SlaCheck> = report
+        .thresholds
+        .iter()
+        .filter(|t| t.step.is_none())
+        .filter_map(|t| {
+            Some(SlaCheck {
+                gate: Gate::parse(t.name).ok()?,
+                value: t.value,
+                bound: t.bound,
+                passed: t.passed,
+            })
+        })
+        .collect();
+    let worst_margin = if early_stop.is_some() {
+        -1.0
+    } else {
+        worst(&sla)
+    };
+    StageResult {
+        rate,
+        purpose,
+        duration_s: measured_s,
+        achieved_rate: per_s(journeys),
+        request_rate: per_s(in_window.len() as u64),
+        early_stop,
+        token_throughput: per_s(output_tokens),
+        input_tokens,
+        output_tokens,
+        p99_slope_ms_per_token: slope.as_ref().map(|s| s.ms_per_token),
+        p99_intercept_ms: slope.as_ref().map(|s| s.intercept_ms),
+        token_bins: slope.map(|s| s.bins).unwrap_or_default(),
+        p99_excess_ms_per_token: None,
+        cost_per_1k,
+        passed: early_stop.is_none() && sla.iter().all(|c| c.passed),
+        sla,
+        worst_margin,
+        scored: None,
+        run: report,
+    }
+}
+
+/// The worst SLA margin, clipped to [−1, 1]; an SLA with nothing measured
+/// counts −1. No SLA at all: 1.
+pub fn worst(sla: &[SlaCheck]) -> f64 {
+    sla.iter()
+        .map(|c| match c.value {
+            Some(v) => ((c.bound - v) / c.bound).clamp(-1.0, 1.0),
+            None => -1.0,
+        })
+        .fold(1.0, f64::min)
+}
+
+/// What the stage's answered model requests cost: by time for a GPU-hour
+/// price; by each step's model for per-token prices (`None` when a model
+/// has no price, so that a partial sum never passes for the whole).
+fn stage_cost(
+    price: &Price,
+    scenario: &Scenario,
+    answered: &[&&Outcome],
+    seconds: f64,
+) -> Option<f64> {
+    if let Price::GpuHour { .. } = price {
+        return price.cost_usd(&Usage {
+            model: "",
+            input_tokens: 0,
+            output_tokens: 0,
+            seconds,
+        });
+    }
+    let mut usd = 0.0;
+    for o in answered {
+        let model = scenario.steps.get(o.step)?.model.as_deref()?;
+        usd += price.cost_usd(&Usage {
+            model,
+            input_tokens: o.input_tokens.unwrap_or(0),
+            output_tokens: o.output_tokens.unwrap_or(0),
+            seconds: 0.0,
+        })?;
+    }
+    Some(usd)
+}
+
+#[cfg(test)]
+mod tests;
