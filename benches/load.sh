@@ -12,8 +12,15 @@
 #             bisecting search whose run keeps up: achieved within 1% of offered,
 #             no request failed, and p99 dispatch lag <= 5 ms.
 #
-# Load on core 0, the target on core 1 (taskset). oha is not run: it is not
-# installed here (cargo install oha would build it from source).
+#             oha (closed loop, -c the same connections, the same core) is run
+#             beside wrk when it is installed: the install step builds it with
+#             `cargo install oha --locked` into ~/.cache/sluice-bench (a few
+#             minutes, once); where that fails its line says so and the rest
+#             runs.
+#
+# Load on core 0, the target on core 1 (taskset). The sluice binary is copied
+# into the work dir first, so that a build in the same target dir during the
+# run does not change it.
 #
 # usage: benches/load.sh [--rate N] [--duration SECONDS] [--no-install] [--keep]
 set -euo pipefail
@@ -39,12 +46,22 @@ start_work
 pin_and_prioritise "sluice load"
 target_pin=(taskset -c 1)
 [[ ${#load_pin[@]} -gt 0 ]] || target_pin=()
-sluice="$root/target/release/sluice"
+cp "${CARGO_TARGET_DIR:-$root/target}/release/sluice" "$work/sluice"
+sluice="$work/sluice"
+oha_root="${XDG_CACHE_HOME:-$HOME/.cache}/sluice-bench"
+oha="$oha_root/bin/oha"
+if [[ ! -x $oha && $install == 1 ]] && command -v cargo >/dev/null 2>&1; then
+    log "installing oha: cargo install oha --locked --root $oha_root"
+    cargo install oha --locked --root "$oha_root" >"$work/oha-install.log" 2>&1 ||
+        log "oha did not install (the end of its log follows); its figure is skipped: $(tail -n 3 "$work/oha-install.log")"
+fi
 
 # result FILE KEY: a number of the run's summary (python: the file is JSON).
 result() {
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s.get(sys.argv[2], "nan"))' "$1" "$2"
 }
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- fidelity against the mock
 mock_port=$(free_port)
@@ -74,6 +91,14 @@ wait_for nginx "$launched" "answering" http_200 "http://127.0.0.1:$nginx_port/"
 run_load "$work/wrk-warm.txt" wrk -t 1 -c "$connections" -d 2s "http://127.0.0.1:$nginx_port/"
 run_load "$work/wrk.txt" wrk -t 1 -c "$connections" -d "${duration}s" "http://127.0.0.1:$nginx_port/"
 wrk_rps=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$work/wrk.txt")
+oha_rps=""
+if [[ -x $oha ]]; then
+    run_load "$work/oha-warm.json" "$oha" --no-tui --output-format json -c "$connections" -z 2s \
+        "http://127.0.0.1:$nginx_port/"
+    run_load "$work/oha.json" "$oha" --no-tui --output-format json -c "$connections" -z "${duration}s" \
+        "http://127.0.0.1:$nginx_port/"
+    oha_rps=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["summary"]["requestsPerSec"]))' "$work/oha.json")
+fi
 
 # keeps_up RATE: one open-loop run at RATE; true when it kept up.
 keeps_up() {
@@ -121,5 +146,13 @@ done
     echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
     echo "| speed: sluice load open loop, most req/s kept up | $low | |"
     echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
+    if [[ -n $oha_rps ]]; then
+        echo "| speed: oha -c$connections closed loop | $oha_rps | |"
+    else
+        echo "| speed: oha | not run (not installed) | |"
+    fi
     echo "| speed: sluice load / wrk | $(python3 -c "print(f'{$low / $wrk_rps:.2f}')") | >= 0.8 |"
+    [[ -z $oha_rps ]] || echo "| speed: sluice load / oha | $(python3 -c "print(f'{$low / $oha_rps:.2f}')") | |"
+    echo
+    echo "Load average at the start and the end: $load_start; $(cut -d' ' -f1-3 /proc/loadavg)."
 } | save_report load

@@ -16,7 +16,10 @@ const LASTS: Duration = Duration::from_secs(1);
 #[tokio::test]
 async fn completions_read_during_the_stall_wait_for_its_end() {
     let mock = MockLlm::start(MockLlmOptions {
-        stall: Some(Stall { at: AT, lasts: LASTS }),
+        stall: Some(Stall {
+            at: AT,
+            lasts: LASTS,
+        }),
         ..fast()
     })
     .await
@@ -28,7 +31,11 @@ async fn completions_read_during_the_stall_wait_for_its_end() {
     let resp = send(&c, &mock, "/v1/chat/completions", &body, &[]).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(json_of(resp).await["usage"]["completion_tokens"], 1);
-    assert!(first.elapsed() < AT, "before the stall: {:?}", first.elapsed());
+    assert!(
+        first.elapsed() < AT,
+        "before the stall: {:?}",
+        first.elapsed()
+    );
     // One read inside the window is held until it ends.
     tokio::time::sleep_until((first + AT + Duration::from_millis(300)).into()).await;
     let resp = send(&c, &mock, "/v1/chat/completions", &body, &[]).await;
@@ -39,7 +46,11 @@ async fn completions_read_during_the_stall_wait_for_its_end() {
     let after = Instant::now();
     let resp = send(&c, &mock, "/v1/chat/completions", &body, &[]).await;
     assert_eq!(resp.status(), StatusCode::OK);
-    assert!(after.elapsed() < Duration::from_secs(1), "{:?}", after.elapsed());
+    assert!(
+        after.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        after.elapsed()
+    );
     mock.stop().await;
 }
 
