@@ -5,6 +5,10 @@
 #             streamed chat completions against `sluice mock-llm` (1 ms to the
 #             first token, 2 tokens): p99_dispatch_lag_ms (goal <= 1 ms) and the
 #             achieved rate against the offered (goal within 1%).
+#   floor     the machine's own wake-up lateness at the same rate, on the load's
+#             core, just before: a bare python thread sleeping to each time of a
+#             RATE/s schedule for DURATION seconds, its p99 lateness. No
+#             dispatcher on that core can beat it; sluice's lag above it is its own.
 #   speed     the most open-loop requests per second `sluice load` sends on one
 #             core against an nginx `return 200`, beside wrk (closed loop, 1
 #             thread, the same core) on the same nginx. Goal >= 0.8x wrk. The
@@ -76,6 +80,22 @@ workload: { arrival: { kind: constant, rate: $rate }, duration: ${duration}s, wa
 steps:
   - { name: answer, service: llm, model: m, prompt: "Say hi", max_tokens: 2, stream: true }
 EOT
+log "floor: a bare sleeper at $rate/s for ${duration}s"
+cat >"$work/floor.py" <<'PY'
+import sys, time
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+late, t = [], time.perf_counter()
+for _ in range(int(rate * seconds)):
+    t += 1 / rate
+    if t > time.perf_counter():
+        time.sleep(t - time.perf_counter())
+    late.append(time.perf_counter() - t)
+late.sort()
+print(f"{late[int(0.99 * len(late)) - 1] * 1e3:.3f} {late[-1] * 1e3:.3f}")
+PY
+launch load_pin "$work/floor.txt" python3 "$work/floor.py" "$rate" "$duration"
+wait "$launched"
+read -r floor_p99 floor_max <"$work/floor.txt"
 log "fidelity: $rate req/s for ${duration}s"
 run_load "$work/fidelity.out" "$sluice" load "$work/fidelity.yaml" -o "$work/fidelity.json"
 lag=$(result "$work/fidelity.json" p99_dispatch_lag_ms)
@@ -143,6 +163,7 @@ done
     echo "| figure | value | goal |"
     echo "|---|---|---|"
     echo "| fidelity: p99 dispatch lag at $rate req/s | $lag ms | <= 1 ms |"
+    echo "| floor: p99 (max) wake-up lateness of a bare sleeper, $rate/s, same core | $floor_p99 ms ($floor_max ms) | |"
     echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
     echo "| speed: sluice load open loop, most req/s kept up | $low | |"
     echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
