@@ -26,6 +26,8 @@
 # into the work dir first, so that a build in the same target dir during the
 # run does not change it.
 #
+# SLUICE_BIN=PATH measures that binary instead of the release build (a before/after).
+#
 # usage: benches/load.sh [--rate N] [--duration SECONDS] [--no-install] [--keep]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -45,12 +47,12 @@ while (($#)); do
 done
 
 bench_tools "$install" wrk nginx curl python3
-build_release
+[[ -n ${SLUICE_BIN:-} ]] || build_release
 start_work
 pin_and_prioritise "sluice load"
 target_pin=(taskset -c 1)
 [[ ${#load_pin[@]} -gt 0 ]] || target_pin=()
-cp "${CARGO_TARGET_DIR:-$root/target}/release/sluice" "$work/sluice"
+cp "${SLUICE_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/sluice}" "$work/sluice"
 sluice="$work/sluice"
 oha_root="${XDG_CACHE_HOME:-$HOME/.cache}/sluice-bench"
 oha="$oha_root/bin/oha"

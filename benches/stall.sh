@@ -14,6 +14,8 @@
 #                  (the slack of the two clocks' start)
 #   p99 / max      response_time of the whole run, and its requests
 #
+# SLUICE_BIN=PATH measures that binary instead of the release build (a before/after).
+#
 # usage: benches/stall.sh [--rate N] [--users N] [--duration SECONDS] [--keep]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,12 +39,12 @@ while (($#)); do
 done
 
 bench_tools "$install" curl python3
-build_release
+[[ -n ${SLUICE_BIN:-} ]] || build_release
 start_work
 pin_and_prioritise "sluice load"
 target_pin=(taskset -c 1)
 [[ ${#load_pin[@]} -gt 0 ]] || target_pin=()
-cp "${CARGO_TARGET_DIR:-$root/target}/release/sluice" "$work/sluice"
+cp "${SLUICE_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/sluice}" "$work/sluice"
 sluice="$work/sluice"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
