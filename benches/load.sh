@@ -89,14 +89,13 @@ rate, seconds = float(sys.argv[1]), float(sys.argv[2])
 late, t = [], time.perf_counter()
 for _ in range(int(rate * seconds)):
     t += 1 / rate
-    if t > time.perf_counter():
-        time.sleep(t - time.perf_counter())
+    time.sleep(max(0.0, t - time.perf_counter()))
     late.append(time.perf_counter() - t)
 late.sort()
 print(f"{late[int(0.99 * len(late)) - 1] * 1e3:.3f} {late[-1] * 1e3:.3f}")
 PY
 launch load_pin "$work/floor.txt" python3 "$work/floor.py" "$rate" "$duration"
-wait "$launched"
+wait "$launched" || die "the floor sleeper failed: $(tail -n 5 "$work/floor.txt")"
 read -r floor_p99 floor_max <"$work/floor.txt"
 log "fidelity: $rate req/s for ${duration}s"
 run_load "$work/fidelity.out" "$sluice" load "$work/fidelity.yaml" -o "$work/fidelity.json"
