@@ -5,6 +5,10 @@
 #             streamed chat completions against `sluice mock-llm` (1 ms to the
 #             first token, 2 tokens): p99_dispatch_lag_ms (goal <= 1 ms) and the
 #             achieved rate against the offered (goal within 1%).
+#   floor     the machine's own wake-up lateness at the same rate, on the load's
+#             core, just before: a bare python thread sleeping to each time of a
+#             RATE/s schedule for DURATION seconds, its p99 lateness. No
+#             dispatcher on that core can beat it; sluice's lag above it is its own.
 #   speed     the most open-loop requests per second `sluice load` sends on one
 #             core against an nginx `return 200`, beside wrk (closed loop, 1
 #             thread, the same core) on the same nginx. Goal >= 0.8x wrk. The
@@ -12,8 +16,17 @@
 #             bisecting search whose run keeps up: achieved within 1% of offered,
 #             no request failed, and p99 dispatch lag <= 5 ms.
 #
-# Load on core 0, the target on core 1 (taskset). oha is not run: it is not
-# installed here (cargo install oha would build it from source).
+#             oha (closed loop, -c the same connections, the same core) is run
+#             beside wrk when it is installed: the install step builds it with
+#             `cargo install oha --locked` into ~/.cache/sluice-bench (a few
+#             minutes, once); where that fails its line says so and the rest
+#             runs.
+#
+# Load on core 0, the target on core 1 (taskset). The sluice binary is copied
+# into the work dir first, so that a build in the same target dir during the
+# run does not change it.
+#
+# SLUICE_BIN=PATH measures that binary instead of the release build (a before/after).
 #
 # usage: benches/load.sh [--rate N] [--duration SECONDS] [--no-install] [--keep]
 set -euo pipefail
@@ -34,17 +47,27 @@ while (($#)); do
 done
 
 bench_tools "$install" wrk nginx curl python3
-build_release
+[[ -n ${SLUICE_BIN:-} ]] || build_release
 start_work
 pin_and_prioritise "sluice load"
 target_pin=(taskset -c 1)
 [[ ${#load_pin[@]} -gt 0 ]] || target_pin=()
-sluice="$root/target/release/sluice"
+cp "${SLUICE_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/sluice}" "$work/sluice"
+sluice="$work/sluice"
+oha_root="${XDG_CACHE_HOME:-$HOME/.cache}/sluice-bench"
+oha="$oha_root/bin/oha"
+if [[ ! -x $oha && $install == 1 ]] && command -v cargo >/dev/null 2>&1; then
+    log "installing oha: cargo install oha --locked --root $oha_root"
+    cargo install oha --locked --root "$oha_root" >"$work/oha-install.log" 2>&1 ||
+        log "oha did not install (the end of its log follows); its figure is skipped: $(tail -n 3 "$work/oha-install.log")"
+fi
 
 # result FILE KEY: a number of the run's summary (python: the file is JSON).
 result() {
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; print(s.get(sys.argv[2], "nan"))' "$1" "$2"
 }
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- fidelity against the mock
 mock_port=$(free_port)
@@ -59,6 +82,21 @@ workload: { arrival: { kind: constant, rate: $rate }, duration: ${duration}s, wa
 steps:
   - { name: answer, service: llm, model: m, prompt: "Say hi", max_tokens: 2, stream: true }
 EOT
+log "floor: a bare sleeper at $rate/s for ${duration}s"
+cat >"$work/floor.py" <<'PY'
+import sys, time
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+late, t = [], time.perf_counter()
+for _ in range(int(rate * seconds)):
+    t += 1 / rate
+    time.sleep(max(0.0, t - time.perf_counter()))
+    late.append(time.perf_counter() - t)
+late.sort()
+print(f"{late[int(0.99 * len(late)) - 1] * 1e3:.3f} {late[-1] * 1e3:.3f}")
+PY
+launch load_pin "$work/floor.txt" python3 "$work/floor.py" "$rate" "$duration"
+wait "$launched" || die "the floor sleeper failed: $(tail -n 5 "$work/floor.txt")"
+read -r floor_p99 floor_max <"$work/floor.txt"
 log "fidelity: $rate req/s for ${duration}s"
 run_load "$work/fidelity.out" "$sluice" load "$work/fidelity.yaml" -o "$work/fidelity.json"
 lag=$(result "$work/fidelity.json" p99_dispatch_lag_ms)
@@ -74,6 +112,14 @@ wait_for nginx "$launched" "answering" http_200 "http://127.0.0.1:$nginx_port/"
 run_load "$work/wrk-warm.txt" wrk -t 1 -c "$connections" -d 2s "http://127.0.0.1:$nginx_port/"
 run_load "$work/wrk.txt" wrk -t 1 -c "$connections" -d "${duration}s" "http://127.0.0.1:$nginx_port/"
 wrk_rps=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$work/wrk.txt")
+oha_rps=""
+if [[ -x $oha ]]; then
+    run_load "$work/oha-warm.json" "$oha" --no-tui --output-format json -c "$connections" -z 2s \
+        "http://127.0.0.1:$nginx_port/"
+    run_load "$work/oha.json" "$oha" --no-tui --output-format json -c "$connections" -z "${duration}s" \
+        "http://127.0.0.1:$nginx_port/"
+    oha_rps=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["summary"]["requestsPerSec"]))' "$work/oha.json")
+fi
 
 # keeps_up RATE: one open-loop run at RATE; true when it kept up.
 keeps_up() {
@@ -118,8 +164,17 @@ done
     echo "| figure | value | goal |"
     echo "|---|---|---|"
     echo "| fidelity: p99 dispatch lag at $rate req/s | $lag ms | <= 1 ms |"
+    echo "| floor: p99 (max) wake-up lateness of a bare sleeper, $rate/s, same core | $floor_p99 ms ($floor_max ms) | |"
     echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
     echo "| speed: sluice load open loop, most req/s kept up | $low | |"
     echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
+    if [[ -n $oha_rps ]]; then
+        echo "| speed: oha -c$connections closed loop | $oha_rps | |"
+    else
+        echo "| speed: oha | not run (not installed) | |"
+    fi
     echo "| speed: sluice load / wrk | $(python3 -c "print(f'{$low / $wrk_rps:.2f}')") | >= 0.8 |"
+    [[ -z $oha_rps ]] || echo "| speed: sluice load / oha | $(python3 -c "print(f'{$low / $oha_rps:.2f}')") | |"
+    echo
+    echo "Load average at the start and the end: $load_start; $(cut -d' ' -f1-3 /proc/loadavg)."
 } | save_report load

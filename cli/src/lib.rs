@@ -9,4 +9,4 @@ mod mock_llm;
 
 pub use defaults::{default_config_yaml, MockThread};
 pub use demo::{run_demo, DemoOptions};
-pub use mock_llm::{MockKnobs, MockLlm, MockLlmOptions, SeenRequest};
+pub use mock_llm::{MockKnobs, MockLlm, MockLlmOptions, SeenRequest, Stall};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sluice_cli::{
-    ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread,
+    ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread, Stall,
 };
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
@@ -100,6 +100,13 @@ struct MockLlmArgs {
     /// Completions answered at once; more wait in arrival order (no limit when absent).
     #[arg(long)]
     max_concurrency: Option<NonZeroUsize>,
+    /// Start of a stall, from the first completion request read: every completion read during
+    /// the stall waits for its end (needs --stall-for).
+    #[arg(long, value_parser = duration, requires = "stall_for")]
+    stall_at: Option<Duration>,
+    /// Length of the stall that starts at --stall-at.
+    #[arg(long, value_parser = duration, requires = "stall_at")]
+    stall_for: Option<Duration>,
 }
 
 impl From<MockLlmArgs> for MockLlmOptions {
@@ -114,6 +121,10 @@ impl From<MockLlmArgs> for MockLlmOptions {
             seed: a.seed,
             model: a.model,
             max_concurrency: a.max_concurrency,
+            stall: a
+                .stall_at
+                .zip(a.stall_for)
+                .map(|(at, lasts)| Stall { at, lasts }),
             ..MockLlmOptions::default()
         }
     }

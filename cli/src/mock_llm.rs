@@ -65,6 +65,20 @@ pub struct MockLlmOptions {
     /// on a real server, so a load test meets a knee. A slot is held from the request's read
     /// until its last byte (a stream's TTFT clock starts when it gets one). `None`: no limit.
     pub max_concurrency: Option<NonZeroUsize>,
+    /// A stall: every completion read during the window waits for its end before its answer
+    /// starts, as a server that freezes (a GC pause, a failover) holds what it receives.
+    pub stall: Option<Stall>,
+}
+
+/// A window in which the mock answers nothing, timed from the first completion request it
+/// reads (not from its start), so that a load run started any time after the mock meets the
+/// stall `at` into its own schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// From the first completion request to the stall's start.
+    pub at: Duration,
+    /// How long it lasts.
+    pub lasts: Duration,
 }
 
 impl Default for MockLlmOptions {
@@ -81,6 +95,7 @@ impl Default for MockLlmOptions {
             record: false,
             reset: false,
             max_concurrency: None,
+            stall: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Limited};
@@ -12,6 +12,7 @@ use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tracing::debug;
 
 use super::body::{jittered, next_token, MockBody, SseStream, StreamPlan};
@@ -34,6 +35,8 @@ pub(super) struct Shared {
     requests: AtomicU64,
     /// The `max_concurrency` slots; tokio's semaphore is fair, so waiters are served FIFO.
     slots: Option<Arc<Semaphore>>,
+    /// When the first completion request was read: the clock of `opts.stall`.
+    first: OnceLock<Instant>,
 }
 
 /// The mock's behaviour that can be changed while it serves, lock-free.
@@ -85,7 +88,16 @@ impl Shared {
             recorder: Arc::new(Recorder::default()),
             opts,
             requests: AtomicU64::new(0),
+            first: OnceLock::new(),
         }
+    }
+
+    /// Until when a completion read `now` is held: the stall's end when `now` falls in it.
+    fn stalled_until(&self, now: Instant) -> Option<Instant> {
+        let stall = self.opts.stall?;
+        let first = *self.first.get_or_init(|| now);
+        let (from, to) = (first + stall.at, first + stall.at + stall.lasts);
+        (from <= now && now < to).then_some(to)
     }
 
     fn next_rng(&self) -> (u64, SmallRng) {
@@ -143,6 +155,10 @@ pub(super) async fn handle(
             return Ok(error(StatusCode::NOT_FOUND, &msg, "invalid_request_error"));
         }
     };
+    // A stall holds the request before it queues: the server is frozen, not busy.
+    if let Some(until) = shared.stalled_until(Instant::now()) {
+        tokio::time::sleep_until(until).await;
+    }
     // Queued here, after the read, as a server queues a request it has parsed. The semaphore is
     // never closed, so `acquire_owned` cannot fail; were it to, the request would go unqueued.
     let slot = match &shared.slots {

@@ -16,6 +16,7 @@ use super::{MockLlm, MockLlmOptions};
 
 mod queue;
 mod record;
+mod stall;
 
 type TestClient = Client<HttpConnector, Full<Bytes>>;
 

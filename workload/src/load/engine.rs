@@ -4,11 +4,19 @@
 //! (beyond it requests wait for a slot, counted, never dropped), the drain
 //! at the end, and the closed loop that `--closed N` runs instead.
 //!
-//! The timer thread sleeps until each intended time and does not spin: the
-//! kernel's wake-up slack (tens of µs) is measured, as part of
-//! `dispatch_lag = sent − intended`, never hidden. Every time is read from
-//! one monotonic clock (`std::time::Instant`, which the timer thread can
-//! read; tokio's clock lives inside the runtime).
+//! The timer thread sleeps until the next intended time and does not spin:
+//! the kernel's wake-up slack (tens of µs) is measured, as part of
+//! `dispatch_lag = sent − intended`, never hidden. It asks for `SCHED_FIFO`
+//! (the lowest real-time priority) and keeps the normal policy where the
+//! kernel refuses: on a core shared with the runtime's worker, a normal
+//! timer thread that wakes waits out the rest of the worker's time slice
+//! (milliseconds), and every arrival due meanwhile is late by that much. At
+//! each wake-up it takes every arrival that is due and hands them over as
+//! one batch through a channel to a dispatcher task on the runtime, which
+//! spawns the journeys there: one cross-thread wake-up per batch, not one
+//! per arrival, and no work for the timer thread beyond counting. Every time
+//! is read from one monotonic clock (`std::time::Instant`, which the timer
+//! thread can read; tokio's clock lives inside the runtime).
 
 mod journey;
 mod live;
@@ -223,15 +231,19 @@ pub fn run(
     let journeys = match options.closed {
         None => {
             let arrivals = schedule.arrivals.clone();
-            let handle = runtime.handle().clone();
+            let (batches, due) = mpsc::unbounded_channel();
+            let dispatcher = runtime.spawn(dispatch(ctx.clone(), due));
             let c = ctx.clone();
             let timer = std::thread::Builder::new()
                 .name("sluice-load-timer".into())
-                .spawn(move || timer(arrivals, handle, c))
+                .spawn(move || timer(arrivals, &batches, &c))
                 .map_err(EngineError::Timer)?;
-            // The thread ends after the last arrival; a panic in it is a bug
-            // and counts what it dispatched as zero.
-            timer.join().unwrap_or(0)
+            // The thread ends after the last arrival, and with it the
+            // channel, so the dispatcher ends once it spawned every journey;
+            // a panic in either is a bug and counts what it dispatched as zero.
+            let count = timer.join().unwrap_or(0);
+            let _ = runtime.block_on(dispatcher);
+            count
         }
         Some(users) => runtime.block_on(closed_loop(ctx.clone(), users, span_us)),
     };
@@ -292,29 +304,79 @@ fn teardown(
     out
 }
 
-/// Sleeps until each intended start and hands the journey to the runtime;
-/// returns how many it dispatched.
-fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>) -> u64 {
+/// Arrivals due at one wake-up of the timer thread, each with its instant.
+type Batch = Vec<(Intended, Instant)>;
+
+/// Sleeps until the next intended start and sends every arrival then due
+/// to [`dispatch`] as one batch; returns how many it dispatched.
+fn timer(arrivals: Vec<Intended>, batches: &mpsc::UnboundedSender<Batch>, ctx: &Ctx) -> u64 {
+    realtime_priority();
     let mut count = 0;
-    for a in arrivals {
-        let due = ctx.start + Duration::from_micros(a.at_us);
+    let mut arrivals = arrivals.into_iter().peekable();
+    while let Some(next) = arrivals.peek() {
+        let due = ctx.start + Duration::from_micros(next.at_us);
         // Sleeps of at most STOP_POLL until due: bounded by the gap.
-        loop {
-            if ctx.live.stop.load(Ordering::Acquire) {
-                return count;
-            }
-            let now = Instant::now();
-            if due <= now {
-                break;
-            }
-            std::thread::sleep((due - now).min(STOP_POLL));
+        if ctx.live.stop.load(Ordering::Acquire) {
+            return count;
         }
-        ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
-        ctx.live.started.fetch_add(1, Ordering::AcqRel);
-        handle.spawn(journey::journey(ctx.clone(), a, due));
-        count += 1;
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep((due - now).min(STOP_POLL));
+            continue;
+        }
+        // Every arrival due by now, read once: bounded by the schedule.
+        let now = Instant::now();
+        let mut batch = Batch::new();
+        while let Some(a) = arrivals.next_if(|a| ctx.start + Duration::from_micros(a.at_us) <= now)
+        {
+            let due = ctx.start + Duration::from_micros(a.at_us);
+            batch.push((a, due));
+        }
+        let n = batch.len() as u64;
+        ctx.live.journeys.fetch_add(n, Ordering::AcqRel);
+        ctx.live.started.fetch_add(n, Ordering::AcqRel);
+        // The dispatcher lives until this sender is dropped.
+        if batches.send(batch).is_err() {
+            ctx.live.journeys.fetch_sub(n, Ordering::AcqRel);
+            return count;
+        }
+        count += n;
     }
     count
+}
+
+/// The timer thread's policy: `SCHED_FIFO` at the lowest real-time
+/// priority where the kernel allows it (root, `CAP_SYS_NICE`, or an
+/// `RLIMIT_RTPRIO`), else the normal one. It cannot hog the core: it only
+/// sleeps, reads the schedule and sends batches (and Linux throttles
+/// real-time threads at 95% of each second).
+fn realtime_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::{
+            set_thread_priority_and_policy, thread_native_id, RealtimeThreadSchedulePolicy,
+            ThreadPriority, ThreadSchedulePolicy,
+        };
+        let fifo = ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo);
+        match set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, fifo) {
+            Ok(()) => tracing::debug!("load timer thread on SCHED_FIFO"),
+            Err(e) => {
+                tracing::info!(error = ?e, "load timer thread keeps the normal policy");
+            }
+        }
+    }
+}
+
+/// Spawns the journeys of each batch on the runtime, in order; ends when
+/// the timer thread is done.
+async fn dispatch(ctx: Arc<Ctx>, mut batches: mpsc::UnboundedReceiver<Batch>) {
+    while let Some(batch) = batches.recv().await {
+        for (a, due) in batch {
+            // Counted out of `live.journeys` by the journey itself; the
+            // drain waits for them.
+            tokio::spawn(journey::journey(ctx.clone(), a, due));
+        }
+    }
 }
 
 /// `users` journeys at a time, each starting when the one before it ends,
