@@ -7,6 +7,7 @@ mod support;
 mod proxy_basics;
 mod split;
 
+mod capacity;
 mod cli;
 mod demo;
 mod faults;

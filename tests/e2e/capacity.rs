@@ -1,0 +1,178 @@
+//! `sluice capacity` against the queueing mock (8 at once, 5 ms a token)
+//! behind the real proxy: the rate it finds is within 10% of the mock's
+//! capacity (8 slots over the mean service time the mock really takes),
+//! the throughput knee sits at that saturation point, and the P99 slope
+//! at low load is the mock's real cost of a token within 15%.
+
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use sluice_cli::{MockLlm, MockLlmOptions};
+
+use crate::cli::sluice;
+use crate::harness::{listener, llm_config};
+use crate::support::TempDir;
+
+const SLOTS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost() {
+    let mock = MockLlm::start(MockLlmOptions {
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(5),
+        tokens: 1000,
+        max_concurrency: NonZeroUsize::new(SLOTS),
+        ..MockLlmOptions::default()
+    })
+    .await
+    .unwrap();
+    let proxy = llm_config(mock.addr()).start();
+    let tmp = TempDir::new("capacity");
+    let scenario = tmp.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "scenario: capacity\n\
+             target: {{ base_url: 'http://{}' }}\n\
+             workload: {{ arrival: {{ kind: constant, rate: 4 }}, duration: 10s, warmup: 1s, seed: 5 }}\n\
+             steps:\n\
+             \x20 - {{ name: answer, service: llm, model: m, prompt: hi, max_tokens: 32-96, stream: true }}\n",
+            listener(&proxy, "public")
+        ),
+    )
+    .unwrap();
+    let out_file = tmp.path().join("capacity.json");
+    let args = [
+        scenario.to_str().unwrap(),
+        "--sla",
+        "ttft_p95=250ms,error_rate=1%",
+        "--stage",
+        "10s",
+        "--confirm",
+        "10s",
+        "--budget",
+        "4m",
+        "--drain",
+        "5s",
+        "--into-rollout",
+        "-o",
+        out_file.to_str().unwrap(),
+    ];
+    let mut all = vec!["capacity".to_owned()];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    let out = sluice(all).await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = read(&out_file);
+    let stages = r["stages"].as_array().unwrap();
+    let context = format!("{stdout}\n{stderr}");
+
+    // The mock's capacity: its slots over the mean service time of the
+    // lowest stage (no queueing there), as the mock really paced it.
+    let lowest = stages
+        .iter()
+        .min_by(|a, b| {
+            a["rate"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["rate"].as_f64().unwrap())
+        })
+        .unwrap();
+    let service_s = lowest["run"]["summary"]["mean_service_time_ms"]
+        .as_f64()
+        .unwrap()
+        / 1000.0;
+    let capacity = SLOTS as f64 / service_s;
+    let found = r["max_rate"].as_f64().unwrap();
+    assert!(
+        (found / capacity - 1.0).abs() <= 0.10,
+        "found {found:.2} req/s, capacity {capacity:.2}\n{context}"
+    );
+    assert_eq!(r["recommended_rate"].as_f64().is_some(), true, "{context}");
+    assert_eq!(stages.last().unwrap()["purpose"], "confirm", "{context}");
+
+    let knee = r["knee"]["rate"].as_f64().unwrap();
+    assert!(
+        (knee / capacity - 1.0).abs() <= 0.15,
+        "knee {knee:.2} req/s, capacity {capacity:.2}\n{context}"
+    );
+
+    // The slope at the lowest rate that has one, against the mock's real
+    // time per output token there.
+    let sloped = stages
+        .iter()
+        .filter(|s| s["p99_slope_ms_per_token"].is_f64())
+        .min_by(|a, b| {
+            a["rate"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["rate"].as_f64().unwrap())
+        })
+        .unwrap();
+    let slope = sloped["p99_slope_ms_per_token"].as_f64().unwrap();
+    let tpot = sloped["run"]["summary"]["mean_tpot_ms"].as_f64().unwrap();
+    assert!(
+        (slope / tpot - 1.0).abs() <= 0.15,
+        "slope {slope:.2} ms/token, tpot {tpot:.2}\n{context}"
+    );
+
+    // What it prints: the answer with its reason, and the gates block.
+    assert!(stdout.contains("max_rate (every SLA held): "), "{stdout}");
+    assert!(stdout.contains("\nwhy: "), "{stdout}");
+    assert!(stdout.contains("gates:\n  ttft_p95: 250ms  # "), "{stdout}");
+    assert!(stdout.contains("\n  error_rate: 1%  # "), "{stdout}");
+}
+
+#[tokio::test]
+async fn bad_input_is_named() {
+    let tmp = TempDir::new("capacity-bad");
+    let scenario = tmp.path().join("s.yaml");
+    std::fs::write(
+        &scenario,
+        "scenario: s\ntarget: { base_url: 'http://127.0.0.1:9' }\n\
+         workload: { arrival: { kind: constant, rate: 4 }, duration: 10s }\n\
+         steps: [ { name: a, service: llm, prompt: hi } ]\n",
+    )
+    .unwrap();
+    let run = |sla: &str| {
+        let args = vec![
+            "capacity".to_owned(),
+            scenario.to_str().unwrap().to_owned(),
+            "--sla".to_owned(),
+            sla.to_owned(),
+        ];
+        sluice(args)
+    };
+    let out = run("tokens_p95=5").await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("--sla: tokens_p95: unknown gate `tokens_p95`"),
+        "{stderr}"
+    );
+    let out = run("cost_per_1k_max=0.01").await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "--sla: cost_per_1k_max: the scenario has no `cost:` price table to price tokens by\n"
+    );
+    let missing = tmp.path().join("none.yaml");
+    let out = sluice(vec![
+        "capacity".into(),
+        missing.to_str().unwrap().into(),
+        "--sla".into(),
+        "ttft_p95=1s".into(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("none.yaml"));
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
