@@ -66,6 +66,8 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         start_at: None,
         detailed: true,
         drain: Duration::from_secs(5),
+        report_to: None,
+        token: AdminToken::default(),
     }
 }
 
