@@ -192,3 +192,5 @@ fn seconds(s: u64) -> String {
     }
 }
 
+#[cfg(test)]
+mod tests;

@@ -116,7 +116,7 @@ fn push(
             let endpoint = ApiEndpoint::PutLoadRun;
             let path = endpoint.path(&[]);
             let call = ctl::call(to.url, to.token, endpoint.method(), &path, Some(body));
-            match runtime.block_on(tokio::time::timeout(PUSH_TIMEOUT, call)) {
+            match runtime.block_on(async { tokio::time::timeout(PUSH_TIMEOUT, call).await }) {
                 Ok(Ok((status, _))) if status.is_success() => return,
                 Ok(Ok((status, text))) => format!("{status}: {}", answer_error(&text)),
                 Ok(Err(e)) => format!("{e:#}"),
@@ -144,3 +144,5 @@ fn answer_error(text: &str) -> String {
         .unwrap_or_else(|| text.chars().take(200).collect())
 }
 
+#[cfg(test)]
+mod tests;

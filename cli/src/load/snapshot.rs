@@ -71,11 +71,16 @@ impl<'a> Shape<'a> {
 
     /// The live counters now.
     pub(crate) fn take(&self, live: &Live) -> Snapshot {
-        let get = |a: &AtomicU64| a.load(Ordering::Acquire);
         let elapsed_us = live.began.get().map(|b| {
             u64::try_from(Instant::now().saturating_duration_since(*b).as_micros())
                 .unwrap_or(u64::MAX)
         });
+        self.at(live, elapsed_us)
+    }
+
+    /// The live counters, `elapsed_us` into the schedule (`None`: in the setup).
+    fn at(&self, live: &Live, elapsed_us: Option<u64>) -> Snapshot {
+        let get = |a: &AtomicU64| a.load(Ordering::Acquire);
         let m = &live.measures;
         let thresholds = self
             .thresholds
@@ -261,3 +266,5 @@ impl Settled {
     }
 }
 
+#[cfg(test)]
+mod tests;
