@@ -32,6 +32,9 @@ pub(crate) struct LoadArgs {
     /// still requires `SCENARIO` once any of the run's arguments is given.
     #[command(flatten)]
     run: Option<RunArgs>,
+    /// The control API's token, for `--report-to`.
+    #[command(flatten)]
+    token: AdminToken,
 }
 
 #[derive(clap::Subcommand, Clone, Debug)]
@@ -90,7 +93,10 @@ pub(crate) struct RunArgs {
     /// the end (`POST URL/v1/load-runs`, with `--token`), for the console.
     #[arg(long, value_parser = report_to::url)]
     report_to: Option<String>,
-    #[command(flatten)]
+    /// `--token` (or `SLUICE_ADMIN_TOKEN`), set from [`LoadArgs`]: a
+    /// flattened struct in `RunArgs` would keep clap from telling whether
+    /// `run` was given.
+    #[arg(skip)]
     token: AdminToken,
 }
 
@@ -98,7 +104,10 @@ pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(LoadCommand::Merge { files, output }) = &args.command {
         return merge(files, output);
     }
-    let Some(args) = args.run else {
+    let Some(args) = args.run.map(|run| RunArgs {
+        token: args.token,
+        ..run
+    }) else {
         eprintln!("sluice load: give a SCENARIO, or `merge FILES -o run.json`");
         return Ok(ExitCode::from(2));
     };
