@@ -81,9 +81,13 @@ pub(crate) fn watch(live: &Live, done: &AtomicBool, shape: &Shape<'_>, out: &Std
                 break;
             }
             let now = shape.take(live);
+            let first = next == EVERY;
             let window_over = start.elapsed() >= next;
             if window_over {
                 next += EVERY;
+            }
+            // Until the first window ends, the rates since the start.
+            if window_over || first {
                 rates = Rates::between(&before, &now);
             }
             match &out.bar {
