@@ -24,16 +24,24 @@ pub struct CtlArgs {
         default_value = "http://127.0.0.1:9901"
     )]
     url: String,
-    /// Bearer token.
+    #[command(flatten)]
+    token: AdminToken,
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+/// The control API's bearer token, read the same way by every verb that
+/// calls the API (`ctl`, `load --report-to`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct AdminToken {
+    /// Bearer token of the control API.
     #[arg(
-        long,
+        long = "token",
         env = "SLUICE_ADMIN_TOKEN",
         hide_env_values = true,
         default_value = ""
     )]
-    token: String,
-    #[command(subcommand)]
-    command: CtlCommand,
+    pub token: String,
 }
 
 #[derive(Subcommand)]
@@ -146,7 +154,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (status, text) = runtime.block_on(call(&args, method, &path, body))?;
+    let (status, text) = runtime.block_on(call(&args.url, &args.token, method, &path, body))?;
     let pretty = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
@@ -181,18 +189,20 @@ fn split_body(weights: &[String]) -> anyhow::Result<String> {
     Ok(serde_json::Value::Object(map).to_string())
 }
 
-async fn call(
-    args: &CtlArgs,
+/// One call of the control API at `base`: the status and the answer's text.
+pub async fn call(
+    base: &str,
+    token: &AdminToken,
     method: &str,
     path: &str,
     body: Option<String>,
 ) -> anyhow::Result<(http::StatusCode, String)> {
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let url = format!("{}{}", args.url.trim_end_matches('/'), path);
+    let url = format!("{}{}", base.trim_end_matches('/'), path);
     let request = http::Request::builder()
         .method(method)
         .uri(&url)
-        .header("authorization", format!("Bearer {}", args.token))
+        .header("authorization", format!("Bearer {}", token.token))
         .body(Full::new(Bytes::from(body.unwrap_or_default())))?;
     let response = client.request(request).await.with_context(|| url.clone())?;
     let status = response.status();

@@ -1,23 +1,26 @@
 //! `sluice load SCENARIO`: a thin verb over `sluice_workload`'s load
 //! engine: read and validate the scenario, make the schedule (this shard
-//! of it), run it with a line of progress every 2 s on stderr, print the
-//! summary, write `-o run.json`, and exit 99 when a threshold fails.
+//! of it), run it with the live display on stderr (`progress`) and the
+//! pushes of `--report-to` (`report_to`), print the summary, write
+//! `-o run.json`, and exit 99 when a threshold fails.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sluice_cli::ctl::AdminToken;
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
     merge_runs, parse_duration, parse_sla, run_load, sha256_file, summarize, write_atomically,
     Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
 };
 
-/// How often the progress line is written.
-const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+use progress::Stderr;
+use report_to::ReportTo;
+use snapshot::{RunMeta, Settled, Shape};
 
 /// `sluice load SCENARIO` or `sluice load merge FILES -o run.json`.
 #[derive(clap::Args, Clone, Debug)]
@@ -29,6 +32,9 @@ pub(crate) struct LoadArgs {
     /// still requires `SCENARIO` once any of the run's arguments is given.
     #[command(flatten)]
     run: Option<RunArgs>,
+    /// The control API's token, for `--report-to`.
+    #[command(flatten)]
+    token: AdminToken,
 }
 
 #[derive(clap::Subcommand, Clone, Debug)]
@@ -83,13 +89,25 @@ pub(crate) struct RunArgs {
     /// are reported as cut.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     drain: Duration,
+    /// Push the live summary to this sluice control API every 2 s and at
+    /// the end (`POST URL/v1/load-runs`, with `--token`), for the console.
+    #[arg(long, value_parser = report_to::url)]
+    report_to: Option<String>,
+    /// `--token` (or `SLUICE_ADMIN_TOKEN`), set from [`LoadArgs`]: a
+    /// flattened struct in `RunArgs` would keep clap from telling whether
+    /// `run` was given.
+    #[arg(skip)]
+    token: AdminToken,
 }
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(LoadCommand::Merge { files, output }) = &args.command {
         return merge(files, output);
     }
-    let Some(args) = args.run else {
+    let Some(args) = args.run.map(|run| RunArgs {
+        token: args.token,
+        ..run
+    }) else {
         eprintln!("sluice load: give a SCENARIO, or `merge FILES -o run.json`");
         return Ok(ExitCode::from(2));
     };
@@ -158,91 +176,84 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         threads: std::thread::available_parallelism().map_or(2, usize::from),
     };
     let live = Arc::new(Live::default());
-    let done = Arc::new(AtomicBool::new(false));
-    let span = Duration::from_micros(schedule.span_us);
-    let ticker = watch_it.then(|| {
-        let (live, done) = (live.clone(), done.clone());
-        std::thread::spawn(move || watch(&live, &done, span))
-    });
-    let result = run_load(&scenario, &schedule, &options, live);
-    done.store(true, Ordering::Release);
-    if let Some(t) = ticker {
-        let _ = t.join();
-    }
-    let output = result?;
-    let report = summarize(
+    let done = AtomicBool::new(false);
+    let shape = Shape::new(
         &scenario,
-        &output,
-        RunInfo {
-            run_id,
-            shard: args.shard.to_string(),
-            started_at: format_rfc3339(now_us),
-            lineage: Lineage {
-                scenario_sha256: sha256_file(&args.scenario)?,
-                target: scenario.target.base_url.clone(),
-                sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
-                from_model: scenario.from_model.clone(),
-            },
-            goodput,
-            detailed: args.detailed,
-        },
+        &schedule.arrivals,
+        schedule.span_us,
+        args.closed.is_some(),
     );
+    let meta = RunMeta {
+        run_id: run_id.clone(),
+        scenario: scenario.name.clone(),
+        shard: args.shard.to_string(),
+        mode: if args.closed.is_some() {
+            "closed"
+        } else {
+            "open"
+        },
+        started_at: format_rfc3339(now_us),
+    };
+    let stderr = Stderr::new(watch_it, schedule.span_us);
+    let (settle, settled) = std::sync::mpsc::channel();
+    // Scoped: the display and the pusher read the schedule and the live
+    // counters in place, and end before this does.
+    let report = std::thread::scope(|s| -> anyhow::Result<RunReport> {
+        let watcher = watch_it.then(|| s.spawn(|| progress::watch(&live, &done, &shape, &stderr)));
+        let pusher = args.report_to.as_deref().map(|url| {
+            let to = ReportTo {
+                url,
+                token: &args.token,
+            };
+            let (shape, live, meta, stderr) = (&shape, &*live, &meta, &stderr);
+            s.spawn(move || report_to::push_until_settled(to, shape, live, meta, &settled, stderr))
+        });
+        let result = run_load(&scenario, &schedule, &options, live.clone());
+        done.store(true, Ordering::Release);
+        if let Some(w) = watcher {
+            let _ = w.join();
+        }
+        let report = result.map_err(anyhow::Error::from).and_then(|output| {
+            Ok(summarize(
+                &scenario,
+                &output,
+                RunInfo {
+                    run_id,
+                    shard: args.shard.to_string(),
+                    started_at: format_rfc3339(now_us),
+                    lineage: Lineage {
+                        scenario_sha256: sha256_file(&args.scenario)?,
+                        target: scenario.target.base_url.clone(),
+                        sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
+                        from_model: scenario.from_model.clone(),
+                    },
+                    goodput,
+                    detailed: args.detailed,
+                },
+            ))
+        });
+        if let Ok(r) = &report {
+            let _ = settle.send(Settled {
+                thresholds: r.thresholds.clone(),
+                passed: r.passed,
+                interrupted: r.interrupted,
+            });
+        }
+        drop(settle);
+        if let Some(Ok(p)) = pusher.map(|p| p.join()) {
+            if p.failed > 0 {
+                stderr.say(&format!(
+                    "load: --report-to: {} of {} pushes failed",
+                    p.failed, p.made
+                ));
+            }
+        }
+        report
+    })?;
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
     Ok(Outcome::Ran(Box::new(report)))
-}
-
-/// Until `done`: a line of progress every 2 s, and Ctrl-C
-/// turned into `live.stop` (the run then drains and is marked
-/// interrupted). Bounded by the run's length and an hour of drain.
-fn watch(live: &Live, done: &AtomicBool, span: Duration) {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
-    runtime.block_on(async {
-        let start = Instant::now();
-        let ticks = (span + Duration::from_secs(3600)).as_millis() / 100;
-        let mut next = PROGRESS_EVERY;
-        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
-        let mut stopped = false;
-        for _ in 0..ticks {
-            tokio::select! {
-                r = &mut ctrl_c, if !stopped => {
-                    stopped = true;
-                    if r.is_ok() {
-                        live.stop.store(true, Ordering::Release);
-                        eprintln!("load: interrupted, draining what is in flight");
-                    }
-                }
-                () = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-            if done.load(Ordering::Acquire) {
-                return;
-            }
-            let elapsed = start.elapsed();
-            if elapsed < next {
-                continue;
-            }
-            next += PROGRESS_EVERY;
-            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Acquire);
-            eprintln!(
-                "load: {:.0}/{:.0} s  sent {}  done {}  failed {}  in flight {}  waiting {}  \
-                 queued {}",
-                elapsed.as_secs_f64(),
-                span.as_secs_f64(),
-                get(&live.sent),
-                get(&live.done),
-                get(&live.failed),
-                get(&live.in_flight),
-                get(&live.waiting),
-                get(&live.queued),
-            );
-        }
-    });
 }
 
 /// Whether `text` is a scenario rather than a proxy config: it has a
@@ -344,6 +355,9 @@ fn out(text: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
+mod progress;
 mod render;
+mod report_to;
+mod snapshot;
 #[cfg(test)]
 mod tests;

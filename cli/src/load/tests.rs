@@ -66,6 +66,8 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         start_at: None,
         detailed: true,
         drain: Duration::from_secs(5),
+        report_to: None,
+        token: AdminToken::default(),
     }
 }
 
@@ -358,4 +360,29 @@ fn carry_history_grows_the_messages_turn_by_turn() {
     lengths.sort_unstable();
     assert_eq!(lengths, [1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 5, 5, 5, 5, 5]);
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_flags_of_report_to_parse_beside_the_scenario() {
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        load: LoadArgs,
+    }
+    use clap::Parser as _;
+    let cli = Cli::try_parse_from([
+        "load",
+        "s.yaml",
+        "--report-to",
+        "http://127.0.0.1:9901/",
+        "--token",
+        "t0k",
+    ])
+    .unwrap();
+    let run = cli.load.run.unwrap();
+    assert_eq!(run.scenario, PathBuf::from("s.yaml"));
+    assert_eq!(run.report_to.as_deref(), Some("http://127.0.0.1:9901"));
+    assert_eq!(cli.load.token.token, "t0k");
+    let e = Cli::try_parse_from(["load", "s.yaml", "--report-to", "https://x:1"]).unwrap_err();
+    assert!(e.to_string().contains("is not an http:// URL"), "{e}");
 }

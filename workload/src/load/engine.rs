@@ -24,7 +24,7 @@ mod live;
 mod tests;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Semaphore};
@@ -70,6 +70,9 @@ pub struct Live {
     pub started: AtomicU64,
     /// The gate measures of the requests ended so far (warm-up left out).
     pub measures: LiveMeasures,
+    /// When the schedule's clock started (after the setup): unset while
+    /// the setup runs.
+    pub began: OnceLock<Instant>,
     /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
     /// `interrupted`.
     pub stop: AtomicBool,
@@ -218,6 +221,7 @@ pub fn run(
     }
     // The schedule's clock starts once the setup is done.
     let start = Instant::now();
+    let _ = live.began.set(start);
     let ctx = Arc::new(Ctx {
         scenario: scenario.clone(),
         clients,
