@@ -12,9 +12,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    merge_runs, parse_duration, parse_sla, run_load, sha256_file, summarize, write_atomically,
-    Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_load, run_replay, sha256_file, summarize,
+    write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard,
+    THRESHOLDS_FAILED,
 };
+
+pub(crate) use replay::ReplayArgs;
 
 /// How often the progress line is written.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -83,6 +86,9 @@ pub(crate) struct RunArgs {
     /// are reported as cut.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     drain: Duration,
+    /// With a replay scenario: `--speed`, `--from`, `--to`, `--sample`.
+    #[command(flatten)]
+    replay: ReplayArgs,
 }
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
@@ -140,7 +146,19 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
-    let whole = scenario.plan.schedule()?;
+    let replaying = match replay::plan(&scenario, &args.scenario, &args.replay, args.closed) {
+        Ok(r) => r,
+        Err(errors) => return Ok(Outcome::Invalid(errors)),
+    };
+    if let Some(source) = &scenario.replay {
+        for w in &source.recording.warnings {
+            eprintln!("load: warning: {w}");
+        }
+    }
+    let whole = match &replaying {
+        Some(r) => r.replay.schedule.clone(),
+        None => scenario.plan.schedule()?,
+    };
     let schedule = whole.shard(args.shard);
     if let Some(at_us) = args.start_at {
         let wait = wait_until(at_us, unix_us());
@@ -164,13 +182,16 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         let (live, done) = (live.clone(), done.clone());
         std::thread::spawn(move || watch(&live, &done, span))
     });
-    let result = run_load(&scenario, &schedule, &options, live);
+    let result = match &replaying {
+        Some(r) => run_replay(&scenario, &schedule, &r.replay.journeys, &options, live),
+        None => run_load(&scenario, &schedule, &options, live),
+    };
     done.store(true, Ordering::Release);
     if let Some(t) = ticker {
         let _ = t.join();
     }
     let output = result?;
-    let report = summarize(
+    let mut report = summarize(
         &scenario,
         &output,
         RunInfo {
@@ -187,6 +208,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             detailed: args.detailed,
         },
     );
+    report.replay = replaying.map(|r| r.run);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
@@ -260,6 +282,22 @@ pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
             .map(|e| format!("{file}: {e}"))
             .collect::<Vec<_>>()
     })?;
+    if let Some(source) = &s.replay {
+        let journeys = replay::plan(&s, path, &ReplayArgs::default(), None)?
+            .map_or(0, |p| p.run.planned_journeys);
+        let mut text = format!(
+            "{file}: valid scenario `{}` (replay of {}: {} recorded requests in {journeys} \
+             journeys, {} thresholds)",
+            s.name,
+            source.file,
+            source.recording.requests.len(),
+            s.thresholds.len()
+        );
+        for w in &source.recording.warnings {
+            text.push_str(&format!("\nwarning: {w}"));
+        }
+        return Ok(text);
+    }
     let arrivals = s
         .plan
         .schedule()
@@ -345,5 +383,6 @@ fn out(text: &str) {
 }
 
 mod render;
+mod replay;
 #[cfg(test)]
 mod tests;

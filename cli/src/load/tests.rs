@@ -66,6 +66,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         start_at: None,
         detailed: true,
         drain: Duration::from_secs(5),
+        replay: ReplayArgs::default(),
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod journey;
 mod live;
+mod replay;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +25,7 @@ use tokio::sync::{mpsc, Semaphore};
 use std::collections::BTreeMap;
 
 use super::client::{since, Client, Failure, Outcome, Redis};
+use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
 
@@ -158,6 +160,9 @@ pub(crate) struct Ctx {
     pub(crate) start: Instant,
     pub(crate) live: Arc<Live>,
     pub(crate) records: mpsc::UnboundedSender<Outcome>,
+    /// A replay's journeys (arrival k runs journey k): with them, the
+    /// timer sends recorded requests instead of the scenario's steps.
+    pub(crate) replay: Option<Arc<Vec<Vec<Planned>>>>,
 }
 
 /// Polls of the drain: every 10 ms.
@@ -169,6 +174,40 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 pub fn run(
     scenario: &Scenario,
     schedule: &Schedule,
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    run_with(scenario, schedule, None, options, live)
+}
+
+/// Runs a replay: `schedule` is the [`crate::load::Replay`]'s (already
+/// sharded), and arrival k sends the recorded requests of `journeys[k]`
+/// (of the scenario's `replay`) at their planned times.
+pub fn run_replay(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    journeys: &[Vec<Planned>],
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    if scenario.replay.is_none() {
+        return Err(EngineError::Client(
+            "run_replay needs a scenario with `workload.replay`".to_owned(),
+        ));
+    }
+    if options.closed.is_some() {
+        return Err(EngineError::Client(
+            "a replay keeps the recorded times: it runs open loop only".to_owned(),
+        ));
+    }
+    let journeys = Arc::new(journeys.to_vec());
+    run_with(scenario, schedule, Some(journeys), options, live)
+}
+
+fn run_with(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    replay: Option<Arc<Vec<Vec<Planned>>>>,
     options: &RunOptions,
     live: Arc<Live>,
 ) -> Result<RunOutput, EngineError> {
@@ -218,6 +257,7 @@ pub fn run(
         start,
         live: live.clone(),
         records: tx,
+        replay,
     });
     let span_us = schedule.span_us;
     let journeys = match options.closed {
@@ -311,7 +351,11 @@ fn timer(arrivals: Vec<Intended>, handle: tokio::runtime::Handle, ctx: Arc<Ctx>)
         }
         ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
         ctx.live.started.fetch_add(1, Ordering::AcqRel);
-        handle.spawn(journey::journey(ctx.clone(), a, due));
+        if ctx.replay.is_some() {
+            handle.spawn(replay::journey(ctx.clone(), a));
+        } else {
+            handle.spawn(journey::journey(ctx.clone(), a, due));
+        }
         count += 1;
     }
     count

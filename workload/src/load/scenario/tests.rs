@@ -352,3 +352,4 @@ fn the_example_in_the_docs_reads() {
 mod fulllink;
 mod model;
 mod prompt;
+mod replay;
