@@ -360,3 +360,5 @@ fn carry_history_grows_the_messages_turn_by_turn() {
     assert_eq!(lengths, [1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 5, 5, 5, 5, 5]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+mod replay;
