@@ -86,9 +86,32 @@ pub(crate) struct RunArgs {
     /// are reported as cut.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     drain: Duration,
-    /// With a replay scenario: `--speed`, `--from`, `--to`, `--sample`.
-    #[command(flatten)]
-    replay: ReplayArgs,
+    /// Replay N times as fast: every recorded gap divided by N (a replay
+    /// scenario only; default 1).
+    #[arg(long)]
+    speed: Option<f64>,
+    /// Replay from this offset into the trace (like 30s) or RFC 3339 time.
+    #[arg(long)]
+    from: Option<String>,
+    /// Replay up to this offset (like 90s) or RFC 3339 time.
+    #[arg(long)]
+    to: Option<String>,
+    /// Replay this share (0, 1] of the sessions, each whole (requests
+    /// without a session one by one), drawn with the seed.
+    #[arg(long)]
+    sample: Option<f64>,
+}
+
+impl RunArgs {
+    /// Flat here: clap's `Option<RunArgs>` does not see a nested flatten.
+    fn replay_args(&self) -> ReplayArgs {
+        ReplayArgs {
+            speed: self.speed,
+            from: self.from.clone(),
+            to: self.to.clone(),
+            sample: self.sample,
+        }
+    }
 }
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
@@ -146,7 +169,8 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
-    let replaying = match replay::plan(&scenario, &args.scenario, &args.replay, args.closed) {
+    let replaying = match replay::plan(&scenario, &args.scenario, &args.replay_args(), args.closed)
+    {
         Ok(r) => r,
         Err(errors) => return Ok(Outcome::Invalid(errors)),
     };

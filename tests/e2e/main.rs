@@ -18,6 +18,7 @@ mod lifecycle;
 pub(crate) mod llama_cpp;
 mod load_full_link;
 mod load_labels;
+mod load_replay;
 mod load_shards;
 mod mirror;
 mod openai_sdk;

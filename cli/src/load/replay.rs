@@ -5,21 +5,12 @@ use std::path::Path;
 
 use sluice_workload::{sha256_file, Bound, Replay, ReplayOptions, ReplayRun, Scenario};
 
-/// The flags of a replay scenario.
-#[derive(clap::Args, Clone, Debug, Default)]
+/// The flags of a replay scenario (`--speed`, `--from`, `--to`, `--sample`).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ReplayArgs {
-    /// Replay N times as fast: every recorded gap divided by N (default 1).
-    #[arg(long)]
     pub(crate) speed: Option<f64>,
-    /// Replay from this offset into the trace (like 30s) or RFC 3339 time.
-    #[arg(long)]
     pub(crate) from: Option<String>,
-    /// Replay up to this offset (like 90s) or RFC 3339 time.
-    #[arg(long)]
     pub(crate) to: Option<String>,
-    /// Replay this share (0, 1] of the sessions, each whole (requests
-    /// without a session one by one), drawn with the seed.
-    #[arg(long)]
     pub(crate) sample: Option<f64>,
 }
 

@@ -66,7 +66,10 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         start_at: None,
         detailed: true,
         drain: Duration::from_secs(5),
-        replay: ReplayArgs::default(),
+        speed: None,
+        from: None,
+        to: None,
+        sample: None,
     }
 }
 

@@ -46,8 +46,8 @@ fn replay_flags_need_a_replay_scenario() {
     let m = mock(1, 1, 2);
     let d = dir("replay-flags");
     let mut a = args(write_scenario(&d, &m, 5, 1, ""), None, Shard::WHOLE);
-    a.replay.speed = Some(2.0);
-    a.replay.sample = Some(0.5);
+    a.speed = Some(2.0);
+    a.sample = Some(0.5);
     assert_eq!(
         invalid(&a),
         [
@@ -57,7 +57,7 @@ fn replay_flags_need_a_replay_scenario() {
     );
     let mut a = args(replay_scenario(&d, &m), None, Shard::WHOLE);
     a.closed = Some(2);
-    a.replay.from = Some("soon".into());
+    a.from = Some("soon".into());
     assert_eq!(
         invalid(&a),
         [
@@ -67,7 +67,7 @@ fn replay_flags_need_a_replay_scenario() {
         ]
     );
     let mut a = args(replay_scenario(&d, &m), None, Shard::WHOLE);
-    a.replay.from = Some("1s".into());
+    a.from = Some("1s".into());
     assert_eq!(
         invalid(&a),
         [format!(
@@ -75,8 +75,8 @@ fn replay_flags_need_a_replay_scenario() {
             d.join("trace.jsonl").display()
         )]
     );
-    a.replay.from = None;
-    a.replay.speed = Some(0.0);
+    a.from = None;
+    a.speed = Some(0.0);
     assert_eq!(invalid(&a), ["--speed: must be a number > 0, found 0"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -87,8 +87,8 @@ fn a_replay_sends_the_recorded_bodies_and_reports_its_warnings() {
     let d = dir("replay-run");
     let path = replay_scenario(&d, &m);
     let mut a = args(path.clone(), Some(d.join("run.json")), Shard::WHOLE);
-    a.replay.speed = Some(4.0);
-    a.replay.to = Some("150ms".into());
+    a.speed = Some(4.0);
+    a.to = Some("150ms".into());
     let r = ran(execute(&a, false).unwrap());
     // The window keeps the first two pairs: 4 requests of 2 sessions.
     assert_eq!(r.dispatch.journeys, 2);
