@@ -40,7 +40,7 @@ bench_tools "$install" curl python3
 build_release
 start_work
 pin_and_prioritise "sluice load"
-sluice="$root/target/release/sluice"
+sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
 no_pin=()
 export SLUICE_ADMIN_TOKEN=fit-payoff
 
@@ -139,7 +139,7 @@ err() { python3 -c "print(f'{100 * abs($1 - $p_replay) / $p_replay:.1f}%')"; }
 {
     echo "## sluice load: the fit pays off"
     echo
-    echo "Machine: $(machine); load average at the start $load_start. Revision: $(sluice_revision). Pinning: $pinning."
+    echo "Machine: $(machine); load average at the start $load_start. Revision: $(sluice_revision). Pinning: the loads ${load_pin[*]:-unpinned}; the mock and the proxy unpinned."
     echo "Command: \`benches/fit_payoff.sh --duration $duration --seed $seed\`"
     echo
     echo "Recorded: $recorded requests in ${duration} s, mean $mean_rate req/s; \`sluice fit\`'s best: $best."
