@@ -148,7 +148,7 @@ err() { python3 -c "print(f'{100 * abs($1 - $p_replay) / $p_replay:.1f}%')"; }
 median_p99() {
     local r
     for r in "${runs[@]}"; do
-        [[ ${r%%:*} == "$1" ]] && p99 "$work/${r/:/-}.json"
+        if [[ ${r%%:*} == "$1" ]]; then p99 "$work/${r/:/-}.json"; fi
     done | median
 }
 
