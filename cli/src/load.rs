@@ -14,11 +14,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sluice_cli::ctl::AdminToken;
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    merge_runs, parse_duration, parse_sla, run_load, sha256_file, summarize, write_atomically,
-    Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_load, run_replay, sha256_file, summarize,
+    write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard,
+    THRESHOLDS_FAILED,
 };
 
 use progress::Stderr;
+pub(crate) use replay::ReplayArgs;
 use report_to::ReportTo;
 use snapshot::{RunMeta, Settled, Shape};
 
@@ -98,6 +100,32 @@ pub(crate) struct RunArgs {
     /// `run` was given.
     #[arg(skip)]
     token: AdminToken,
+    /// Replay N times as fast: every recorded gap divided by N (a replay
+    /// scenario only; default 1).
+    #[arg(long)]
+    speed: Option<f64>,
+    /// Replay from this offset into the trace (like 30s) or RFC 3339 time.
+    #[arg(long)]
+    from: Option<String>,
+    /// Replay up to this offset (like 90s) or RFC 3339 time.
+    #[arg(long)]
+    to: Option<String>,
+    /// Replay this share (0, 1] of the sessions, each whole (requests
+    /// without a session one by one), drawn with the seed.
+    #[arg(long)]
+    sample: Option<f64>,
+}
+
+impl RunArgs {
+    /// Flat here: clap's `Option<RunArgs>` does not see a nested flatten.
+    fn replay_args(&self) -> ReplayArgs {
+        ReplayArgs {
+            speed: self.speed,
+            from: self.from.clone(),
+            to: self.to.clone(),
+            sample: self.sample,
+        }
+    }
 }
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
@@ -158,7 +186,20 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
-    let whole = scenario.plan.schedule()?;
+    let replaying = match replay::plan(&scenario, &args.scenario, &args.replay_args(), args.closed)
+    {
+        Ok(r) => r,
+        Err(errors) => return Ok(Outcome::Invalid(errors)),
+    };
+    if let Some(source) = &scenario.replay {
+        for w in &source.recording.warnings {
+            eprintln!("load: warning: {w}");
+        }
+    }
+    let whole = match &replaying {
+        Some(r) => r.replay.schedule.clone(),
+        None => scenario.plan.schedule()?,
+    };
     let schedule = whole.shard(args.shard);
     if let Some(at_us) = args.start_at {
         let wait = wait_until(at_us, unix_us());
@@ -198,7 +239,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
     let (settle, settled) = std::sync::mpsc::channel();
     // Scoped: the display and the pusher read the schedule and the live
     // counters in place, and end before this does.
-    let report = std::thread::scope(|s| -> anyhow::Result<RunReport> {
+    let mut report = std::thread::scope(|s| -> anyhow::Result<RunReport> {
         let watcher = watch_it.then(|| s.spawn(|| progress::watch(&live, &done, &shape, &stderr)));
         let pusher = args.report_to.as_deref().map(|url| {
             let to = ReportTo {
@@ -208,7 +249,16 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             let (shape, live, meta, stderr) = (&shape, &*live, &meta, &stderr);
             s.spawn(move || report_to::push_until_settled(to, shape, live, meta, &settled, stderr))
         });
-        let result = run_load(&scenario, &schedule, &options, live.clone());
+        let result = match &replaying {
+            Some(r) => run_replay(
+                &scenario,
+                &schedule,
+                &r.replay.journeys,
+                &options,
+                live.clone(),
+            ),
+            None => run_load(&scenario, &schedule, &options, live.clone()),
+        };
         done.store(true, Ordering::Release);
         if let Some(w) = watcher {
             let _ = w.join();
@@ -250,6 +300,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         }
         report
     })?;
+    report.replay = replaying.map(|r| r.run);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
@@ -271,6 +322,22 @@ pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
             .map(|e| format!("{file}: {e}"))
             .collect::<Vec<_>>()
     })?;
+    if let Some(source) = &s.replay {
+        let journeys = replay::plan(&s, path, &ReplayArgs::default(), None)?
+            .map_or(0, |p| p.run.planned_journeys);
+        let mut text = format!(
+            "{file}: valid scenario `{}` (replay of {}: {} recorded requests in {journeys} \
+             journeys, {} thresholds)",
+            s.name,
+            source.file,
+            source.recording.requests.len(),
+            s.thresholds.len()
+        );
+        for w in &source.recording.warnings {
+            text.push_str(&format!("\nwarning: {w}"));
+        }
+        return Ok(text);
+    }
     let arrivals = s
         .plan
         .schedule()
@@ -357,6 +424,7 @@ fn out(text: &str) {
 
 mod progress;
 mod render;
+mod replay;
 mod report_to;
 mod snapshot;
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod lifecycle;
 pub(crate) mod llama_cpp;
 mod load_full_link;
 mod load_labels;
+mod load_replay;
 mod load_report_to;
 mod load_shards;
 mod mirror;

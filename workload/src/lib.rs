@@ -30,14 +30,14 @@ pub use fit::{
 };
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,
-    sized_prompt, summarize, trace_prompts, Body, Bound, Cache, Data, Dispatch, Dist, Ended,
-    EngineError, Failure, Goodput, GroupSummary, HookResult, Intended, JsonPath, Lineage, Live,
-    LiveHistogram, LiveMeasures, Outcome, Plan, Planned, Process, Recorded, Recording, Replay,
-    ReplayOptions, RunInfo, RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError,
-    Segment, Service, Sessions, Shard, StageSummary, Step, StepSummary, Target, Template,
-    ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED,
-    LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS,
-    RUN_VERSION, THRESHOLDS_FAILED,
+    run_replay, sized_prompt, summarize, trace_prompts, Body, Bound, Cache, Data, Dispatch, Dist,
+    Ended, EngineError, Failure, Goodput, GroupSummary, HookResult, Intended, JsonPath, Lineage,
+    Live, LiveHistogram, LiveMeasures, Outcome, Plan, Planned, Process, Recorded, Recording,
+    Replay, ReplayOptions, ReplayRun, ReplaySource, RunInfo, RunOptions, RunOutput, RunReport,
+    Scenario, Schedule, ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step,
+    StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
+    FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS,
+    MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use trace::{
     convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,

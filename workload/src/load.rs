@@ -11,22 +11,22 @@ mod summary;
 
 pub use client::{connector as http_connector, Cache, Failure, Outcome, LOAD_HEADER};
 pub use engine::{
-    run, EngineError, HookResult, Live, LiveHistogram, LiveMeasures, RunOptions, RunOutput,
-    LIVE_RELATIVE_ERROR,
+    run, run_replay, EngineError, HookResult, Live, LiveHistogram, LiveMeasures, RunOptions,
+    RunOutput, LIVE_RELATIVE_ERROR,
 };
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{
     prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
 };
 pub use scenario::{
-    parse_sla, Body, Data, Dist, Ended, JsonPath, Scenario, Service, Sessions, Step, Target,
-    Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    parse_sla, Body, Data, Dist, Ended, JsonPath, ReplaySource, Scenario, Service, Sessions, Step,
+    Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS, REPLAY_STEP,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,
 };
 pub use summary::{
-    merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, RunInfo, RunReport,
+    merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, ReplayRun, RunInfo, RunReport,
     StageSummary, StepSummary, ThresholdResult, INTERRUPTED, MEASURES, RUN_VERSION,
     THRESHOLDS_FAILED,
 };

@@ -68,6 +68,10 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         drain: Duration::from_secs(5),
         report_to: None,
         token: AdminToken::default(),
+        speed: None,
+        from: None,
+        to: None,
+        sample: None,
     }
 }
 
@@ -386,3 +390,5 @@ fn the_flags_of_report_to_parse_beside_the_scenario() {
     let e = Cli::try_parse_from(["load", "s.yaml", "--report-to", "https://x:1"]).unwrap_err();
     assert!(e.to_string().contains("is not an http:// URL"), "{e}");
 }
+
+mod replay;

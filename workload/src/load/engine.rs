@@ -20,6 +20,7 @@
 
 mod journey;
 mod live;
+mod replay;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +33,7 @@ use tokio::sync::{mpsc, Semaphore};
 use std::collections::BTreeMap;
 
 use super::client::{since, Client, Failure, Outcome, Redis};
+use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
 
@@ -169,6 +171,9 @@ pub(crate) struct Ctx {
     pub(crate) start: Instant,
     pub(crate) live: Arc<Live>,
     pub(crate) records: mpsc::UnboundedSender<Outcome>,
+    /// A replay's journeys (arrival k runs journey k): with them, the
+    /// timer sends recorded requests instead of the scenario's steps.
+    pub(crate) replay: Option<Arc<Vec<Vec<Planned>>>>,
 }
 
 /// Polls of the drain: every 10 ms.
@@ -180,6 +185,40 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 pub fn run(
     scenario: &Scenario,
     schedule: &Schedule,
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    run_with(scenario, schedule, None, options, live)
+}
+
+/// Runs a replay: `schedule` is the [`crate::load::Replay`]'s (already
+/// sharded), and arrival k sends the recorded requests of `journeys[k]`
+/// (of the scenario's `replay`) at their planned times.
+pub fn run_replay(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    journeys: &[Vec<Planned>],
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    if scenario.replay.is_none() {
+        return Err(EngineError::Client(
+            "run_replay needs a scenario with `workload.replay`".to_owned(),
+        ));
+    }
+    if options.closed.is_some() {
+        return Err(EngineError::Client(
+            "a replay keeps the recorded times: it runs open loop only".to_owned(),
+        ));
+    }
+    let journeys = Arc::new(journeys.to_vec());
+    run_with(scenario, schedule, Some(journeys), options, live)
+}
+
+fn run_with(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    replay: Option<Arc<Vec<Vec<Planned>>>>,
     options: &RunOptions,
     live: Arc<Live>,
 ) -> Result<RunOutput, EngineError> {
@@ -230,6 +269,7 @@ pub fn run(
         start,
         live: live.clone(),
         records: tx,
+        replay,
     });
     let span_us = schedule.span_us;
     let journeys = match options.closed {
@@ -378,7 +418,11 @@ async fn dispatch(ctx: Arc<Ctx>, mut batches: mpsc::UnboundedReceiver<Batch>) {
         for (a, due) in batch {
             // Counted out of `live.journeys` by the journey itself; the
             // drain waits for them.
-            tokio::spawn(journey::journey(ctx.clone(), a, due));
+            if ctx.replay.is_some() {
+                tokio::spawn(replay::journey(ctx.clone(), a));
+            } else {
+                tokio::spawn(journey::journey(ctx.clone(), a, due));
+            }
         }
     }
 }

@@ -100,6 +100,18 @@ pub struct Replay {
     pub journeys: Vec<Vec<Planned>>,
 }
 
+impl Replay {
+    /// The journeys that start within the first `warmup` of the replay are
+    /// sent and kept out of every summary.
+    pub fn with_warmup(mut self, warmup: Duration) -> Replay {
+        let warmup_us = u64::try_from(warmup.as_micros()).unwrap_or(u64::MAX);
+        for a in &mut self.schedule.arrivals {
+            a.warmup = a.at_us < warmup_us;
+        }
+        self
+    }
+}
+
 impl Recording {
     /// From the rows of a trace, in any order.
     pub fn from_lines(lines: Vec<TraceLine>) -> Result<Recording, String> {

@@ -18,19 +18,22 @@ use std::time::Duration;
 
 use sluice_filters::{Gate, PathErrors};
 
+use super::replay::Recording;
 use super::schedule::Plan;
 
 pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
 pub use template::Template;
+pub use validate::REPLAY_STEP;
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     pub name: String,
     pub target: Target,
-    /// The schedule's plan (the seed included).
+    /// The schedule's plan (the seed included). With `replay`, only its
+    /// seed and warm-up count: the schedule is the recording's.
     pub plan: Plan,
     /// Requests sent at once; beyond it they queue, counted.
     pub max_in_flight: usize,
@@ -49,6 +52,17 @@ pub struct Scenario {
     pub from_model: Option<String>,
     /// `cost:`, the price table of `sluice capacity`.
     pub cost: Option<sluice_filters::Price>,
+    /// `workload.replay`: the trace whose requests are sent (as the one
+    /// step [`REPLAY_STEP`]).
+    pub replay: Option<ReplaySource>,
+}
+
+/// A replay's trace, read whole.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplaySource {
+    /// As written in the scenario (relative to it).
+    pub file: String,
+    pub recording: Recording,
 }
 
 /// Where the load goes. Header values may come from the environment

@@ -76,6 +76,28 @@ pub struct Lineage {
     pub from_model: Option<String>,
 }
 
+/// What a replay ran (`replay` in the result): the trace and the flags.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayRun {
+    /// As the scenario names it.
+    pub file: String,
+    pub trace_sha256: String,
+    pub speed: f64,
+    /// `--from` / `--to` as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
+    /// Requests in the trace.
+    pub recorded_requests: usize,
+    /// Of the whole run (every shard): the requests and journeys planned
+    /// after the window and the sample.
+    pub planned_requests: usize,
+    pub planned_journeys: usize,
+}
+
 /// What the run's caller knows and the engine does not.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
@@ -162,6 +184,12 @@ pub struct RunReport {
     /// With `--detailed`: every request that ended, warm-up included (marked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<super::client::Outcome>>,
+    /// What the input warns of (a replay's quantised timestamps, in the
+    /// words of `sluice trace stats`); empty when none.
+    pub warnings: Vec<String>,
+    /// A replay's trace and flags (set by the caller, who has the flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayRun>,
 }
 
 impl RunReport {
@@ -272,6 +300,12 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         setup: out.setup.clone(),
         teardown: out.teardown.clone(),
         requests: info.detailed.then(|| out.outcomes.clone()),
+        warnings: scenario
+            .replay
+            .as_ref()
+            .map(|r| r.recording.warnings.clone())
+            .unwrap_or_default(),
+        replay: None,
     }
 }
 

@@ -363,3 +363,4 @@ fn extract_carries_a_value_of_one_answer_into_the_next_request() {
 }
 
 mod fulllink;
+mod replay;

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use sluice_filters::WeibullComponent;
 
@@ -16,7 +15,10 @@ pub(crate) struct RawScenario {
     pub(crate) workload: RawWorkload,
     #[serde(default)]
     pub(crate) sessions: Option<RawSessions>,
-    pub(crate) steps: Vec<RawStep>,
+    /// Optional only for a replay (which sends the recorded requests);
+    /// `validate` asks for at least one otherwise.
+    #[serde(default)]
+    pub(crate) steps: Option<Vec<RawStep>>,
     #[serde(default)]
     pub(crate) data: BTreeMap<String, RawData>,
     #[serde(default)]
@@ -47,8 +49,9 @@ pub(crate) struct RawWorkload {
     pub(crate) arrival: Option<RawArrival>,
     #[serde(default)]
     pub(crate) from_model: Option<String>,
+    /// A trace file to replay, relative to the scenario.
     #[serde(default)]
-    pub(crate) replay: Option<IgnoredAny>,
+    pub(crate) replay: Option<String>,
     #[serde(default)]
     pub(crate) duration: Option<String>,
     #[serde(default)]
@@ -74,6 +77,8 @@ pub(crate) struct RawArrival {
     pub(crate) mu: Option<f64>,
     pub(crate) sigma: Option<f64>,
     pub(crate) components: Option<Vec<WeibullComponent>>,
+    /// `kind: trace`'s file, the same as `workload.replay`.
+    pub(crate) file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -8,8 +8,8 @@ enum Part {
     Var(String),
 }
 
-/// A parsed template.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed template (the default: empty).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Template {
     parts: Vec<Part>,
 }

@@ -371,3 +371,5 @@ fn a_price_table_reads_and_a_bad_one_is_named_by_path() {
         ["cost.models.m.input_per_1k: must be a price ≥ 0, found -1"]
     );
 }
+
+mod replay;

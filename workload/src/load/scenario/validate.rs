@@ -13,7 +13,10 @@ use sluice_filters::{PathError, PathErrors};
 use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
 
 mod plan;
+mod replay;
 mod steps;
+
+pub use replay::REPLAY_STEP;
 
 pub(crate) use steps::collect_strings;
 
@@ -50,7 +53,15 @@ pub(crate) fn validate(
         e.add("scenario", "must be a name, found an empty one");
     }
     let target = target(&raw, dir, env, &mut e);
-    let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
+    let replaying = replay::file(&raw).is_some();
+    let (plan, model, replay) = if replaying {
+        let source = replay::read(&raw, dir, &mut e);
+        let plan = plan::replay_plan(&raw.workload, &mut e);
+        (Some(plan), plan::FromModel::default(), source)
+    } else {
+        let (plan, model) = plan::plan(&raw.workload, dir, &mut e);
+        (plan, model, None)
+    };
     let max_in_flight = match raw.workload.max_in_flight {
         None => DEFAULT_MAX_IN_FLIGHT,
         Some(0) => {
@@ -85,8 +96,12 @@ pub(crate) fn validate(
     extract_names(&raw.setup, "setup", &mut hook_known, &mut e);
     known.extend(hook_known.iter().cloned());
     // What steps extract from their answers (empty until they have run).
-    extract_names(&raw.steps, "steps", &mut known, &mut e);
-    let mut steps = steps::steps(&raw.steps, dir, &known, &mut e);
+    let raw_steps = raw.steps.as_deref().unwrap_or_default();
+    extract_names(raw_steps, "steps", &mut known, &mut e);
+    let mut steps = match replaying {
+        true => vec![replay::step()],
+        false => steps::steps(raw_steps, dir, &known, &mut e),
+    };
     // A model's lengths give `max_tokens` (output) and `input_tokens` to
     // the llm steps that build their request from a prompt and set none;
     // when it gave both, its copula joins them.
@@ -130,6 +145,7 @@ pub(crate) fn validate(
             thresholds,
             from_model: model.file,
             cost,
+            replay,
         }),
         _ => Err(PathErrors(e.0)),
     }

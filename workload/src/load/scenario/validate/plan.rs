@@ -9,7 +9,7 @@ use sluice_filters::{parse_duration, Arrival};
 
 use super::super::raw::{RawArrival, RawWorkload};
 use super::super::{Dist, Sessions};
-use super::{not_yet, Errors};
+use super::Errors;
 use crate::fit::{RateCurve, SessionModel, ThinkTime, TokenLengths, WorkloadModel};
 use crate::load::schedule::{Plan, Process, Segment};
 
@@ -56,9 +56,6 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
         file: w.from_model.clone(),
         ..FromModel::default()
     };
-    if w.replay.is_some() {
-        e.add("workload.replay", not_yet("`replay`"));
-    }
     let mut curve = None;
     let mut constant_rate = None;
     let process = match (&w.arrival, &w.from_model) {
@@ -84,7 +81,10 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
             }
         },
         _ => {
-            e.add("workload", "needs one of `arrival` and `from_model`");
+            e.add(
+                "workload",
+                "needs one of `arrival`, `from_model` and `replay`",
+            );
             None
         }
     };
@@ -96,12 +96,7 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
         }
         Some(d)
     });
-    let warmup = match w.warmup.as_deref() {
-        None => Duration::ZERO,
-        Some(t) => e
-            .check("workload.warmup", parse_duration(t))
-            .unwrap_or_default(),
-    };
+    let warmup = warmup(w, e);
     let Some(process) = process else {
         return (None, from);
     };
@@ -151,6 +146,44 @@ pub(super) fn plan(w: &RawWorkload, dir: &Path, e: &mut Errors) -> (Option<Plan>
         seed: w.seed.unwrap_or(0),
     });
     (plan, from)
+}
+
+fn warmup(w: &RawWorkload, e: &mut Errors) -> Duration {
+    match w.warmup.as_deref() {
+        None => Duration::ZERO,
+        Some(t) => e
+            .check("workload.warmup", parse_duration(t))
+            .unwrap_or_default(),
+    }
+}
+
+/// A replay's plan: its seed (of `--sample`) and warm-up (the journeys
+/// that start within it are sent and kept out of every summary); the
+/// schedule is the recording's, so there are no segments.
+pub(super) fn replay_plan(w: &RawWorkload, e: &mut Errors) -> Plan {
+    Plan {
+        process: Process::Constant,
+        segments: Vec::new(),
+        warmup: warmup(w, e),
+        seed: w.seed.unwrap_or(0),
+    }
+}
+
+/// The parameters given of those any kind takes.
+pub(super) fn given(a: &RawArrival) -> Vec<&'static str> {
+    [
+        ("rate", a.rate.is_some()),
+        ("burstiness", a.burstiness.is_some()),
+        ("shape", a.shape.is_some()),
+        ("scale", a.scale.is_some()),
+        ("mu", a.mu.is_some()),
+        ("sigma", a.sigma.is_some()),
+        ("components", a.components.is_some()),
+        ("file", a.file.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(n, p)| p.then_some(n))
+    .collect()
 }
 
 /// A model's sessions: turns from its quantiles, the think time from its
@@ -239,28 +272,15 @@ fn curve_segments(curve: &RateCurve, duration: Option<Duration>) -> Vec<Segment>
 
 /// The process, and the rate that `constant` (and the sugar kinds) name.
 fn arrival(a: &RawArrival, e: &mut Errors) -> Option<(Process, Option<f64>)> {
-    let given: Vec<&str> = [
-        ("rate", a.rate.is_some()),
-        ("burstiness", a.burstiness.is_some()),
-        ("shape", a.shape.is_some()),
-        ("scale", a.scale.is_some()),
-        ("mu", a.mu.is_some()),
-        ("sigma", a.sigma.is_some()),
-        ("components", a.components.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(n, p)| p.then_some(n))
-    .collect();
+    let given = given(a);
     let takes: &[&[&str]] = match a.kind.as_str() {
         "constant" | "poisson" | "exponential" => &[&["rate"]],
         "gamma" => &[&["rate", "burstiness"], &["shape", "scale"]],
         "weibull" => &[&["shape", "scale"]],
         "lognormal" => &[&["mu", "sigma"]],
         "weibull_mixture" => &[&["components"]],
-        "trace" => {
-            e.add("workload.arrival.kind", not_yet("`trace` (replay)"));
-            return None;
-        }
+        // With its file, a replay (read apart); here without it.
+        "trace" => &[&["file"]],
         other => {
             e.add(
                 "workload.arrival.kind",
@@ -287,6 +307,10 @@ fn arrival(a: &RawArrival, e: &mut Errors) -> Option<(Process, Option<f64>)> {
                 }
             ),
         );
+        return None;
+    }
+    if a.kind == "trace" {
+        // `trace` with its file is a replay, never read here.
         return None;
     }
     let v = |x: Option<f64>| x.unwrap_or(f64::NAN);

@@ -1,0 +1,94 @@
+//! A replay's journey: the recorded requests of one session (or the one
+//! request without a session), each sent with its recorded method, path
+//! and body at its recorded offset (after `--from` and `--speed`), in
+//! order. A request whose predecessor in the session ended late is sent at
+//! once, and its intended time stays the recorded one: the wait counts in
+//! its response time (wrk2's rule, as for every other arrival).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Method;
+
+use super::Ctx;
+use crate::load::client::{Call, Outcome};
+use crate::load::schedule::Intended;
+
+/// Ends by counting itself out of `live.journeys`, whatever happened.
+pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended) {
+    run(&ctx, arrival).await;
+    ctx.live.journeys.fetch_sub(1, Ordering::AcqRel);
+}
+
+async fn run(ctx: &Ctx, arrival: Intended) {
+    let (Some(source), Some(journeys)) = (&ctx.scenario.replay, &ctx.replay) else {
+        return;
+    };
+    let Some(planned) = usize::try_from(arrival.index)
+        .ok()
+        .and_then(|k| journeys.get(k))
+    else {
+        return;
+    };
+    let Some(step) = ctx.scenario.steps.first() else {
+        return;
+    };
+    let base = &ctx.scenario.target.base_url;
+    for (i, p) in planned.iter().enumerate() {
+        // A stop (Ctrl-C) ends dispatching, also within a session.
+        if i > 0 && ctx.live.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(recorded) = source.recording.requests.get(p.request) else {
+            continue;
+        };
+        let due = ctx.start + Duration::from_micros(p.at_us);
+        if due > Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let mut outcome = Outcome {
+            step: 0,
+            index: arrival.index,
+            stage: arrival.stage,
+            warmup: arrival.warmup,
+            intended_us: p.at_us,
+            ..Outcome::default()
+        };
+        let call = Call {
+            method: Method::from_bytes(recorded.method.as_bytes()).unwrap_or(Method::POST),
+            uri: format!("{base}{}", recorded.path),
+            headers: ctx.scenario.target.headers.clone(),
+            body: recorded.body.clone(),
+            path: recorded.path.clone(),
+            timeout: step.timeout,
+            keep_body: false,
+        };
+        let permit = match ctx.slots.try_acquire() {
+            Ok(p) => Ok(p),
+            Err(_) => {
+                outcome.queued = true;
+                ctx.live.queued.fetch_add(1, Ordering::AcqRel);
+                ctx.live.waiting.fetch_add(1, Ordering::AcqRel);
+                let p = ctx.slots.acquire().await;
+                ctx.live.waiting.fetch_sub(1, Ordering::AcqRel);
+                p
+            }
+        };
+        // The semaphore is never closed; if it were, the journey ends.
+        let Ok(_permit) = permit else {
+            return;
+        };
+        ctx.live.sent.fetch_add(1, Ordering::AcqRel);
+        ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
+        ctx.clients.http.send(call, ctx.start, &mut outcome).await;
+        ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
+        ctx.live.done.fetch_add(1, Ordering::AcqRel);
+        if outcome.failure.is_some() {
+            ctx.live.failed.fetch_add(1, Ordering::AcqRel);
+        }
+        ctx.live.measures.observe(&outcome);
+        // The receiver lives as long as the run.
+        let _ = ctx.records.send(outcome);
+    }
+}
