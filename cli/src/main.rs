@@ -14,8 +14,10 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod baseline;
 mod fit;
 mod load;
+mod report;
 mod trace;
 
 #[derive(Parser)]
@@ -65,6 +67,14 @@ enum Command {
     /// dispatch lag, with vLLM's field names. Exit 2 on a bad scenario, 99
     /// when a threshold fails.
     Load(load::LoadArgs),
+    /// One self-contained HTML page (inline CSS and SVG, nothing from the
+    /// network) of a load or capacity run: lineage, CDFs, latency over
+    /// time, the diff against a baseline (bootstrap intervals, Mann–Whitney)
+    /// and the attribution by layer; `--json` for its JSON twin. Exit 2 on a
+    /// bad file, 99 on a regression with --fail-on-regression.
+    Report(report::ReportArgs),
+    /// Saved runs as the SLO's history: `save RUN.json --name NAME`, `list`.
+    Baseline(baseline::BaselineArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -155,6 +165,8 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace::run(args),
         Command::Fit(args) => fit::run(args),
         Command::Load(args) => load::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Baseline(args) => baseline::run(args),
     };
     match result {
         Ok(code) => code,

@@ -42,8 +42,8 @@ pub use report::{
     trend_table, two_proportions, two_rates, Attribution, Baseline, Capacity, Cdf,
     Dist as ReportDist, DistDiff, Group as ReportGroup, Input as ReportInput, Interval, Layer,
     Lineage as ReportLineage, MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report,
-    Row, Run, Saved, StepGroup, Worst, DEFAULT_METRICS, HIST_MEASURES, LEVEL, REPORT_VERSION,
-    RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
+    Row, Run, Saved, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst, DEFAULT_METRICS,
+    HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{
     convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,

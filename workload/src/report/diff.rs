@@ -161,14 +161,14 @@ pub struct MetricDiff {
 
 /// A group and the length of its run.
 #[derive(Clone, Copy)]
-pub struct Side<'a> {
+pub(crate) struct Side<'a> {
     pub group: &'a Group,
     pub duration_s: f64,
 }
 
 /// `metric` on `run` against `base`; a change counts when it is beyond
 /// noise and at least `min_change_pct` of the baseline.
-pub fn compare(metric: &Metric, run: Side, base: Side, min_change_pct: f64) -> MetricDiff {
+pub(crate) fn compare(metric: &Metric, run: Side, base: Side, min_change_pct: f64) -> MetricDiff {
     let r = metric.value(run.group, run.duration_s);
     let b = metric.value(base.group, base.duration_s);
     let delta = r.zip(b).map(|(r, b)| r - b);
@@ -262,7 +262,7 @@ pub struct DistDiff {
 }
 
 /// Mann–Whitney of each measure both groups have.
-pub fn distributions(run: &Group, base: &Group) -> Vec<DistDiff> {
+pub(crate) fn distributions(run: &Group, base: &Group) -> Vec<DistDiff> {
     ["ttft", "itl", "tpot", "e2el", "dispatch_lag"]
         .into_iter()
         .filter_map(|m| {

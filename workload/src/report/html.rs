@@ -472,9 +472,9 @@ pub fn render_page(r: &Report) -> String {
     layers(&mut s, r);
     plots(&mut s, r);
     tables(&mut s, r);
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<footer><strong>Statistics.</strong> {}</footer></main></body></html>\n",
+        "<footer><strong>Statistics.</strong> {}</footer></main></body></html>",
         esc(r.statistics)
     );
     s

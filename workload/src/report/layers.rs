@@ -216,7 +216,7 @@ fn reference(run: &Run, base: Option<&Run>, own: &[Journey]) -> ([u64; 5], &'sta
 }
 
 /// The root-cause matrix of `run`, against `base` when given.
-pub fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> Attribution {
+pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> Attribution {
     let mut layers: Vec<Layer> = Vec::new();
     for (name, service, metrics) in LAYERS {
         let (steps, group) = layer_group(run, service);

@@ -15,7 +15,7 @@ const TAIL: [f64; 4] = [0.99, 0.995, 0.999, 1.0];
 const MAX_BINS: u64 = 120;
 
 /// A CDF as (ms, share) points, ascending.
-pub fn cdf(d: &Dist) -> Vec<[f64; 2]> {
+pub(crate) fn cdf(d: &Dist) -> Vec<[f64; 2]> {
     let mut qs: Vec<f64> = (0..CDF_GRID).map(|i| i as f64 / CDF_GRID as f64).collect();
     qs.extend(TAIL);
     qs.into_iter()
@@ -50,7 +50,7 @@ fn at(sorted: &[u64], q: f64) -> Option<f64> {
 }
 
 /// The timeline of the rows; `None` without rows.
-pub fn timeline(rows: &[Row]) -> Option<Timeline> {
+pub(crate) fn timeline(rows: &[Row]) -> Option<Timeline> {
     let start = rows.iter().map(|r| r.intended_us).min()?;
     let end = rows.iter().map(|r| r.intended_us).max()?;
     let span = end.saturating_sub(start).max(1);

@@ -10,7 +10,7 @@ use rand_distr::{Binomial, Distribution};
 use serde::Serialize;
 use statrs::function::erf::erfc;
 
-use super::input::{quantile_of, Dist};
+use super::input::Dist;
 
 /// Bootstrap resamples per quantile.
 pub const RESAMPLES: usize = 1000;
@@ -33,7 +33,7 @@ impl Interval {
 }
 
 /// Standard normal upper tail, two-sided: P(|Z| ≥ |z|).
-pub fn two_sided_p(z: f64) -> f64 {
+pub(crate) fn two_sided_p(z: f64) -> f64 {
     erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0)
 }
 
@@ -197,11 +197,6 @@ pub fn two_rates(c1: u64, t1: f64, c2: u64, t2: f64) -> Option<f64> {
     } else {
         1.0
     })
-}
-
-/// The quantile of a distribution, as [`Dist::quantile`].
-pub fn quantile(d: &Dist, q: f64) -> Option<u64> {
-    quantile_of(&d.buckets, d.total, q)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ const BOTTOM: f64 = 46.0;
 
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Line,
     /// Dashed: the baseline's.
     Dashed,
@@ -22,7 +22,7 @@ pub enum Kind {
 
 /// One series: its legend, points and colour (`c0`…`c5`, or `base`).
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     pub points: Vec<[f64; 2]>,
     pub class: String,
@@ -31,7 +31,7 @@ pub struct Series {
 
 /// A plot.
 #[derive(Clone, Debug, Default)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -46,7 +46,7 @@ pub struct Chart {
 }
 
 /// Text for an SVG or HTML text node or attribute.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -81,7 +81,7 @@ fn tick_step(span: f64, n: f64) -> f64 {
 }
 
 /// A tick label: no trailing zeros, thousands as `k`.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let a = v.abs();
     if a >= 10_000.0 {
         format!("{}k", trim(v / 1000.0, 1))
@@ -128,7 +128,7 @@ fn upper(c: &Chart, axis: usize) -> f64 {
 }
 
 /// The chart as an `<svg>` element.
-pub fn render(c: &Chart) -> String {
+pub(crate) fn render(c: &Chart) -> String {
     let (xm, ym) = (upper(c, 0), upper(c, 1));
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
     let x = |v: f64| LEFT + (v / xm).clamp(0.0, 1.0) * pw;

@@ -92,7 +92,7 @@ fn intercept(s: &Stage) -> Option<f64> {
 }
 
 /// A capacity file read, with the run of its shown stage.
-pub fn read_capacity(v: &Value) -> Result<(Capacity, Run), String> {
+pub(crate) fn read_capacity(v: &Value) -> Result<(Capacity, Run), String> {
     let rate = |key: &str| match v.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(x) => x

@@ -132,6 +132,6 @@ fn quantiles_read_like_hdr_histograms() {
     let dist = &g.dists["e2el"];
     assert_eq!(dist.total, 5000);
     for q in [0.5, 0.9, 0.95, 0.99, 0.999] {
-        assert_eq!(quantile(dist, q), Some(h.value_at_quantile(q)), "q {q}");
+        assert_eq!(dist.quantile(q), Some(h.value_at_quantile(q)), "q {q}");
     }
 }
