@@ -38,8 +38,8 @@ pub const STATISTICS: &str = "Percentiles: a seeded percentile bootstrap (1000 r
      bucket counts; beyond noise when the 95% interval excludes 0. Whole distributions: \
      Mann–Whitney U on the same buckets (normal approximation, tie-corrected, continuity ½), \
      two-sided, beyond noise at p < 0.05. Shares (error rate, queued, hit ratio): a pooled \
-     two-proportion z-test; throughputs: a Poisson rate test (conditional binomial, normal \
-     approximation). A change is marked regressed or improved when it is beyond noise and at \
+     two-proportion z-test; throughputs: a Poisson rate test on the completed requests \
+     (conditional binomial, normal approximation). A change is marked regressed or improved when it is beyond noise and at \
      least the minimum change; no correction for the number of metrics is made.";
 
 /// How to build a report.

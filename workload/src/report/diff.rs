@@ -191,10 +191,12 @@ pub(crate) fn compare(metric: &Metric, run: Side, base: Side, min_change_pct: f6
         Metric::Rate(_) => (
             "poisson rate z",
             None,
+            // On completed requests for both throughputs: tokens come in
+            // lumps of a request's length, far from Poisson events.
             two_rates(
-                metric.rate_count(run.group),
+                run.group.completed,
                 run.duration_s,
-                metric.rate_count(base.group),
+                base.group.completed,
                 base.duration_s,
             ),
         ),
