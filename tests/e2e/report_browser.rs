@@ -111,8 +111,15 @@ async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let url = format!("file://{}", page.display());
-    let dom = chromium(&tmp.path().join("profile-dom"), &["--dump-dom".into(), url.clone()]);
-    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let dom = chromium(
+        &tmp.path().join("profile-dom"),
+        &["--dump-dom".into(), url.clone()],
+    );
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
     let log = String::from_utf8_lossy(&dom.stderr);
     for bad in ["CONSOLE", "Failed to load resource", "net::ERR"] {
         assert!(!log.contains(bad), "chromium logged {bad}:\n{log}");
@@ -123,10 +130,14 @@ async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_
     assert_eq!(svgs.len(), 5, "{dom}");
     for (i, svg) in svgs.iter().enumerate() {
         let body = svg.split("</svg>").next().unwrap_or("");
-        let marks = ["<path class=\"mark", "<circle class=\"mark", "<rect class=\"mark"]
-            .iter()
-            .map(|m| body.matches(m).count())
-            .sum::<usize>();
+        let marks = [
+            "<path class=\"mark",
+            "<circle class=\"mark",
+            "<rect class=\"mark",
+        ]
+        .iter()
+        .map(|m| body.matches(m).count())
+        .sum::<usize>();
         assert!(marks > 0, "plot {i} has no marks: {body}");
     }
     assert!(dom.contains("Against the baseline") && dom.contains("Attribution by layer"));
@@ -175,7 +186,10 @@ async fn a_model_30_percent_slower_is_marked_in_the_model_layer_and_not_the_cach
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(99), "{stderr}");
     // Another target address, the same scenario text otherwise: a warning.
-    assert!(stderr.contains("warning: the baseline ran scenario `report-e2e`"), "{stderr}");
+    assert!(
+        stderr.contains("warning: the baseline ran scenario `report-e2e`"),
+        "{stderr}"
+    );
     let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let layer = |name: &str| {
         r["attribution"]["layers"]

@@ -43,6 +43,8 @@ pub(crate) struct Chart {
     /// Forced ranges; else from the data, from 0.
     pub x_max: Option<f64>,
     pub y_max: Option<f64>,
+    /// The page's whole width.
+    pub wide: bool,
 }
 
 /// Text for an SVG or HTML text node or attribute.
@@ -130,13 +132,15 @@ fn upper(c: &Chart, axis: usize) -> f64 {
 /// The chart as an `<svg>` element.
 pub(crate) fn render(c: &Chart) -> String {
     let (xm, ym) = (upper(c, 0), upper(c, 1));
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    // A wide chart spans the page at the same type size.
+    let w = if c.wide { 2.0 * W + 18.0 } else { W };
+    let (pw, ph) = (w - LEFT - RIGHT, H - TOP - BOTTOM);
     let x = |v: f64| LEFT + (v / xm).clamp(0.0, 1.0) * pw;
     let y = |v: f64| TOP + ph - (v / ym).clamp(0.0, 1.0) * ph;
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="20">{t}</text>"#,
+        r#"<svg class="chart" viewBox="0 0 {w} {H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="20">{t}</text>"#,
         t = esc(&c.title)
     );
     for (a, b, label) in &c.bands {
@@ -239,7 +243,7 @@ pub(crate) fn render(c: &Chart) -> String {
         }
     }
     // The legend, top right, one entry per series.
-    let mut lx = W - RIGHT;
+    let mut lx = w - RIGHT;
     for sr in c.series.iter().rev() {
         let w = 7.0 * sr.name.chars().count() as f64 + 24.0;
         lx -= w;
