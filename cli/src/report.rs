@@ -148,3 +148,49 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn bad_files_and_metrics_are_named_with_the_file() {
+        let dir = std::env::temp_dir().join(format!("sluice-report-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cut = dir.join("run.json");
+        std::fs::write(&cut, "{\n  \"v\": 1,\n  \"scenario\": \"ch").unwrap();
+        assert_eq!(
+            read_input(&cut).unwrap_err(),
+            format!(
+                "{}: the file ends early at line 3 column 17: truncated (was the run stopped \
+                 while writing it?)",
+                cut.display()
+            )
+        );
+        std::fs::write(&cut, "{\"v\": 1, \"scenario\": \"chat\"}").unwrap();
+        assert_eq!(
+            read_input(&cut).unwrap_err(),
+            format!("{}: lineage: missing", cut.display())
+        );
+        let missing = dir.join("nope.json");
+        assert_eq!(
+            read_input(&missing).unwrap_err(),
+            format!(
+                "{}: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        assert_eq!(
+            metrics(&["p99_ttft_ms,p98_ttft_ms".to_owned()]).unwrap_err(),
+            [
+                "--metric: unknown metric `p98_ttft_ms` (known: {median,p90,p95,p99,p999}_{ttft,\
+              ttft_sent,tpot,itl,e2el,service_time,dispatch_lag}_ms, request_throughput, \
+              output_throughput, error_rate, hit_ratio, queued_share, late_share)"
+            ]
+        );
+        assert_eq!(metrics(&[]).unwrap().len(), DEFAULT_METRICS.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
