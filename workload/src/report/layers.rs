@@ -61,7 +61,8 @@ pub struct Layer {
     pub steps: Vec<String>,
     /// Against the baseline; empty without one.
     pub metrics: Vec<MetricDiff>,
-    /// The percent change of the layer's worst-moving metric.
+    /// The percent change of the metric that made the status (the most
+    /// regressed, or improved), else of the worst-moving metric.
     pub deviation_pct: Option<f64>,
     /// `regressed` when a metric of it regressed, else `improved`,
     /// `within noise`, or `no baseline`.
@@ -258,7 +259,13 @@ pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> A
         layers.push(Layer {
             layer: name,
             steps,
-            deviation_pct: worst.and_then(|d| d.percent),
+            // The metric that decided the status, else the worst-moving.
+            deviation_pct: diffs
+                .iter()
+                .filter(|d| d.verdict == status)
+                .max_by(|a, b| worse(a).abs().total_cmp(&worse(b).abs()))
+                .or(worst)
+                .and_then(|d| d.percent),
             metrics: diffs,
             status,
             confidence: None,
