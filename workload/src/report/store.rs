@@ -129,7 +129,7 @@ pub fn trend_table(name: &str, runs: &[(Saved, Run)], metrics: &[Metric]) -> Str
             s.path.display()
         ));
     }
-    let mut head = format!("  {:<22}", "metric");
+    let mut head = format!("  {:<28}", "metric");
     for (s, _) in runs {
         head.push_str(&format!(" {:>9}", format!("#{}", s.seq)));
     }
@@ -140,7 +140,7 @@ pub fn trend_table(name: &str, runs: &[(Saved, Run)], metrics: &[Metric]) -> Str
             .iter()
             .map(|(_, r)| m.value(&r.summary, r.duration_s()))
             .collect();
-        let mut line = format!("  {:<22}", format!("{} ({})", m.name(), m.unit()));
+        let mut line = format!("  {:<28}", format!("{} ({})", m.name(), m.unit()));
         for v in &values {
             line.push_str(&format!(" {:>9}", v.map_or("-".to_owned(), num)));
         }
