@@ -3,7 +3,8 @@
 # Idempotent: every step checks first and skips itself when already satisfied, so
 # scripts/test.sh and .ci/run call it on every run. One line of output per step.
 #
-#   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl,
+#   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl, chromium
+#            (the report's headless browser check),
 #            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
 #            chromadb, kubernetes-validate)
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
@@ -50,6 +51,7 @@ wanted=(
     "redis-cli redis-tools"
     "openssl openssl"
     "promtool prometheus"
+    "chromium chromium"
 )
 if [[ $bench == 1 ]]; then
     wanted+=(

@@ -14,9 +14,11 @@ use sluice_cli::{
 use sluice_control::{parse_duration, Config, ConfigErrors};
 use sluice_proxy::{Sluice, StartOptions};
 
+mod baseline;
 mod capacity;
 mod fit;
 mod load;
+mod report;
 mod trace;
 
 #[derive(Parser)]
@@ -72,6 +74,14 @@ enum Command {
     /// under load, the cost of 1k tokens, and a recommended rate by their
     /// weighted score. Exit 0 with a rate, 99 when none held, 2 on bad input.
     Capacity(capacity::CapacityArgs),
+    /// One self-contained HTML page (inline CSS and SVG, nothing from the
+    /// network) of a load or capacity run: lineage, CDFs, latency over
+    /// time, the diff against a baseline (bootstrap intervals, Mann–Whitney)
+    /// and the attribution by layer; `--json` for its JSON twin. Exit 2 on a
+    /// bad file, 99 on a regression with --fail-on-regression.
+    Report(report::ReportArgs),
+    /// Saved runs as the SLO's history: `save RUN.json --name NAME`, `list`.
+    Baseline(baseline::BaselineArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -174,6 +184,8 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Load(args) => load::run(args),
         Command::Capacity(args) => capacity::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Baseline(args) => baseline::run(args),
     };
     match result {
         Ok(code) => code,

@@ -29,6 +29,7 @@ mod prometheus;
 mod prompt_size;
 mod protocols;
 mod recorder;
+mod report_browser;
 mod resp;
 mod rollout;
 mod tcp;

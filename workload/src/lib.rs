@@ -12,6 +12,7 @@ mod capacity;
 mod files;
 mod fit;
 mod load;
+mod report;
 mod trace;
 
 pub use capacity::{
@@ -38,6 +39,15 @@ pub use load::{
     StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
     FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS,
     MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION, THRESHOLDS_FAILED,
+};
+pub use report::{
+    bootstrap_quantile_diff, build as build_report, is_capacity, list_baselines, mann_whitney,
+    newest_baseline, parse_json, read_run, render_html, save_baseline, saved_baselines,
+    trend_table, two_proportions, two_rates, Attribution, Baseline, Capacity, Cdf,
+    Dist as ReportDist, DistDiff, Group as ReportGroup, Input as ReportInput, Interval, Layer,
+    Lineage as ReportLineage, MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report,
+    Row, Run, Saved, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst, DEFAULT_METRICS,
+    HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{
     convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,

@@ -1,0 +1,196 @@
+//! `sluice report RUN.json`: a thin verb over `sluice_workload`'s report:
+//! read the run (or capacity) file and the baseline (a file, or the newest
+//! saved run of a name), write one self-contained HTML page or its JSON
+//! twin, and exit 99 on a regression when asked.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use sluice_workload::{
+    build_report, newest_baseline, parse_json, render_html, write_atomically, Metric, ReportInput,
+    ReportOptions, DEFAULT_METRICS, THRESHOLDS_FAILED,
+};
+
+/// Where `baseline save` keeps runs by default.
+pub(crate) const DEFAULT_DIR: &str = ".sluice/baselines";
+
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct ReportArgs {
+    /// A `sluice load` result, or a `sluice capacity` result.
+    run: PathBuf,
+    /// A result file to compare with, or the name of saved baselines (the
+    /// newest is used).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Where named baselines are kept.
+    #[arg(long, default_value = DEFAULT_DIR)]
+    dir: PathBuf,
+    /// The page (or, with --json, the JSON); default report.html
+    /// (report.json with --json).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write the JSON twin of the page instead of the page.
+    #[arg(long)]
+    json: bool,
+    /// Exit 99 when a metric regressed against the baseline.
+    #[arg(long, requires = "baseline")]
+    fail_on_regression: bool,
+    /// A headline metric (repeatable, replaces the default list), e.g.
+    /// `--metric p99_ttft_ms`.
+    #[arg(long = "metric")]
+    metrics: Vec<String>,
+    /// A change under this percent of the baseline is not a regression,
+    /// even beyond noise.
+    #[arg(long, default_value_t = 5.0)]
+    min_change: f64,
+}
+
+/// A file read as a run or a capacity result; the error names the file.
+pub(crate) fn read_input(path: &Path) -> Result<ReportInput, String> {
+    let at = |e: String| format!("{}: {e}", path.display());
+    let text = std::fs::read(path).map_err(|e| at(e.to_string()))?;
+    ReportInput::read(&parse_json(&text).map_err(at)?).map_err(at)
+}
+
+/// The headline metrics the flags name, or every error.
+pub(crate) fn metrics(names: &[String]) -> Result<Vec<Metric>, Vec<String>> {
+    let names: Vec<&str> = if names.is_empty() {
+        DEFAULT_METRICS.to_vec()
+    } else {
+        names
+            .iter()
+            .flat_map(|n| n.split(','))
+            .map(str::trim)
+            .collect()
+    };
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for n in names {
+        match Metric::parse(n) {
+            Ok(m) => out.push(m),
+            Err(e) => errors.push(format!("--metric: {e}")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn fail(errors: &[String]) -> ExitCode {
+    for e in errors {
+        eprintln!("{e}");
+    }
+    ExitCode::from(2)
+}
+
+pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let metrics = match metrics(&args.metrics) {
+        Ok(m) => m,
+        Err(e) => return Ok(fail(&e)),
+    };
+    if !(args.min_change >= 0.0 && args.min_change.is_finite()) {
+        return Ok(fail(&[format!(
+            "--min-change: `{}` is not a percent ≥ 0",
+            args.min_change
+        )]));
+    }
+    let input = match read_input(&args.run) {
+        Ok(i) => i,
+        Err(e) => return Ok(fail(&[e])),
+    };
+    let baseline = match &args.baseline {
+        None => None,
+        Some(b) => {
+            let path = if Path::new(b).is_file() {
+                PathBuf::from(b)
+            } else {
+                match newest_baseline(&args.dir, b) {
+                    Ok(s) => s.path,
+                    Err(e) => {
+                        return Ok(fail(&[format!("--baseline {b}: no file `{b}`, and {e}")]))
+                    }
+                }
+            };
+            match read_input(&path) {
+                Ok(i) => Some(i),
+                Err(e) => return Ok(fail(&[format!("--baseline: {e}")])),
+            }
+        }
+    };
+    let options = ReportOptions {
+        metrics,
+        min_change_pct: args.min_change,
+    };
+    let report = build_report(&input, baseline.as_ref(), &options);
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    let (bytes, default) = if args.json {
+        (serde_json::to_vec_pretty(&report)?, "report.json")
+    } else {
+        (render_html(&report).into_bytes(), "report.html")
+    };
+    let output = args.output.unwrap_or_else(|| PathBuf::from(default));
+    write_atomically(&output, &bytes)?;
+    eprintln!("wrote {}", output.display());
+    if let Some(b) = &report.baseline {
+        if b.regressions.is_empty() {
+            eprintln!("report: no regression beyond noise");
+        } else {
+            eprintln!("report: regressed: {}", b.regressions.join(", "));
+        }
+    }
+    Ok(if args.fail_on_regression && report.regressed() {
+        ExitCode::from(THRESHOLDS_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn bad_files_and_metrics_are_named_with_the_file() {
+        let dir = std::env::temp_dir().join(format!("sluice-report-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cut = dir.join("run.json");
+        std::fs::write(&cut, "{\n  \"v\": 1,\n  \"scenario\": \"ch").unwrap();
+        assert_eq!(
+            read_input(&cut).unwrap_err(),
+            format!(
+                "{}: the file ends early at line 3 column 17: truncated (was the run stopped \
+                 while writing it?)",
+                cut.display()
+            )
+        );
+        std::fs::write(&cut, "{\"v\": 1, \"scenario\": \"chat\"}").unwrap();
+        assert_eq!(
+            read_input(&cut).unwrap_err(),
+            format!("{}: lineage: missing", cut.display())
+        );
+        let missing = dir.join("nope.json");
+        assert_eq!(
+            read_input(&missing).unwrap_err(),
+            format!(
+                "{}: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        assert_eq!(
+            metrics(&["p99_ttft_ms,p98_ttft_ms".to_owned()]).unwrap_err(),
+            [
+                "--metric: unknown metric `p98_ttft_ms` (known: {median,p90,p95,p99,p999}_{ttft,\
+              ttft_sent,tpot,itl,e2el,service_time,dispatch_lag}_ms, request_throughput, \
+              output_throughput, error_rate, hit_ratio, queued_share, late_share)"
+            ]
+        );
+        assert_eq!(metrics(&[]).unwrap().len(), DEFAULT_METRICS.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

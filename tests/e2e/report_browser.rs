@@ -1,0 +1,220 @@
+//! `sluice report` on real `sluice load` runs (the binary, against the mock
+//! LLM and a real redis-server): the page loads in headless Chromium with
+//! the network off, with no console error and marks in every plot (the
+//! screenshot is kept in target/artifacts/report.png), and a model slowed
+//! by 30% is marked in the model layer and not in the cache.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sluice_cli::{MockLlm, MockLlmOptions};
+
+use crate::cli::sluice;
+use crate::support::{have, redis_available, require, workspace_root, RedisServer, TempDir};
+
+/// A cache lookup (a miss: the key is never set), then a streamed answer
+/// of 16 tokens; two stages, 15/s then 30/s, 3 s each.
+fn scenario(dir: &Path, name: &str, mock: &MockLlm, redis: &RedisServer) -> PathBuf {
+    let text = format!(
+        "scenario: report-e2e\n\
+         target: {{ base_url: 'http://{}' }}\n\
+         workload: {{ arrival: {{ kind: constant, rate: 15 }}, stages: [ {{ rate: 15, for: 3s }}, {{ rate: 30, for: 3s }} ], seed: 5 }}\n\
+         steps:\n\
+         \x20 - {{ name: cache, service: redis, command: [GET, 'q:{{{{word}}}}'], target: '{}' }}\n\
+         \x20 - {{ name: answer, service: llm, depends_on: cache, model: m, prompt: 'Say {{{{word}}}}', max_tokens: 16, ignore_eos: true }}\n\
+         data: {{ word: {{ values: [a, b, c] }} }}\n\
+         thresholds: {{ ttft_p95: 2s, error_rate: 1% }}\n",
+        mock.addr(),
+        redis.addr()
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn mock(itl: Duration) -> MockLlm {
+    MockLlm::start(MockLlmOptions {
+        itl,
+        ..MockLlmOptions::paced_ms(30, 10, 16)
+    })
+    .await
+    .unwrap()
+}
+
+/// `sluice load SCENARIO --detailed -o OUT`.
+async fn load(scenario: &Path, out: &Path) {
+    let o = sluice(vec![
+        "load".into(),
+        scenario.display().to_string(),
+        "--detailed".into(),
+        "-o".into(),
+        out.display().to_string(),
+    ])
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn run_report(args: &[&str]) -> std::process::Output {
+    Command::new(crate::cli::sluice_bin())
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Chromium headless with the network off: no proxy reachable, no name
+/// resolved, none of its own background traffic.
+fn chromium(profile: &Path, extra: &[String]) -> std::process::Output {
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--proxy-server=127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_off() {
+    if !require("redis-server", redis_available()) || !require("chromium", have("chromium")) {
+        return;
+    }
+    let redis = RedisServer::start().await.unwrap();
+    let m = mock(Duration::from_millis(10)).await;
+    let tmp = TempDir::new("report-browser");
+    let path = scenario(tmp.path(), "scenario.yaml", &m, &redis);
+    let (base, run) = (tmp.path().join("base.json"), tmp.path().join("run.json"));
+    load(&path, &base).await;
+    load(&path, &run).await;
+    let page = tmp.path().join("report.html");
+    let o = run_report(&[
+        run.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let url = format!("file://{}", page.display());
+    let dom = chromium(
+        &tmp.path().join("profile-dom"),
+        &["--dump-dom".into(), url.clone()],
+    );
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let log = String::from_utf8_lossy(&dom.stderr);
+    for bad in ["CONSOLE", "Failed to load resource", "net::ERR"] {
+        assert!(!log.contains(bad), "chromium logged {bad}:\n{log}");
+    }
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let svgs: Vec<&str> = dom.split("<svg").skip(1).collect();
+    // The three CDFs, the dispatch lag and the timeline.
+    assert_eq!(svgs.len(), 5, "{dom}");
+    for (i, svg) in svgs.iter().enumerate() {
+        let body = svg.split("</svg>").next().unwrap_or("");
+        let marks = [
+            "<path class=\"mark",
+            "<circle class=\"mark",
+            "<rect class=\"mark",
+        ]
+        .iter()
+        .map(|m| body.matches(m).count())
+        .sum::<usize>();
+        assert!(marks > 0, "plot {i} has no marks: {body}");
+    }
+    assert!(dom.contains("Against the baseline") && dom.contains("Attribution by layer"));
+    let artifacts = workspace_root().join("target").join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let o = chromium(
+        &tmp.path().join("profile-shot"),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2000".into(),
+            url,
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // The IHDR: 1280 × 2000.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1280);
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 2000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_30_percent_slower_is_marked_in_the_model_layer_and_not_the_cache() {
+    if !require("redis-server", redis_available()) {
+        return;
+    }
+    let redis = RedisServer::start().await.unwrap();
+    let tmp = TempDir::new("report-regression");
+    let (base, slow) = (tmp.path().join("base.json"), tmp.path().join("slow.json"));
+    let fast = mock(Duration::from_millis(10)).await;
+    load(&scenario(tmp.path(), "base.yaml", &fast, &redis), &base).await;
+    let slowed = mock(Duration::from_millis(13)).await;
+    load(&scenario(tmp.path(), "slow.yaml", &slowed, &redis), &slow).await;
+    let json = tmp.path().join("report.json");
+    let o = run_report(&[
+        slow.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--json",
+        "-o",
+        json.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(99), "{stderr}");
+    // Another target address, the same scenario text otherwise: a warning.
+    assert!(
+        stderr.contains("warning: the baseline ran scenario `report-e2e`"),
+        "{stderr}"
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let layer = |name: &str| {
+        r["attribution"]["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["layer"] == name)
+            .unwrap()
+            .clone()
+    };
+    let model = layer("model");
+    let cache = layer("cache");
+    assert_eq!(model["status"], "regressed", "{model}");
+    assert_ne!(cache["status"], "regressed", "{cache}");
+    let confidence = model["confidence"].as_f64().unwrap();
+    assert!(confidence >= 0.8, "{model}");
+    assert!(cache["confidence"].as_f64().unwrap() <= 0.2, "{cache}");
+    assert_eq!(model["worst"][0]["trace_id"].as_str().unwrap().len(), 32);
+    let itl = r["baseline"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["metric"] == "median_itl_ms")
+        .unwrap();
+    assert_eq!(itl["verdict"], "regressed", "{itl}");
+    let pct = itl["percent"].as_f64().unwrap();
+    assert!((15.0..45.0).contains(&pct), "{itl}");
+}

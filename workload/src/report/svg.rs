@@ -1,0 +1,260 @@
+//! Plots as inline SVG, drawn here: linear axes with round ticks, lines,
+//! dots, shaded bands and marked verticals. Data marks carry the class
+//! `mark` (the browser test counts them); colours come from the page's CSS.
+
+use std::fmt::Write as _;
+
+const W: f64 = 560.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 62.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 34.0;
+const BOTTOM: f64 = 46.0;
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Kind {
+    Line,
+    /// Dashed: the baseline's.
+    Dashed,
+    Dots,
+}
+
+/// One series: its legend, points and colour (`c0`…`c5`, or `base`).
+#[derive(Clone, Debug)]
+pub(crate) struct Series {
+    pub name: String,
+    pub points: Vec<[f64; 2]>,
+    pub class: String,
+    pub kind: Kind,
+}
+
+/// A plot.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// Shaded x ranges with a label (stages).
+    pub bands: Vec<(f64, f64, String)>,
+    /// Marked x positions with a label (the knee).
+    pub verticals: Vec<(f64, String)>,
+    /// Forced ranges; else from the data, from 0.
+    pub x_max: Option<f64>,
+    pub y_max: Option<f64>,
+    /// The page's whole width.
+    pub wide: bool,
+}
+
+/// Text for an SVG or HTML text node or attribute.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A round step giving about `n` ticks over `span`.
+fn tick_step(span: f64, n: f64) -> f64 {
+    if span <= 0.0 || !span.is_finite() {
+        return 1.0;
+    }
+    let raw = span / n;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    mag * if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+/// A tick label: no trailing zeros, thousands as `k`.
+pub(crate) fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 10_000.0 {
+        format!("{}k", trim(v / 1000.0, 1))
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(v, 2)
+    } else {
+        trim(v, 4)
+    }
+}
+
+fn trim(v: f64, places: usize) -> String {
+    let s = format!("{v:.places$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+fn upper(c: &Chart, axis: usize) -> f64 {
+    let data = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(move |p| p[axis]))
+        .chain(if axis == 0 {
+            c.bands
+                .iter()
+                .map(|b| b.1)
+                .chain(c.verticals.iter().map(|v| v.0))
+                .collect()
+        } else {
+            Vec::new()
+        })
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let max = if axis == 0 { c.x_max } else { c.y_max }.unwrap_or(data * 1.05);
+    if max > 0.0 {
+        max
+    } else {
+        1.0
+    }
+}
+
+/// The chart as an `<svg>` element.
+pub(crate) fn render(c: &Chart) -> String {
+    let (xm, ym) = (upper(c, 0), upper(c, 1));
+    // A wide chart spans the page at the same type size.
+    let w = if c.wide { 2.0 * W + 18.0 } else { W };
+    let (pw, ph) = (w - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x = |v: f64| LEFT + (v / xm).clamp(0.0, 1.0) * pw;
+    let y = |v: f64| TOP + ph - (v / ym).clamp(0.0, 1.0) * ph;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="chart" viewBox="0 0 {w} {H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="20">{t}</text>"#,
+        t = esc(&c.title)
+    );
+    for (a, b, label) in &c.bands {
+        let _ = write!(
+            s,
+            r#"<rect class="band" x="{:.1}" y="{TOP}" width="{:.1}" height="{ph}"/><text class="band-label" x="{:.1}" y="{:.1}">{}</text>"#,
+            x(*a),
+            (x(*b) - x(*a)).max(1.0),
+            x(*a) + 3.0,
+            TOP + 12.0,
+            esc(label)
+        );
+    }
+    let (xs, ys) = (tick_step(xm, 6.0), tick_step(ym, 5.0));
+    for i in 0..=((ym / ys).floor() as usize).min(50) {
+        let v = i as f64 * ys;
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT + pw,
+            LEFT - 6.0,
+            y(v) + 4.0,
+            num(v),
+            yy = y(v)
+        );
+    }
+    for i in 0..=((xm / xs).floor() as usize).min(50) {
+        let v = i as f64 * xs;
+        let _ = write!(
+            s,
+            r#"<line class="axis" x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}"/><text class="tick" x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            TOP + ph,
+            TOP + ph + 4.0,
+            TOP + ph + 17.0,
+            num(v),
+            xx = x(v)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<line class="axis" x1="{LEFT}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}"/><line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b:.1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        LEFT + pw,
+        LEFT + pw / 2.0,
+        H - 8.0,
+        esc(&c.x_label),
+        TOP + ph / 2.0,
+        esc(&c.y_label),
+        b = TOP + ph
+    );
+    for (v, label) in &c.verticals {
+        let _ = write!(
+            s,
+            r#"<line class="mark vertical" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{:.1}"/><text class="vertical-label" x="{:.1}" y="{:.1}">{}</text>"#,
+            TOP + ph,
+            x(*v) + 4.0,
+            TOP + 24.0,
+            esc(label),
+            xx = x(*v)
+        );
+    }
+    for sr in &c.series {
+        let pts: Vec<&[f64; 2]> = sr
+            .points
+            .iter()
+            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        match sr.kind {
+            Kind::Dots => {
+                for p in pts {
+                    let _ = write!(
+                        s,
+                        r#"<circle class="mark {}" cx="{:.1}" cy="{:.1}" r="3.5"/>"#,
+                        sr.class,
+                        x(p[0]),
+                        y(p[1])
+                    );
+                }
+            }
+            Kind::Line | Kind::Dashed => {
+                let mut d = String::new();
+                for (i, p) in pts.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if i == 0 { "M" } else { "L" },
+                        x(p[0]),
+                        y(p[1])
+                    );
+                }
+                let dash = if sr.kind == Kind::Dashed {
+                    " dashed"
+                } else {
+                    ""
+                };
+                let _ = write!(s, r#"<path class="mark line {}{dash}" d="{d}"/>"#, sr.class);
+            }
+        }
+    }
+    // The legend, top right, one entry per series.
+    let mut lx = w - RIGHT;
+    for sr in c.series.iter().rev() {
+        let w = 7.0 * sr.name.chars().count() as f64 + 24.0;
+        lx -= w;
+        let _ = write!(
+            s,
+            r#"<rect class="key {}" x="{lx:.1}" y="12" width="12" height="4"/><text class="legend" x="{:.1}" y="18">{}</text>"#,
+            sr.class,
+            lx + 16.0,
+            esc(&sr.name)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
