@@ -104,6 +104,8 @@ pub struct SlaBound {
 pub struct KneeResult {
     /// Offered arrivals a second at the knee.
     pub rate: Option<f64>,
+    /// The first stage whose second derivative fell below the bound.
+    pub first_below: Option<f64>,
     pub bound: f64,
     /// By stage in order of rate.
     pub rates: Vec<f64>,
@@ -287,6 +289,7 @@ fn conclude(
         .collect();
     let Knee {
         rate: knee_rate,
+        first_below,
         second_derivative,
     } = knee(&curve, opts.knee_bound);
     let mut rates: Vec<f64> = curve.iter().map(|c| c.0).collect();
@@ -322,11 +325,7 @@ fn conclude(
     let per_request = |rate: Option<f64>| {
         let r = rate?;
         let s = stages.iter().find(|s| s.rate == r)?;
-        Some(if s.achieved_rate > 0.0 {
-            r * s.request_rate / s.achieved_rate
-        } else {
-            r
-        })
+        Some(r * s.requests_per_journey)
     };
     CapacityReport {
         v: CAPACITY_VERSION,
@@ -349,6 +348,7 @@ fn conclude(
         binding: answer.binding,
         knee: KneeResult {
             rate: knee_rate,
+            first_below,
             bound: opts.knee_bound,
             rates,
             second_derivative,

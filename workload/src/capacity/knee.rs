@@ -3,9 +3,11 @@
 //! The derivative is smoothed: at each stage, the slope of a least-squares
 //! line through it and up to two stages on its left, against the same on
 //! its right, over the distance between the two lines' centres. The knee is
-//! in the first run of stages whose second derivative falls below the
-//! bound: the stage of that run that bends most, which is the corner itself
-//! (windows that straddle it bend less).
+//! the stage that bends most of those whose second derivative falls below
+//! the bound: the corner itself (windows that straddle it bend less). The
+//! first stage below the bound is kept beside it: on a real server a gentle
+//! bend before saturation (CPU contention, batching) passes −0.3 already,
+//! so "first below" would put the knee well before saturation.
 //!
 //! The bound is tight (−0.3: the normalised slope falling by 0.03 over a
 //! tenth of the load range), so stage-to-stage noise in throughput reads as
@@ -22,9 +24,13 @@ const WINDOW: usize = 2;
 /// The curve, smoothed, with each stage's second derivative.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knee {
-    /// The offered rate (req/s) of the knee's stage; `None` when the curve
-    /// never bends that much in the probed range.
+    /// The offered rate (req/s) of the knee's stage: of the stages whose
+    /// second derivative is below the bound, the one that bends most;
+    /// `None` when the curve never bends that much in the probed range.
     pub rate: Option<f64>,
+    /// The first stage below the bound (the literal rule), which
+    /// a gentle bend before saturation can put well before the knee.
+    pub first_below: Option<f64>,
     /// Per stage, in order of offered rate: the normalised second
     /// derivative (`None` at the two ends).
     pub second_derivative: Vec<Option<f64>>,
@@ -48,6 +54,7 @@ pub fn knee(stages: &[(f64, f64)], bound: f64) -> Knee {
     if n < 3 || y_max <= 0.0 {
         return Knee {
             rate: None,
+            first_below: None,
             second_derivative: vec![None; n],
         };
     }
@@ -60,26 +67,22 @@ pub fn knee(stages: &[(f64, f64)], bound: f64) -> Knee {
         let (right, right_x) = lsq_slope(&x[i..=hi], &y[i..=hi]);
         second[i] = Some((right - left) / (right_x - left_x));
     }
-    let below = bound;
-    // The first run of stages below it, and in it the sharpest bend: a
-    // window that straddles the corner bends less than one that meets it.
-    let first = second.iter().position(|d| d.is_some_and(|d| d < below));
-    let rate = first.map(|start| {
-        let run = second[start..]
-            .iter()
-            .take_while(|d| d.is_some_and(|d| d < below))
-            .count();
-        let sharpest = (start..start + run)
-            .min_by(|&a, &b| {
-                second[a]
-                    .unwrap_or(0.0)
-                    .total_cmp(&second[b].unwrap_or(0.0))
-            })
-            .unwrap_or(start);
-        points[sharpest].0
-    });
+    let first_below = second.iter().position(|d| d.is_some_and(|d| d < bound));
+    // The sharpest bend of all the stages below the bound: a server bends
+    // a little before it saturates (CPU contention, batching), enough for
+    // −0.3, and the knee is where it stops following the load.
+    let sharpest = (0..n)
+        .filter(|&i| second[i].is_some_and(|d| d < bound))
+        .min_by(|&a, &b| {
+            second[a]
+                .unwrap_or(0.0)
+                .total_cmp(&second[b].unwrap_or(0.0))
+        });
+    let rate = sharpest.map(|i| points[i].0);
+    let first_below = first_below.map(|i| points[i].0);
     Knee {
         rate,
+        first_below,
         second_derivative: second,
     }
 }
@@ -153,6 +156,24 @@ mod tests {
                 "seed {seed}"
             );
         }
+    }
+
+    #[test]
+    fn a_gentle_bend_before_saturation_is_not_the_knee() {
+        // Throughput per request falls 1% a stage from 8 req/s (contention),
+        // then saturates at 15: the first stage below −0.3 is early, the
+        // knee is at 15.
+        let rates = [4.0, 8.0, 12.0, 13.0, 14.0, 15.0, 16.0, 18.0];
+        let stages: Vec<(f64, f64)> = rates
+            .iter()
+            .map(|&r: &f64| {
+                let per = 60.0 * (1.0 - 0.01 * (r - 8.0).max(0.0));
+                (r, r.min(15.0) * per)
+            })
+            .collect();
+        let k = knee(&stages, DEFAULT_KNEE_BOUND);
+        assert_eq!(k.rate, Some(15.0), "{k:?}");
+        assert!(k.first_below.unwrap() < 15.0, "{k:?}");
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct StageResult {
     pub achieved_rate: f64,
     /// Requests (every step) ended a second.
     pub request_rate: f64,
+    /// Requests a measured journey sent (1 for a one-step scenario
+    /// without sessions): arrivals a second times it is requests a second.
+    pub requests_per_journey: f64,
     /// `over_saturated` when the backlog grew without bound and the
     /// stage was cut short.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,6 +140,11 @@ pub fn measure(
         duration_s: measured_s,
         achieved_rate: per_s(journeys),
         request_rate: per_s(in_window.len() as u64),
+        requests_per_journey: if journeys > 0 {
+            measured.len() as f64 / journeys as f64
+        } else {
+            1.0
+        },
         early_stop,
         token_throughput: per_s(output_tokens),
         input_tokens,

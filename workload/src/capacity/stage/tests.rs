@@ -81,6 +81,7 @@ fn a_stage_by_hand() {
     assert_eq!(r.duration_s, 20.0);
     // 200 measured journeys; the last arrivals end after the window.
     assert_eq!(r.achieved_rate, 10.0);
+    assert_eq!(r.requests_per_journey, 1.0);
     let ended: Vec<&Outcome> = out.outcomes[20..]
         .iter()
         .filter(|o| o.end_us <= 22_000_000)
