@@ -55,8 +55,9 @@ pub struct StageResult {
     pub worst_margin: f64,
     pub passed: bool,
     /// The margins and score of the joint decision (set once every stage
-    /// has run: the excess and the knee need them all).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// has run: the excess and the knee need them all), as the stage's own
+    /// `p99_margin`, `knee_margin`, `cost_margin` and `score`.
+    #[serde(flatten)]
     pub scored: Option<Scored>,
     /// The stage's own load result.
     pub run: RunReport,
