@@ -4,9 +4,9 @@
 //! per-token cost (its TPOT); the signal is its growth under load, the
 //! excess over the slope at the lowest probed rate.
 
-/// Requests per bin at least: the P99 of 50 is the second largest, not
-/// just the largest.
-const MIN_PER_BIN: usize = 50;
+/// Requests per bin at least. Below 100 the nearest-rank P99 of a bin is
+/// its largest value, so this makes it the worst of at least 20.
+const MIN_PER_BIN: usize = 20;
 /// Bins at least: fewer give a slope from one or two points' noise.
 const MIN_BINS: usize = 3;
 /// Bins at most.
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn too_few_requests_or_one_length_give_no_slope() {
-        assert_eq!(p99_token_slope(&[(10, 5.0); 149]), None);
+        assert_eq!(p99_token_slope(&[(10, 5.0); 59]), None);
         assert_eq!(p99_token_slope(&[(10, 5.0); 400]), None);
     }
 

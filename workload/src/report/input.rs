@@ -10,16 +10,9 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The measures whose histograms a result file carries (`ttft_us`, …).
-pub const HIST_MEASURES: [&str; 7] = [
-    "ttft",
-    "ttft_sent",
-    "tpot",
-    "itl",
-    "e2el",
-    "service_time",
-    "dispatch_lag",
-];
+/// The measures whose histograms a result file carries (`ttft_us`, …):
+/// the load summary's own list.
+pub use crate::load::MEASURES as HIST_MEASURES;
 
 /// A distribution as an HDR histogram recorded it: each bucket's highest
 /// equivalent value (µs) with its count, ascending.

@@ -8,7 +8,9 @@ const W: f64 = 560.0;
 const H: f64 = 300.0;
 const LEFT: f64 = 62.0;
 const RIGHT: f64 = 16.0;
-const TOP: f64 = 34.0;
+/// Room above the plot for the title (y 20) and, below it, the legend's row
+/// (y 36): on one row a wide legend ran into the title.
+const TOP: f64 = 48.0;
 const BOTTOM: f64 = 46.0;
 
 /// How a series is drawn.
@@ -242,14 +244,14 @@ pub(crate) fn render(c: &Chart) -> String {
             }
         }
     }
-    // The legend, top right, one entry per series.
+    // The legend, right-aligned on its own row under the title.
     let mut lx = w - RIGHT;
     for sr in c.series.iter().rev() {
         let w = 7.0 * sr.name.chars().count() as f64 + 24.0;
         lx -= w;
         let _ = write!(
             s,
-            r#"<rect class="key {}" x="{lx:.1}" y="12" width="12" height="4"/><text class="legend" x="{:.1}" y="18">{}</text>"#,
+            r#"<rect class="key {}" x="{lx:.1}" y="30" width="12" height="4"/><text class="legend" x="{:.1}" y="36">{}</text>"#,
             sr.class,
             lx + 16.0,
             esc(&sr.name)

@@ -96,19 +96,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             );
             let prompt = content.filter(|_| carry);
             call.keep_body |= prompt.is_some() || step.keep_text;
-            let permit = match ctx.slots.try_acquire() {
-                Ok(p) => Ok(p),
-                Err(_) => {
-                    outcome.queued = true;
-                    ctx.live.queued.fetch_add(1, Ordering::AcqRel);
-                    ctx.live.waiting.fetch_add(1, Ordering::AcqRel);
-                    let p = ctx.slots.acquire().await;
-                    ctx.live.waiting.fetch_sub(1, Ordering::AcqRel);
-                    p
-                }
-            };
-            // The semaphore is never closed; if it were, the journey ends.
-            let Ok(_permit) = permit else {
+            let Some(_permit) = slot(ctx, &mut outcome).await else {
                 return;
             };
             ctx.live.sent.fetch_add(1, Ordering::AcqRel);
@@ -139,6 +127,24 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
 }
 
 /// Whether a step that ended so meets `when`'s `ended`.
+/// A `max_in_flight` slot, waited for in arrival order (counted as
+/// queued) when none is free; `None` only if the semaphore were closed,
+/// which it never is: then the journey ends.
+pub(crate) async fn slot<'a>(
+    ctx: &'a Ctx,
+    outcome: &mut Outcome,
+) -> Option<tokio::sync::SemaphorePermit<'a>> {
+    if let Ok(p) = ctx.slots.try_acquire() {
+        return Some(p);
+    }
+    outcome.queued = true;
+    ctx.live.queued.fetch_add(1, Ordering::AcqRel);
+    ctx.live.waiting.fetch_add(1, Ordering::AcqRel);
+    let p = ctx.slots.acquire().await;
+    ctx.live.waiting.fetch_sub(1, Ordering::AcqRel);
+    p.ok()
+}
+
 fn met(ended: Ended, (ok, cache): (bool, Option<Cache>)) -> bool {
     match ended {
         Ended::Ok => ok,

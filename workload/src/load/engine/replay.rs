@@ -64,19 +64,7 @@ async fn run(ctx: &Ctx, arrival: Intended) {
             timeout: step.timeout,
             keep_body: false,
         };
-        let permit = match ctx.slots.try_acquire() {
-            Ok(p) => Ok(p),
-            Err(_) => {
-                outcome.queued = true;
-                ctx.live.queued.fetch_add(1, Ordering::AcqRel);
-                ctx.live.waiting.fetch_add(1, Ordering::AcqRel);
-                let p = ctx.slots.acquire().await;
-                ctx.live.waiting.fetch_sub(1, Ordering::AcqRel);
-                p
-            }
-        };
-        // The semaphore is never closed; if it were, the journey ends.
-        let Ok(_permit) = permit else {
+        let Some(_permit) = super::journey::slot(ctx, &mut outcome).await else {
             return;
         };
         ctx.live.sent.fetch_add(1, Ordering::AcqRel);
