@@ -14,9 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    capacity_search, parse_duration, parse_sla, sha256_file, write_atomically, Bounds,
-    CapacityOptions, Lineage, Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND,
-    DEFAULT_SLOPE_BOUND_MS, THRESHOLDS_FAILED,
+    capacity_search, parse_duration, parse_sla, write_atomically, Bounds, CapacityOptions, Lineage,
+    Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS, THRESHOLDS_FAILED,
 };
 
 mod render;
@@ -127,12 +126,7 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         threads: std::thread::available_parallelism().map_or(2, usize::from),
         run_id: format!("capacity-{:016x}", rand::random::<u64>()),
         started_at: format_rfc3339(now_us),
-        lineage: Lineage {
-            scenario_sha256: sha256_file(&args.scenario)?,
-            target: scenario.target.base_url.clone(),
-            sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
-            from_model: scenario.from_model.clone(),
-        },
+        lineage: Lineage::of(&scenario, &args.scenario)?,
     };
     let interrupt = AtomicBool::new(false);
     let done = AtomicBool::new(false);

@@ -14,9 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sluice_cli::ctl::AdminToken;
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
-    merge_runs, parse_duration, parse_sla, run_load, run_replay, sha256_file, summarize,
-    write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard,
-    THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_load, run_replay, summarize, write_atomically,
+    Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
 };
 
 use progress::Stderr;
@@ -271,12 +270,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
                     run_id,
                     shard: args.shard.to_string(),
                     started_at: format_rfc3339(now_us),
-                    lineage: Lineage {
-                        scenario_sha256: sha256_file(&args.scenario)?,
-                        target: scenario.target.base_url.clone(),
-                        sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
-                        from_model: scenario.from_model.clone(),
-                    },
+                    lineage: Lineage::of(&scenario, &args.scenario)?,
                     goodput,
                     detailed: args.detailed,
                 },

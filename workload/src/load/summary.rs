@@ -76,6 +76,18 @@ pub struct Lineage {
     pub from_model: Option<String>,
 }
 
+impl Lineage {
+    /// The lineage of a run of `scenario`, read from the file at `path`.
+    pub fn of(scenario: &Scenario, path: &std::path::Path) -> std::io::Result<Lineage> {
+        Ok(Lineage {
+            scenario_sha256: crate::files::sha256_file(path)?,
+            target: scenario.target.base_url.clone(),
+            sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
+            from_model: scenario.from_model.clone(),
+        })
+    }
+}
+
 /// What a replay ran (`replay` in the result): the trace and the flags.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReplayRun {

@@ -128,7 +128,7 @@ fn a_replay_sends_the_recorded_bodies_and_reports_its_warnings() {
     assert_eq!(replay["planned_journeys"], 2);
     assert_eq!(
         replay["trace_sha256"].as_str().unwrap(),
-        sha256_file(&d.join("trace.jsonl")).unwrap()
+        sluice_workload::sha256_file(&d.join("trace.jsonl")).unwrap()
     );
     // `sluice validate` says what the trace holds.
     assert_eq!(
