@@ -38,9 +38,27 @@ pub(crate) fn sluice_bin() -> PathBuf {
             .status()
             .expect("run cargo build for the sluice binary");
         assert!(status.success(), "cargo build of the sluice binary failed");
-        let bin = profile_dir.join("sluice");
-        assert!(bin.is_file(), "{} missing after the build", bin.display());
-        bin
+        let built = profile_dir.join("sluice");
+        assert!(
+            built.is_file(),
+            "{} missing after the build",
+            built.display()
+        );
+        // A copy named for this checkout: worktrees that share one target
+        // dir all link `<profile>/sluice`, and another's build must not
+        // swap the binary under this run's tests.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&workspace_root(), &mut hasher);
+        let own = profile_dir.join(format!(
+            "sluice-e2e-{:016x}",
+            std::hash::Hasher::finish(&hasher)
+        ));
+        // Copied beside and renamed over, so a binary still running from
+        // an earlier run is never written to ("text file busy").
+        let part = own.with_extension(format!("{}", std::process::id()));
+        std::fs::copy(&built, &part).expect("copy the sluice binary");
+        std::fs::rename(&part, &own).expect("rename the sluice binary copy");
+        own
     })
     .clone()
 }
