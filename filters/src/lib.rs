@@ -51,7 +51,7 @@ pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
-    LOAD_HEADER, MAX_RUN_ID,
+    LOAD_HEADER, MAX_RUN_ID, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
 };
 pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold};
 pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};

@@ -8,6 +8,11 @@ use std::net::IpAddr;
 
 /// The header that marks load traffic with the run's id.
 pub const LOAD_HEADER: &str = "x-sluice-load";
+/// On the answers to load traffic (a trusted peer's marked requests only):
+/// the cluster that served it and that cluster's `version` label, so a run
+/// records which versions it measured.
+pub const SERVED_CLUSTER_HEADER: &str = "x-sluice-cluster";
+pub const SERVED_VERSION_HEADER: &str = "x-sluice-version";
 /// The longest run id believed.
 pub const MAX_RUN_ID: usize = 64;
 

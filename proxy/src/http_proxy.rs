@@ -356,6 +356,7 @@ impl ProxyHttp for HttpProxy {
             cluster.endpoints.restore(i);
         }
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
+        load::on_response(upstream_response, ctx)?;
         if ctx.metered {
             let headers = &upstream_response.headers;
             let encoded = headers

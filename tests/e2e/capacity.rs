@@ -130,6 +130,12 @@ async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost
         "slope {slope:.2} ms/token, tpot {tpot:.2}\n{context}"
     );
 
+    // Who answered, from sluice's answer headers and the answers' model.
+    let seen = &stages.last().unwrap()["run"]["seen"];
+    assert_eq!(seen[0]["cluster"], "llm", "{seen}");
+    assert_eq!(seen[0]["version"], "v1", "{seen}");
+    assert!(seen[0]["model"].is_string(), "{seen}");
+
     // What it prints: the answer with its reason, and the gates block.
     assert!(stdout.contains("max_rate (every SLA held): "), "{stdout}");
     assert!(stdout.contains("\nwhy: "), "{stdout}");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sluice_cli::{MockLlm, MockLlmOptions};
-use sluice_filters::{parse_lines, LOAD_HEADER};
+use sluice_filters::{parse_lines, LOAD_HEADER, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER};
 
 use sluice_proxy::Sluice;
 
@@ -21,13 +21,33 @@ const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 
 /// The echo upstream's view of one request: the headers it got.
 async fn send(client: &reqwest::Client, url: &str, load: Option<&str>) -> Value {
+    send_served(client, url, load).await.0
+}
+
+/// The headers the upstream got, and the cluster and version the answer
+/// named (sluice's `x-sluice-cluster`, `x-sluice-version`).
+async fn send_served(
+    client: &reqwest::Client,
+    url: &str,
+    load: Option<&str>,
+) -> (Value, Option<String>, Option<String>) {
     let mut req = client.get(url).header("traceparent", TRACEPARENT);
     if let Some(run) = load {
         req = req.header(LOAD_HEADER, run);
     }
     let r = req.send().await.unwrap();
     assert_eq!(r.status(), 200);
-    r.json::<Value>().await.unwrap()["headers"].clone()
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let (cluster, version) = (header(SERVED_CLUSTER_HEADER), header(SERVED_VERSION_HEADER));
+    (
+        r.json::<Value>().await.unwrap()["headers"].clone(),
+        cluster,
+        version,
+    )
 }
 
 /// `sluice_requests_total` of route `all` by source, and the stripped counts.
@@ -94,10 +114,16 @@ async fn a_trusted_peers_mark_labels_the_request_everywhere() {
     let url = format!("http://{}/x", listener(&sluice, "public"));
     let client = reqwest::Client::new();
 
-    let seen = send(&client, &url, Some("load-00000000000000ab")).await;
+    // Load traffic is told who served it; a user is not.
+    let (seen, cluster, version) = send_served(&client, &url, Some("load-00000000000000ab")).await;
     assert_eq!(seen[LOAD_HEADER], "load-00000000000000ab", "{seen}");
-    let seen = send(&client, &url, None).await;
+    assert_eq!(
+        (cluster.as_deref(), version.as_deref()),
+        (Some("up"), Some(""))
+    );
+    let (seen, cluster, version) = send_served(&client, &url, None).await;
     assert!(seen.get(LOAD_HEADER).is_none(), "{seen}");
+    assert_eq!((cluster, version), (None, None));
     // Not a run id: stripped, counted, and a user's request.
     let seen = send(&client, &url, Some("not/a run id")).await;
     assert!(seen.get(LOAD_HEADER).is_none(), "{seen}");
@@ -145,8 +171,9 @@ async fn an_untrusted_peers_mark_is_stripped_and_counted_as_a_users() {
     let url = format!("http://{}/x", listener(&sluice, "public"));
     let client = reqwest::Client::new();
     for _ in 0..2 {
-        let seen = send(&client, &url, Some("load-00000000000000ab")).await;
+        let (seen, cluster, _) = send_served(&client, &url, Some("load-00000000000000ab")).await;
         assert!(seen.get(LOAD_HEADER).is_none(), "{seen}");
+        assert_eq!(cluster, None);
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     let got = loop {

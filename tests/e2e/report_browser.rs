@@ -16,7 +16,7 @@ use crate::support::{have, redis_available, require, workspace_root, RedisServer
 
 /// A cache lookup (a miss: the key is never set), then a streamed answer
 /// of 16 tokens; two stages, 15/s then 30/s, 3 s each.
-fn scenario(dir: &Path, name: &str, mock: &MockLlm, redis: &RedisServer) -> PathBuf {
+fn scenario(dir: &Path, name: &str, mock: &MockLlm, redis: impl std::fmt::Display) -> PathBuf {
     let text = format!(
         "scenario: report-e2e\n\
          target: {{ base_url: 'http://{}' }}\n\
@@ -27,7 +27,7 @@ fn scenario(dir: &Path, name: &str, mock: &MockLlm, redis: &RedisServer) -> Path
          data: {{ word: {{ values: [a, b, c] }} }}\n\
          thresholds: {{ ttft_p95: 2s, error_rate: 1% }}\n",
         mock.addr(),
-        redis.addr()
+        redis
     );
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -97,7 +97,7 @@ async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_
     let redis = RedisServer::start().await.unwrap();
     let m = mock(Duration::from_millis(10)).await;
     let tmp = TempDir::new("report-browser");
-    let path = scenario(tmp.path(), "scenario.yaml", &m, &redis);
+    let path = scenario(tmp.path(), "scenario.yaml", &m, redis.addr());
     let (base, run) = (tmp.path().join("base.json"), tmp.path().join("run.json"));
     load(&path, &base).await;
     load(&path, &run).await;
@@ -170,38 +170,24 @@ async fn a_model_30_percent_slower_is_marked_in_the_model_layer_and_not_the_cach
     let tmp = TempDir::new("report-regression");
     let (base, slow) = (tmp.path().join("base.json"), tmp.path().join("slow.json"));
     let fast = mock(Duration::from_millis(10)).await;
-    load(&scenario(tmp.path(), "base.yaml", &fast, &redis), &base).await;
+    load(
+        &scenario(tmp.path(), "base.yaml", &fast, redis.addr()),
+        &base,
+    )
+    .await;
     let slowed = mock(Duration::from_millis(13)).await;
-    load(&scenario(tmp.path(), "slow.yaml", &slowed, &redis), &slow).await;
-    let json = tmp.path().join("report.json");
-    let o = run_report(&[
-        slow.to_str().unwrap(),
-        "--baseline",
-        base.to_str().unwrap(),
-        "--json",
-        "-o",
-        json.to_str().unwrap(),
-        "--fail-on-regression",
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(99), "{stderr}");
+    load(
+        &scenario(tmp.path(), "slow.yaml", &slowed, redis.addr()),
+        &slow,
+    )
+    .await;
+    let (r, stderr) = regression_report(&tmp, &slow, &base);
     // Another target address, the same scenario text otherwise: a warning.
     assert!(
         stderr.contains("warning: the baseline ran scenario `report-e2e`"),
         "{stderr}"
     );
-    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let layer = |name: &str| {
-        r["attribution"]["layers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["layer"] == name)
-            .unwrap()
-            .clone()
-    };
-    let model = layer("model");
-    let cache = layer("cache");
+    let (model, cache) = (layer(&r, "model"), layer(&r, "cache"));
     assert_eq!(model["status"], "regressed", "{model}");
     assert_ne!(cache["status"], "regressed", "{cache}");
     let confidence = model["confidence"].as_f64().unwrap();
@@ -217,4 +203,63 @@ async fn a_model_30_percent_slower_is_marked_in_the_model_layer_and_not_the_cach
     assert_eq!(itl["verdict"], "regressed", "{itl}");
     let pct = itl["percent"].as_f64().unwrap();
     assert!((15.0..45.0).contains(&pct), "{itl}");
+}
+
+/// `sluice report RUN --baseline BASE --json --fail-on-regression`, which
+/// must exit 99: the JSON twin and stderr.
+fn regression_report(tmp: &TempDir, run: &Path, base: &Path) -> (Value, String) {
+    let json = tmp.path().join("report.json");
+    let o = run_report(&[
+        run.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--json",
+        "-o",
+        json.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(99), "{stderr}");
+    let r = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (r, stderr)
+}
+
+/// The root-cause matrix's row for `name`.
+fn layer(report: &Value, name: &str) -> Value {
+    report["attribution"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == name)
+        .unwrap()
+        .clone()
+}
+
+/// Redis behind a sluice tcp listener, slowed by an L4 `latency` fault of
+/// 80 ms on its answers: the cache layer is marked, not the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_slowed_by_an_l4_latency_fault_is_marked_in_the_cache_layer() {
+    let Some((_redis, proxy)) = crate::tcp::redis_behind_sluice().await else {
+        return;
+    };
+    let admin = crate::harness::Admin::new(&proxy);
+    let cache = crate::harness::listener(&proxy, "cache");
+    let tmp = TempDir::new("report-cache-regression");
+    let (base, slow) = (tmp.path().join("base.json"), tmp.path().join("slow.json"));
+    let llm = mock(Duration::from_millis(10)).await;
+    let path = scenario(tmp.path(), "scenario.yaml", &llm, cache);
+    load(&path, &base).await;
+    let experiment = serde_json::json!({"id": "slow-cache", "ttl": "5m",
+        "match": {"listener": "cache"},
+        "action": {"latency": {"latency": "80ms", "direction": "downstream"}}});
+    let (status, body) = admin.post("/v1/faults", experiment.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    load(&path, &slow).await;
+
+    let (r, _) = regression_report(&tmp, &slow, &base);
+    let (model, cache) = (layer(&r, "model"), layer(&r, "cache"));
+    assert_eq!(cache["status"], "regressed", "{cache}");
+    assert_ne!(model["status"], "regressed", "{model}");
+    assert!(cache["confidence"].as_f64().unwrap() >= 0.8, "{cache}");
+    assert!(model["confidence"].as_f64().unwrap() <= 0.2, "{model}");
 }

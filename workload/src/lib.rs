@@ -35,7 +35,7 @@ pub use load::{
     Ended, EngineError, Failure, Goodput, GroupSummary, HookResult, Intended, JsonPath, Lineage,
     Live, LiveHistogram, LiveMeasures, Outcome, Plan, Planned, Process, Recorded, Recording,
     Replay, ReplayOptions, ReplayRun, ReplaySource, RunInfo, RunOptions, RunOutput, RunReport,
-    Scenario, Schedule, ScheduleError, Segment, Service, Sessions, Shard, StageSummary, Step,
+    Scenario, Schedule, ScheduleError, Seen, Segment, Service, Sessions, Shard, StageSummary, Step,
     StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
     FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS,
     MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION, THRESHOLDS_FAILED,

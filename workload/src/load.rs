@@ -27,6 +27,6 @@ pub use schedule::{
 };
 pub use summary::{
     merge_runs, summarize, Dispatch, Goodput, GroupSummary, Lineage, ReplayRun, RunInfo, RunReport,
-    StageSummary, StepSummary, ThresholdResult, INTERRUPTED, MEASURES, RUN_VERSION,
+    Seen, StageSummary, StepSummary, ThresholdResult, INTERRUPTED, MEASURES, RUN_VERSION,
     THRESHOLDS_FAILED,
 };

@@ -106,9 +106,9 @@ pub struct Lineage {
     pub duration_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_model: Option<String>,
-    /// Cluster versions and models the answers named: not recorded in
-    /// `sluice load`'s result file yet, so always empty.
-    pub versions_seen: Vec<String>,
+    /// The clusters, versions and models that answered each step (sluice's
+    /// answer headers and the answers' `model`); empty against a bare server.
+    pub seen: Vec<crate::load::Seen>,
 }
 
 fn lineage(r: &Run) -> Lineage {
@@ -128,7 +128,7 @@ fn lineage(r: &Run) -> Lineage {
         ended_at,
         duration_s: r.duration_s(),
         from_model: r.from_model.clone(),
-        versions_seen: Vec::new(),
+        seen: r.seen.clone(),
     }
 }
 

@@ -3,8 +3,11 @@
 //! that is not a run id) is removed before the request goes anywhere, and
 //! counted, so that no client can hide its requests from the rollout gates.
 
+use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
-use sluice_filters::{classify_load, LoadMark, Metrics, LOAD_HEADER};
+use sluice_filters::{
+    classify_load, LoadMark, Metrics, LOAD_HEADER, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
+};
 
 use super::RequestCtx;
 
@@ -27,4 +30,17 @@ pub(super) fn on_request(session: &mut Session, ctx: &mut RequestCtx, metrics: &
             session.req_header_mut().remove_header(LOAD_HEADER);
         }
     }
+}
+
+/// On the answer to a labelled request: which cluster and version served
+/// it, for the run's lineage. Other clients' answers are left as they were.
+pub(super) fn on_response(resp: &mut ResponseHeader, ctx: &RequestCtx) -> pingora::Result<()> {
+    if ctx.load_run.is_none() {
+        return Ok(());
+    }
+    if let Some(cluster) = ctx.cluster() {
+        resp.insert_header(SERVED_CLUSTER_HEADER, cluster.config.name.as_str())?;
+        resp.insert_header(SERVED_VERSION_HEADER, cluster.config.version.as_str())?;
+    }
+    Ok(())
 }

@@ -18,7 +18,9 @@ use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
-use sluice_filters::{Dialect, TokenMeter, TraceContext};
+use sluice_filters::{
+    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
+};
 
 mod resp;
 
@@ -86,6 +88,15 @@ pub struct Outcome {
     /// A redis step's hit (a reply) or miss (nil).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cache>,
+    /// What served it: the cluster and its version, from a sluice proxy's
+    /// answer headers (which it sends to trusted load peers only), and the
+    /// model the answer names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Outcome {
@@ -255,8 +266,17 @@ impl Client {
             429 => Some(Failure::RateLimited),
             _ => Some(Failure::Status),
         };
-        let content_type = response
-            .headers()
+        let headers = response.headers();
+        let served = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        out.cluster = served(SERVED_CLUSTER_HEADER);
+        out.version = served(SERVED_VERSION_HEADER);
+        let content_type = headers
             .get(http::header::CONTENT_TYPE)
             .map(|v| v.as_bytes().to_vec());
         let mut meter = TokenMeter::new(Dialect::detect(&call.path, content_type.as_deref()));
@@ -288,6 +308,7 @@ impl Client {
         out.input_tokens = summary.input_tokens;
         out.output_tokens = summary.output_tokens;
         out.output_tokens_estimated = summary.output_tokens_estimated;
+        out.model = summary.response_model;
         Ok(())
     }
 }

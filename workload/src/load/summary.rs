@@ -88,6 +88,50 @@ impl Lineage {
     }
 }
 
+/// Who answered a step's measured requests: the cluster and version a
+/// sluice proxy named, and the model the answers named (`seen` in the
+/// result, one entry per distinct combination).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct Seen {
+    pub step: String,
+    pub cluster: Option<String>,
+    pub version: Option<String>,
+    pub model: Option<String>,
+    pub requests: u64,
+}
+
+/// The `seen` list of measured outcomes; those that named nothing are
+/// left out, so a run against a bare server has none.
+fn seen(scenario: &Scenario, outcomes: &[super::client::Outcome]) -> Vec<Seen> {
+    // (step, cluster, version, model)
+    type Who<'a> = (usize, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+    let mut counts: BTreeMap<Who<'_>, u64> = BTreeMap::new();
+    for o in outcomes.iter().filter(|o| !o.warmup) {
+        let key = (
+            o.step,
+            o.cluster.as_deref(),
+            o.version.as_deref(),
+            o.model.as_deref(),
+        );
+        if key.1.is_some() || key.2.is_some() || key.3.is_some() {
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((step, cluster, version, model), requests)| Seen {
+            step: scenario
+                .steps
+                .get(step)
+                .map_or_else(|| step.to_string(), |s| s.name.clone()),
+            cluster: cluster.map(str::to_owned),
+            version: version.map(str::to_owned),
+            model: model.map(str::to_owned),
+            requests,
+        })
+        .collect()
+}
+
 /// What a replay ran (`replay` in the result): the trace and the flags.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReplayRun {
@@ -185,6 +229,8 @@ pub struct RunReport {
     pub stages: Vec<StageSummary>,
     pub thresholds: Vec<ThresholdResult>,
     pub passed: bool,
+    /// Which clusters, versions and models answered each step.
+    pub seen: Vec<Seen>,
     /// Stopped early (Ctrl-C): the result is partial.
     pub interrupted: bool,
     /// How each `setup:` step went (outside every summary).
@@ -308,6 +354,7 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
             .collect(),
         thresholds,
         passed,
+        seen: seen(scenario, &out.outcomes),
         interrupted: out.interrupted,
         setup: out.setup.clone(),
         teardown: out.teardown.clone(),

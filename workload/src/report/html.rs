@@ -93,10 +93,10 @@ fn diff_rows(s: &mut String, prefix: &str, diffs: &[MetricDiff]) {
 
 fn lineage(s: &mut String, r: &Report) {
     let l = &r.lineage;
-    let seen = if l.versions_seen.is_empty() {
-        "not recorded in the run file".to_owned()
+    let seen = if l.seen.is_empty() {
+        "none named (the answers carried no sluice headers or model)".to_owned()
     } else {
-        l.versions_seen.join(", ")
+        l.seen.iter().map(seen_text).collect::<Vec<_>>().join("; ")
     };
     let items = [
         ("scenario sha256", l.scenario_sha256.clone()),
@@ -114,6 +114,23 @@ fn lineage(s: &mut String, r: &Report) {
         let _ = write!(s, "<div><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&v));
     }
     s.push_str("</dl>");
+}
+
+/// `answer: stable v1 · m × 120`.
+fn seen_text(s: &crate::load::Seen) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &s.cluster {
+        parts.push(match &s.version {
+            Some(v) => format!("{c} {v}"),
+            None => c.clone(),
+        });
+    } else if let Some(v) = &s.version {
+        parts.push(v.clone());
+    }
+    if let Some(m) = &s.model {
+        parts.push(m.clone());
+    }
+    format!("{}: {} × {}", s.step, parts.join(" · "), s.requests)
 }
 
 fn cards(s: &mut String, r: &Report) {

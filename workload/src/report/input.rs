@@ -160,6 +160,8 @@ pub struct Run {
     pub target: String,
     pub sluice_version: String,
     pub from_model: Option<String>,
+    /// Who answered (the result's `seen`; empty in files from before it).
+    pub seen: Vec<crate::load::Seen>,
     pub summary: Group,
     pub steps: Vec<StepGroup>,
     pub stages: Vec<(u64, Group)>,
@@ -308,6 +310,10 @@ pub fn read_run(v: &Value) -> Result<Run, String> {
             .get("from_model")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        seen: match v.get("seen") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(s) => serde_json::from_value(s.clone()).map_err(|e| format!("seen: {e}"))?,
+        },
         summary,
         steps,
         stages,

@@ -137,6 +137,7 @@ pub fn merge_runs(runs: &[Value]) -> Result<Value, String> {
         dispatch.insert(key.to_owned(), json!(sum));
     }
     out["dispatch"] = Value::Object(dispatch);
+    out["seen"] = json!(merge_seen(runs)?);
     let mut thresholds = Vec::new();
     for t in first
         .get("thresholds")
@@ -174,4 +175,22 @@ pub fn merge_runs(runs: &[Value]) -> Result<Value, String> {
     out["shard"] = json!(format!("merged {count}"));
     out["run_id"] = Value::Array(runs.iter().map(|r| r["run_id"].clone()).collect());
     Ok(out)
+}
+
+/// The shards' `seen` lists, their counts summed per combination.
+fn merge_seen(runs: &[Value]) -> Result<Vec<super::Seen>, String> {
+    let mut counts: BTreeMap<super::Seen, u64> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let Some(list) = r.get("seen") else { continue };
+        let list: Vec<super::Seen> =
+            serde_json::from_value(list.clone()).map_err(|e| format!("file {i}: seen: {e}"))?;
+        for mut s in list {
+            let n = std::mem::take(&mut s.requests);
+            *counts.entry(s).or_default() += n;
+        }
+    }
+    Ok(counts
+        .into_iter()
+        .map(|(s, requests)| super::Seen { requests, ..s })
+        .collect())
 }

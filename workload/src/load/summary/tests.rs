@@ -207,12 +207,60 @@ fn thresholds_fail_the_run_with_exit_99() {
     assert!(r.thresholds.iter().all(|t| t.value.is_none() && !t.passed));
 }
 
+/// Answered by the canary (v2) when `canary`, else by stable (v1); both
+/// name the model `m`.
+fn served(mut o: Outcome, canary: bool) -> Outcome {
+    let (cluster, version) = if canary {
+        ("canary", "v2")
+    } else {
+        ("stable", "v1")
+    };
+    o.cluster = Some(cluster.into());
+    o.version = Some(version.into());
+    o.model = Some("m".into());
+    o
+}
+
+/// `seen` counts the measured answers per cluster, version and model;
+/// warm-up answers and answers that named nothing are left out.
+#[test]
+fn seen_counts_who_answered_the_measured_requests() {
+    let mut all: Vec<Outcome> = (0..30).map(|i| served(answer(i, 0, 20), i < 10)).collect();
+    all[0].warmup = true;
+    all.push(answer(30, 0, 20));
+    let mut bare_model = answer(31, 0, 20);
+    bare_model.model = Some("llama".into());
+    all.push(bare_model);
+    let r = summarize(&scenario(""), &output(all), info(Goodput::default()));
+    let seen = |cluster: Option<&str>, version: Option<&str>, model: &str, requests| Seen {
+        step: "answer".into(),
+        cluster: cluster.map(str::to_owned),
+        version: version.map(str::to_owned),
+        model: Some(model.into()),
+        requests,
+    };
+    assert_eq!(
+        r.seen,
+        [
+            seen(None, None, "llama", 1),
+            seen(Some("canary"), Some("v2"), "m", 9),
+            seen(Some("stable"), Some("v1"), "m", 20),
+        ]
+    );
+    let none = summarize(
+        &scenario(""),
+        &output(vec![answer(0, 0, 20)]),
+        info(Goodput::default()),
+    );
+    assert!(none.seen.is_empty());
+}
+
 /// The 4 shards' result files merge into the one run's summary: the same
 /// counts, the same histograms, so the same percentiles to the last digit.
 #[test]
 fn shards_merge_exactly_into_the_one_run() {
     let all: Vec<Outcome> = (0..200)
-        .map(|i| answer(i, i % 7, 20 + (i * 37) % 300))
+        .map(|i| served(answer(i, i % 7, 20 + (i * 37) % 300), i % 3 == 0))
         .collect();
     let s = scenario_with(
         "thresholds: { ttft_p95: 250ms }\n",
@@ -229,7 +277,7 @@ fn shards_merge_exactly_into_the_one_run() {
         })
         .collect();
     let merged = merge_runs(&shards).unwrap();
-    for key in ["summary", "steps", "stages", "thresholds", "passed"] {
+    for key in ["summary", "steps", "stages", "thresholds", "passed", "seen"] {
         assert_eq!(merged[key], whole[key], "{key}");
     }
     assert_eq!(merged["summary"]["completed"], 200);
