@@ -12,6 +12,8 @@ const RIGHT: f64 = 16.0;
 /// (y 36): on one row a wide legend ran into the title.
 const TOP: f64 = 48.0;
 const BOTTOM: f64 = 46.0;
+/// A legend row's height, for legends wider than the plot.
+const LEGEND_ROW: f64 = 16.0;
 
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -137,22 +139,27 @@ pub(crate) fn render(c: &Chart) -> String {
     // A wide chart spans the page at the same type size.
     let w = if c.wide { 2.0 * W + 18.0 } else { W };
     let (pw, ph) = (w - LEFT - RIGHT, H - TOP - BOTTOM);
+    // The legend's rows, each as wide as the plot at most; every row past
+    // the first pushes the plot down and makes the chart taller.
+    let rows = legend_rows(&c.series, pw);
+    let extra = LEGEND_ROW * rows.len().saturating_sub(1) as f64;
+    let (top, h) = (TOP + extra, H + extra);
     let x = |v: f64| LEFT + (v / xm).clamp(0.0, 1.0) * pw;
-    let y = |v: f64| TOP + ph - (v / ym).clamp(0.0, 1.0) * ph;
+    let y = |v: f64| top + ph - (v / ym).clamp(0.0, 1.0) * ph;
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg class="chart" viewBox="0 0 {w} {H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="20">{t}</text>"#,
+        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="20">{t}</text>"#,
         t = esc(&c.title)
     );
     for (a, b, label) in &c.bands {
         let _ = write!(
             s,
-            r#"<rect class="band" x="{:.1}" y="{TOP}" width="{:.1}" height="{ph}"/><text class="band-label" x="{:.1}" y="{:.1}">{}</text>"#,
+            r#"<rect class="band" x="{:.1}" y="{top}" width="{:.1}" height="{ph}"/><text class="band-label" x="{:.1}" y="{:.1}">{}</text>"#,
             x(*a),
             (x(*b) - x(*a)).max(1.0),
             x(*a) + 3.0,
-            TOP + 12.0,
+            top + 12.0,
             esc(label)
         );
     }
@@ -174,31 +181,31 @@ pub(crate) fn render(c: &Chart) -> String {
         let _ = write!(
             s,
             r#"<line class="axis" x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}"/><text class="tick" x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            TOP + ph,
-            TOP + ph + 4.0,
-            TOP + ph + 17.0,
+            top + ph,
+            top + ph + 4.0,
+            top + ph + 17.0,
             num(v),
             xx = x(v)
         );
     }
     let _ = write!(
         s,
-        r#"<line class="axis" x1="{LEFT}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}"/><line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b:.1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        r#"<line class="axis" x1="{LEFT}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}"/><line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{b:.1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
         LEFT + pw,
         LEFT + pw / 2.0,
         H - 8.0,
         esc(&c.x_label),
-        TOP + ph / 2.0,
+        top + ph / 2.0,
         esc(&c.y_label),
-        b = TOP + ph
+        b = top + ph
     );
     for (v, label) in &c.verticals {
         let _ = write!(
             s,
-            r#"<line class="mark vertical" x1="{xx:.1}" x2="{xx:.1}" y1="{TOP}" y2="{:.1}"/><text class="vertical-label" x="{:.1}" y="{:.1}">{}</text>"#,
-            TOP + ph,
+            r#"<line class="mark vertical" x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{:.1}"/><text class="vertical-label" x="{:.1}" y="{:.1}">{}</text>"#,
+            top + ph,
             x(*v) + 4.0,
-            TOP + 24.0,
+            top + 24.0,
             esc(label),
             xx = x(*v)
         );
@@ -244,19 +251,46 @@ pub(crate) fn render(c: &Chart) -> String {
             }
         }
     }
-    // The legend, right-aligned on its own row under the title.
-    let mut lx = w - RIGHT;
-    for sr in c.series.iter().rev() {
-        let w = 7.0 * sr.name.chars().count() as f64 + 24.0;
-        lx -= w;
-        let _ = write!(
-            s,
-            r#"<rect class="key {}" x="{lx:.1}" y="30" width="12" height="4"/><text class="legend" x="{:.1}" y="36">{}</text>"#,
-            sr.class,
-            lx + 16.0,
-            esc(&sr.name)
-        );
+    // The legend, right-aligned in rows under the title.
+    for (k, row) in rows.iter().enumerate() {
+        let ky = 36.0 + LEGEND_ROW * k as f64;
+        let mut lx = w - RIGHT;
+        for sr in row.iter().rev() {
+            lx -= key_width(sr);
+            let _ = write!(
+                s,
+                r#"<rect class="key {}" x="{lx:.1}" y="{:.1}" width="12" height="4"/><text class="legend" x="{:.1}" y="{ky:.1}">{}</text>"#,
+                sr.class,
+                ky - 6.0,
+                lx + 16.0,
+                esc(&sr.name)
+            );
+        }
     }
     s.push_str("</svg>");
     s
+}
+
+/// A legend entry's width: its key and its name at about 7 px a letter.
+fn key_width(s: &Series) -> f64 {
+    7.0 * s.name.chars().count() as f64 + 24.0
+}
+
+/// The series in legend rows no wider than `width`, in order (one per row
+/// when a single name is wider).
+fn legend_rows(series: &[Series], width: f64) -> Vec<Vec<&Series>> {
+    let mut rows: Vec<Vec<&Series>> = Vec::new();
+    let mut used = f64::INFINITY;
+    for s in series {
+        let w = key_width(s);
+        if used + w > width {
+            rows.push(Vec::new());
+            used = 0.0;
+        }
+        used += w;
+        if let Some(row) = rows.last_mut() {
+            row.push(s);
+        }
+    }
+    rows
 }

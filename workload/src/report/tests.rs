@@ -366,3 +366,48 @@ fn baselines_are_saved_in_order_and_listed_with_their_trend() {
     assert!((27.0..33.0).contains(&change), "{table}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A legend wider than the plot wraps onto more rows, inside the chart,
+/// and the chart grows by those rows (nine stages' names ran off its left
+/// edge on one row).
+#[test]
+fn a_wide_legend_wraps_inside_the_chart() {
+    let series = |n: usize| {
+        (0..n)
+            .map(|i| svg::Series {
+                name: format!("stage {i} at {}.00 req/s", 10 + i),
+                points: vec![[1.0, 1.0], [2.0, 2.0]],
+                class: format!("c{}", i % 6),
+                kind: svg::Kind::Line,
+            })
+            .collect()
+    };
+    let chart = |n| svg::Chart {
+        title: "p99 against tokens".into(),
+        series: series(n),
+        ..svg::Chart::default()
+    };
+    let attr = |svg: &str, tag: &str, name: &str| -> Vec<f64> {
+        svg.split(&format!("<{tag} "))
+            .skip(1)
+            .filter_map(|t| {
+                let (_, rest) = t.split_once(&format!(" {name}=\""))?;
+                rest.split('"').next()?.parse().ok()
+            })
+            .collect()
+    };
+    let one = svg::render(&chart(2));
+    let nine = svg::render(&chart(9));
+    assert!(one.contains(r#"viewBox="0 0 560 300""#), "{one}");
+    let keys = attr(&nine, "rect", "x");
+    let key_rows: std::collections::BTreeSet<i64> =
+        attr(&nine, "rect", "y").iter().map(|y| *y as i64).collect();
+    assert_eq!(keys.len(), 9);
+    assert!(keys.iter().all(|x| *x >= 62.0), "{keys:?}");
+    assert!(key_rows.len() >= 3, "{key_rows:?}");
+    let extra = 16 * (key_rows.len() - 1);
+    assert!(
+        nine.contains(&format!(r#"viewBox="0 0 560 {}""#, 300 + extra)),
+        "{nine}"
+    );
+}
