@@ -54,7 +54,7 @@ pub use load::{
     LOAD_HEADER, MAX_RUN_ID,
 };
 pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold};
-pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
+pub use matcher::{HeaderMatch, Matcher, ModelGlob, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
 };
@@ -68,7 +68,7 @@ pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
-pub use request_scan::{scan_request, RequestInfo};
+pub use request_scan::{scan_request, with_model, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,

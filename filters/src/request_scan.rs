@@ -165,5 +165,46 @@ fn hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The body with its JSON `model` field set to `model` (added when absent),
+/// every other byte as sent; `None` when the body is not a JSON object. Used
+/// by a split target's `rewrite.model` and by shadow copies.
+pub fn with_model(body: &[u8], model: &str) -> Option<Vec<u8>> {
+    let object = serde_json::from_slice::<&RawValue>(body).ok()?;
+    if !object.get().starts_with('{') {
+        return None;
+    }
+    // A map, not a struct with an `Option`: `"model": null` is a field to replace.
+    let top: std::collections::BTreeMap<Cow<'_, str>, &RawValue> =
+        serde_json::from_str(object.get()).ok()?;
+    let quoted = serde_json::to_string(model).ok()?;
+    let mut out = Vec::with_capacity(body.len() + quoted.len());
+    match top.get("model") {
+        Some(raw) => {
+            // A borrowed `RawValue` is a slice of `body`: its offset is where it starts.
+            let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+            out.extend_from_slice(&body[..start]);
+            out.extend_from_slice(quoted.as_bytes());
+            out.extend_from_slice(&body[start + raw.get().len()..]);
+        }
+        None => {
+            let open = body.iter().position(|b| *b == b'{')?;
+            let empty = top_is_empty(&body[open + 1..]);
+            out.extend_from_slice(&body[..=open]);
+            out.extend_from_slice(b"\"model\":");
+            out.extend_from_slice(quoted.as_bytes());
+            if !empty {
+                out.push(b',');
+            }
+            out.extend_from_slice(&body[open + 1..]);
+        }
+    }
+    Some(out)
+}
+
+/// Whether what follows an object's `{` is only its closing `}`.
+fn top_is_empty(rest: &[u8]) -> bool {
+    rest.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}')
+}
+
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,7 @@ mod load_replay;
 mod load_report_to;
 mod load_shards;
 mod mirror;
+mod model_routing;
 mod openai_sdk;
 mod otlp;
 mod prometheus;

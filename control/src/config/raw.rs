@@ -210,6 +210,16 @@ pub struct RawRoute {
     pub allow_header_faults: Option<bool>,
     /// Shadow traffic: copies of this route's requests to another cluster.
     pub mirror: Option<RawMirror>,
+    /// Per split target (cluster name): what to change in requests sent there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rewrite: BTreeMap<String, RawTargetRewrite>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTargetRewrite {
+    /// Put in the JSON body's `model` field of requests sent to this target.
+    pub model: String,
 }
 
 #[skip_serializing_none]
@@ -220,6 +230,9 @@ pub struct RawMatch {
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// A glob on the request's model (`gpt-*`), read from the body or
+    /// `telemetry.model_header`.
+    pub model: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]

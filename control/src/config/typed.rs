@@ -14,6 +14,7 @@ pub(crate) use rollout::{
     DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
 };
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -261,6 +262,8 @@ pub struct RouteConfig {
     /// Whether `x-sluice-fault-*` request headers may inject faults.
     pub allow_header_faults: bool,
     pub mirror: Option<MirrorConfig>,
+    /// `rewrite.<cluster>.model`: the model put in requests sent to that target.
+    pub rewrite_model: BTreeMap<String, String>,
 }
 
 impl Config {

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use sha2::{Digest, Sha256};
 
 use super::*;
@@ -81,4 +83,30 @@ fn truncated_body_still_names_the_model() {
     );
     assert_eq!(scan_request(b"not json"), RequestInfo::default());
     assert_eq!(scan_request(b""), RequestInfo::default());
+}
+
+#[test]
+fn with_model_replaces_only_the_top_level_model() {
+    let cases: [(&[u8], Option<&str>); 7] = [
+        (
+            br#"{"model": "gpt-4o", "messages":[{"model":"inner"}]}"#,
+            Some(r#"{"model": "ckpt-2", "messages":[{"model":"inner"}]}"#),
+        ),
+        (
+            br#" {"stream":true,"model":null}"#,
+            Some(r#" {"stream":true,"model":"ckpt-2"}"#),
+        ),
+        (
+            br#"{"messages":[]}"#,
+            Some(r#"{"model":"ckpt-2","messages":[]}"#),
+        ),
+        (br#"{ }"#, Some(r#"{"model":"ckpt-2" }"#)),
+        (br#"{"model":"a\u0041"}"#, Some(r#"{"model":"ckpt-2"}"#)),
+        (b"[1,2]", None),
+        (b"{\"model\": \"cut", None),
+    ];
+    for (body, want) in cases {
+        let got = with_model(body, "ckpt-2").map(|b| String::from_utf8(b).unwrap());
+        assert_eq!(got.as_deref(), want, "{}", String::from_utf8_lossy(body));
+    }
 }

@@ -1,8 +1,8 @@
 //! Validation of `routes`: listeners, match blocks and splits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use sluice_filters::Matcher;
+use sluice_filters::{Matcher, ModelGlob};
 
 use super::super::raw::{RawListener, RawProtocol, RawRoute};
 use super::super::typed::*;
@@ -50,6 +50,7 @@ pub(super) fn routes(
                 }),
                 allow_version_header: r.allow_version_header.unwrap_or(false),
                 allow_header_faults: r.allow_header_faults.unwrap_or(false),
+                rewrite_model: rewrite(&at, r, errs),
             }
         })
         .collect()
@@ -67,11 +68,37 @@ fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
             );
         }
     }
+    let model = m.model.as_deref().map(|glob| {
+        if glob.trim().is_empty() {
+            errs.push(format!("{at}.match.model"), "must not be empty");
+        }
+        ModelGlob::new(glob)
+    });
     Matcher {
         path_prefix: m.path_prefix.clone(),
         host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
         headers: errs.header_matches(at, &m.headers),
+        model,
     }
+}
+
+/// `rewrite`: every key a cluster of the route's split, every model named.
+fn rewrite(at: &str, r: &RawRoute, errs: &mut Errors) -> BTreeMap<String, String> {
+    for (cluster, rw) in &r.rewrite {
+        if !r.split.contains_key(cluster) {
+            errs.push(
+                format!("{at}.rewrite.{cluster}"),
+                format!("`{cluster}` is not in the route's split"),
+            );
+        }
+        if rw.model.trim().is_empty() {
+            errs.push(format!("{at}.rewrite.{cluster}.model"), "must not be empty");
+        }
+    }
+    r.rewrite
+        .iter()
+        .map(|(c, rw)| (c.clone(), rw.model.clone()))
+        .collect()
 }
 
 fn split(
