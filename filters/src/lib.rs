@@ -11,6 +11,7 @@ mod gate;
 mod genai;
 mod hash;
 mod hop;
+mod limit;
 mod load;
 mod load_run;
 mod matcher;
@@ -49,6 +50,11 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
+pub use limit::{
+    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Bucket, Cost,
+    Decision, Descriptor, KeyState, LimitKind, LimitMetrics, LimitRouteMetrics, Limits,
+    RateHeaders, Settled, STREAM_RETRY_MS, WINDOW_MS,
+};
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
     LOAD_HEADER, MAX_RUN_ID,
