@@ -12,6 +12,7 @@ use sluice_filters::{
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
 use crate::fault::FaultRuntime;
+use crate::limits::RouteLimits;
 use crate::mirror::MirrorRuntime;
 use crate::stats::{Stats, StatsKey};
 
@@ -53,6 +54,8 @@ pub struct RouteRuntime {
     pub versions: Vec<(String, usize)>,
     /// Shadow traffic policy, when the route mirrors.
     pub mirror: Option<Arc<MirrorRuntime>>,
+    /// Rate limit budgets, when the route has `limits`.
+    pub limits: Option<Arc<RouteLimits>>,
 }
 
 impl RouteRuntime {
@@ -190,7 +193,16 @@ impl Snapshot {
                         metrics,
                     )))
                 });
+                // Budgets carry over a swap while the route's limits are unchanged.
+                let limits = r.limits.as_ref().map(|l| {
+                    previous
+                        .and_then(|p| p.route(&r.name))
+                        .and_then(|old| old.limits.clone())
+                        .filter(|old| old.config == *l)
+                        .unwrap_or_else(|| Arc::new(RouteLimits::new(&r.name, l.clone(), metrics)))
+                });
                 RouteRuntime {
+                    limits,
                     mirror,
                     versions,
                     name: r.name.clone(),

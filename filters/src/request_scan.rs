@@ -23,6 +23,8 @@ pub struct RequestInfo {
     pub prompt_fingerprint: Option<String>,
     /// Characters (Unicode scalar values) in the prompt.
     pub input_chars: usize,
+    /// `max_tokens` (or `max_completion_tokens`), what a rate limit reserves.
+    pub max_tokens: Option<u64>,
 }
 
 /// Reads a request body (its first chunk or chunks, up to 64 KiB). The
@@ -49,6 +51,8 @@ struct Request<'a> {
     prompt: Option<Value>,
     input: Option<Value>,
     inputs: Option<Value>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +90,7 @@ fn from_parsed(request: &Request<'_>) -> RequestInfo {
         temperature: serde_json::from_str(temperature).ok(),
         prompt_fingerprint: Some(hex(&prompt.hash.finalize())),
         input_chars: prompt.chars,
+        max_tokens: request.max_completion_tokens.or(request.max_tokens),
     }
 }
 

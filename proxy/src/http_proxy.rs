@@ -5,6 +5,7 @@
 mod context;
 mod errors;
 mod faults;
+mod limits;
 mod load;
 mod metering;
 mod mirror;
@@ -209,6 +210,11 @@ impl ProxyHttp for HttpProxy {
             .map_or("", |l| l.name.as_str());
         model_peek::read_if_needed(session, ctx, false).await;
         rewrite_model(session, ctx).await;
+        if let limits::Verdict::Answered =
+            limits::admit(session, ctx, self.lifecycle.now_ms()).await
+        {
+            return Ok(true);
+        }
         match faults::before_upstream(listener, &self.shared.metrics, session, ctx).await {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),
@@ -405,6 +411,9 @@ impl ProxyHttp for HttpProxy {
             cluster.endpoints.restore(i);
         }
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
+        if let Some(rate) = &ctx.rate_headers {
+            limits::insert_headers(upstream_response, rate);
+        }
         if ctx.metered {
             let headers = &upstream_response.headers;
             let encoded = headers
@@ -478,6 +487,7 @@ impl ProxyHttp for HttpProxy {
             .map(|r| r.status.as_u16())
             .or(ctx.failure.map(Failure::status))
             .unwrap_or(0);
+        limits::settle(ctx, status, self.lifecycle.now_ms());
         let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
         outcome::record(self, ctx, req, status);

@@ -24,6 +24,7 @@ fn chat_body_with_string_and_part_contents() {
             temperature: Some(0.7),
             prompt_fingerprint: sha("Be brief.\nCafé?\ngpt-4o-mini\n0.70"),
             input_chars: 14,
+            max_tokens: None,
         }
     );
     assert!(
@@ -109,4 +110,13 @@ fn with_model_replaces_only_the_top_level_model() {
         let got = with_model(body, "ckpt-2").map(|b| String::from_utf8(b).unwrap());
         assert_eq!(got.as_deref(), want, "{}", String::from_utf8_lossy(body));
     }
+}
+
+#[test]
+fn max_tokens_or_max_completion_tokens() {
+    let info = scan_request(br#"{"model":"m","max_tokens":64}"#);
+    assert_eq!(info.max_tokens, Some(64));
+    let info = scan_request(br#"{"max_tokens":64,"max_completion_tokens":32}"#);
+    assert_eq!(info.max_tokens, Some(32));
+    assert_eq!(scan_request(br#"{"model":"m"}"#).max_tokens, None);
 }

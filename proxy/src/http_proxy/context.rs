@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use sluice_control::{ClusterRuntime, Snapshot};
+use sluice_control::{Admission, ClusterRuntime, RouteLimits, Snapshot};
 use sluice_filters::{
-    Failure, Operation, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
+    Failure, Operation, RateHeaders, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
 };
 
 use super::mirror::MirrorCapture;
@@ -47,6 +47,10 @@ pub(crate) struct RequestCtx {
     /// The peeked body with the target's `rewrite.model` put in; sent in
     /// its place (`request_body_filter`), its length in `content-length`.
     pub rewritten_body: Option<bytes::Bytes>,
+    /// The route's rate limit budget this request holds, settled in `logging`.
+    pub admission: Option<(Arc<RouteLimits>, Admission)>,
+    /// The `x-ratelimit-*` values of an admitted request, for its answer.
+    pub rate_headers: Option<RateHeaders>,
     pub meter: Option<TokenMeter>,
     pub last_content_at: Option<Duration>,
     pub gaps: Vec<Duration>,
@@ -93,6 +97,8 @@ impl RequestCtx {
             request_info: None,
             peeked_body: None,
             rewritten_body: None,
+            admission: None,
+            rate_headers: None,
             meter: None,
             last_content_at: None,
             gaps: Vec::new(),

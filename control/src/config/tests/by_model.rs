@@ -1,4 +1,4 @@
-//! `match.model` and `rewrite.<cluster>.model` on routes.
+//! `match.model`, `rewrite.<cluster>.model` and `limits` on routes.
 
 use super::*;
 
@@ -39,6 +39,46 @@ fn bad_model_match_and_rewrite() {
         [
             "routes[0].rewrite.llm-canary.model: must not be empty",
             "routes[0].rewrite.llm-shadow: `llm-shadow` is not in the route's split",
+        ]
+    );
+}
+
+#[test]
+fn limits_are_read_with_their_defaults() {
+    let c = Config::from_yaml(&GOOD.replacen(
+        "sticky: { header: X-Session-Id }",
+        "sticky: { header: X-Session-Id }\n    limits: { descriptor: [header:X-Tenant, model], total_tokens_per_minute: 1000 }",
+        1,
+    ))
+    .unwrap();
+    let l = c.routes[0].limits.as_ref().unwrap();
+    assert_eq!(l.descriptor_label(), "header:x-tenant,model");
+    assert_eq!(l.limits.total_tokens_per_minute, Some(1000));
+    assert_eq!(l.default_max_tokens, DEFAULT_MAX_TOKENS);
+}
+
+#[test]
+fn bad_limits() {
+    assert_eq!(
+        errors_of(
+            "sticky: { header: X-Session-Id }",
+            "limits: { descriptor: [route, tenant, \"header:\"], requests_per_minute: 0, total_tokens_per_minute: 5 }"
+        ),
+        [
+            "routes[0].limits.descriptor[1]: unknown descriptor `tenant` (route, model or header:NAME)",
+            "routes[0].limits.descriptor[2]: unknown descriptor `header:` (route, model or header:NAME)",
+            "routes[0].limits.requests_per_minute: must be at least 1, found 0",
+        ]
+    );
+    assert_eq!(
+        errors_of(
+            "sticky: { header: X-Session-Id }",
+            "limits: { default_max_tokens: 0 }"
+        ),
+        [
+            "routes[0].limits.default_max_tokens: must be at least 1, found 0",
+            "routes[0].limits: no limit set (requests_per_minute, input_tokens_per_minute, \
+             output_tokens_per_minute, total_tokens_per_minute or concurrent_streams)",
         ]
     );
 }

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use sluice_filters::{Matcher, ModelGlob};
+use sluice_filters::{Descriptor, Limits, Matcher, ModelGlob};
 
-use super::super::raw::{RawListener, RawProtocol, RawRoute};
+use super::super::raw::{RawLimits, RawListener, RawProtocol, RawRoute};
 use super::super::typed::*;
 use super::Errors;
 
@@ -51,6 +51,10 @@ pub(super) fn routes(
                 allow_version_header: r.allow_version_header.unwrap_or(false),
                 allow_header_faults: r.allow_header_faults.unwrap_or(false),
                 rewrite_model: rewrite(&at, r, errs),
+                limits: r
+                    .limits
+                    .as_ref()
+                    .map(|l| limits(&format!("{at}.limits"), l, errs)),
             }
         })
         .collect()
@@ -129,4 +133,57 @@ fn split(
         errs.push(format!("{at}.split"), "weights sum to 0");
     }
     r.split.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+/// `limits`: known descriptor forms, every limit at least 1, at least one set.
+fn limits(at: &str, raw: &RawLimits, errs: &mut Errors) -> LimitsConfig {
+    let mut descriptor = Vec::new();
+    for (i, form) in raw.descriptor.iter().enumerate() {
+        match Descriptor::parse(form) {
+            Some(d) => descriptor.push(d),
+            None => errs.push(
+                format!("{at}.descriptor[{i}]"),
+                format!("unknown descriptor `{form}` (route, model or header:NAME)"),
+            ),
+        }
+    }
+    if raw.descriptor.is_empty() {
+        descriptor.push(Descriptor::Route);
+    }
+    let mut at_least_one = |key: &str, value: Option<u64>| {
+        if value == Some(0) {
+            errs.push(format!("{at}.{key}"), "must be at least 1, found 0");
+        }
+        value
+    };
+    let limits = Limits {
+        requests_per_minute: at_least_one("requests_per_minute", raw.requests_per_minute),
+        input_tokens_per_minute: at_least_one(
+            "input_tokens_per_minute",
+            raw.input_tokens_per_minute,
+        ),
+        output_tokens_per_minute: at_least_one(
+            "output_tokens_per_minute",
+            raw.output_tokens_per_minute,
+        ),
+        total_tokens_per_minute: at_least_one(
+            "total_tokens_per_minute",
+            raw.total_tokens_per_minute,
+        ),
+        concurrent_streams: at_least_one("concurrent_streams", raw.concurrent_streams),
+    };
+    let default_max_tokens =
+        at_least_one("default_max_tokens", raw.default_max_tokens).unwrap_or(DEFAULT_MAX_TOKENS);
+    if limits == Limits::default() {
+        errs.push(
+            at,
+            "no limit set (requests_per_minute, input_tokens_per_minute, \
+             output_tokens_per_minute, total_tokens_per_minute or concurrent_streams)",
+        );
+    }
+    LimitsConfig {
+        descriptor,
+        limits,
+        default_max_tokens,
+    }
 }
