@@ -12,6 +12,7 @@ mod gpu;
 mod graceful;
 mod http_client;
 mod lifecycle;
+mod limits;
 mod mirror;
 mod observers;
 mod plane;
@@ -31,18 +32,19 @@ pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LO
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
-    Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol, LoadConfig,
-    MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates, RawLoad,
-    RawMirror, RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamTls,
+    Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig, ListenerProtocol,
+    LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates,
+    RawLoad, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite,
+    RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
+    Unit, UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, Stop};
+pub use limits::{Admission, RouteLimits, MAX_KEYS};
 pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};

@@ -12,6 +12,7 @@ use sluice_filters::{
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
 use crate::fault::FaultRuntime;
+use crate::limits::RouteLimits;
 use crate::mirror::MirrorRuntime;
 use crate::stats::{Stats, StatsKey};
 
@@ -34,6 +35,8 @@ pub struct RouteTarget {
     /// GenAI metric handles by model, for answers the token meter reads.
     pub genai: Arc<ModelHandleCache>,
     pub stats: StatsKey,
+    /// `rewrite.<cluster>.model`: the model requests sent here carry.
+    pub rewrite_model: Option<Arc<str>>,
 }
 
 pub struct RouteRuntime {
@@ -51,6 +54,8 @@ pub struct RouteRuntime {
     pub versions: Vec<(String, usize)>,
     /// Shadow traffic policy, when the route mirrors.
     pub mirror: Option<Arc<MirrorRuntime>>,
+    /// Rate limit budgets, when the route has `limits`.
+    pub limits: Option<Arc<RouteLimits>>,
 }
 
 impl RouteRuntime {
@@ -94,6 +99,9 @@ pub struct Snapshot {
     pub listener_routes: Vec<Vec<usize>>,
     /// Per listener: handles for requests no route matched.
     pub no_route: Vec<RouteClusterMetrics>,
+    /// Per listener: whether one of its routes matches on the model, so the
+    /// model must be read before the route is chosen.
+    pub routes_by_model: Vec<bool>,
     /// Fault experiments in config order, their state carried over from
     /// the previous snapshot while unchanged.
     pub faults: Vec<Arc<FaultRuntime>>,
@@ -153,6 +161,7 @@ impl Snapshot {
                             metrics: metrics.route_cluster(&r.name, name, &c.version),
                             genai: Arc::new(metrics.genai.cache(&r.name, name, &c.version)),
                             stats: stats.key(&r.name, name, &c.version),
+                            rewrite_model: r.rewrite_model.get(name).map(|m| Arc::from(m.as_str())),
                         })
                     })
                     .collect();
@@ -184,7 +193,16 @@ impl Snapshot {
                         metrics,
                     )))
                 });
+                // Budgets carry over a swap while the route's limits are unchanged.
+                let limits = r.limits.as_ref().map(|l| {
+                    previous
+                        .and_then(|p| p.route(&r.name))
+                        .and_then(|old| old.limits.clone())
+                        .filter(|old| old.config == *l)
+                        .unwrap_or_else(|| Arc::new(RouteLimits::new(&r.name, l.clone(), metrics)))
+                });
                 RouteRuntime {
+                    limits,
                     mirror,
                     versions,
                     name: r.name.clone(),
@@ -197,7 +215,7 @@ impl Snapshot {
             })
             .collect();
 
-        let listener_routes = config
+        let listener_routes: Vec<Vec<usize>> = config
             .listeners
             .iter()
             .map(|l| {
@@ -219,7 +237,12 @@ impl Snapshot {
             .map(|_| metrics.route_cluster("", "", ""))
             .collect();
         let faults = fault_runtimes(&config, &routes, previous, metrics);
+        let routes_by_model = listener_routes
+            .iter()
+            .map(|rs| rs.iter().any(|i| routes[*i].matcher.model.is_some()))
+            .collect();
         Snapshot {
+            routes_by_model,
             faults,
             version,
             hash: format!("{:016x}", hash_bytes(config.raw.to_yaml().as_bytes())),
@@ -233,11 +256,21 @@ impl Snapshot {
 
     /// The first of the listener's routes (in config order) that matches.
     pub fn match_route(&self, listener: usize, req: &impl RequestView) -> Option<usize> {
+        self.match_route_with_model(listener, req, None)
+    }
+
+    /// [`Snapshot::match_route`] for a request that names `model`.
+    pub fn match_route_with_model(
+        &self,
+        listener: usize,
+        req: &impl RequestView,
+        model: Option<&str>,
+    ) -> Option<usize> {
         self.listener_routes
             .get(listener)?
             .iter()
             .copied()
-            .find(|i| self.routes[*i].matcher.matches(req))
+            .find(|i| self.routes[*i].matcher.matches_with_model(req, model))
     }
 
     pub fn listener_index(&self, name: &str) -> Option<usize> {

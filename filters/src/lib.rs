@@ -11,6 +11,7 @@ mod gate;
 mod genai;
 mod hash;
 mod hop;
+mod limit;
 mod load;
 mod load_run;
 mod matcher;
@@ -49,12 +50,17 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
+pub use limit::{
+    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Bucket, Cost,
+    Decision, Descriptor, KeyState, LimitKind, LimitMetrics, LimitRouteMetrics, Limits,
+    RateHeaders, Settled, STREAM_RETRY_MS, WINDOW_MS,
+};
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
     LOAD_HEADER, MAX_RUN_ID, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
 };
 pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold};
-pub use matcher::{HeaderMatch, Matcher, RequestParts, RequestView};
+pub use matcher::{HeaderMatch, Matcher, ModelGlob, RequestParts, RequestView};
 pub use meter::{
     Dialect, EventKind, Framer, Framing, MeterSummary, StreamEvent, TokenMeter, MAX_EVENT,
 };
@@ -68,7 +74,7 @@ pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
-pub use request_scan::{scan_request, RequestInfo};
+pub use request_scan::{scan_request, with_model, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,
     Reply as RespReply, ReplyParser as RespReplyParser, Request as RespRequest,

@@ -10,6 +10,7 @@ use prometheus::{
 use crate::failure::Failure;
 use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
+use crate::limit::LimitMetrics;
 use crate::load::{Source, Stripped};
 use crate::mirror::MirrorMetrics;
 
@@ -97,6 +98,8 @@ pub struct Metrics {
     pub mirror: MirrorMetrics,
     /// `sluice_load_header_stripped_total{reason}`.
     pub load_stripped: LoadStrippedMetrics,
+    /// `sluice_ratelimit_*`.
+    pub limits: LimitMetrics,
 }
 
 /// `x-sluice-load` headers removed before forwarding, by [`Stripped`]
@@ -238,6 +241,7 @@ impl Metrics {
             faults: FaultMetrics::new(&registry)?,
             mirror: MirrorMetrics::new(&registry)?,
             load_stripped: LoadStrippedMetrics::new(&registry)?,
+            limits: LimitMetrics::new(&registry)?,
             registry,
         })
     }

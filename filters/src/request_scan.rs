@@ -23,6 +23,8 @@ pub struct RequestInfo {
     pub prompt_fingerprint: Option<String>,
     /// Characters (Unicode scalar values) in the prompt.
     pub input_chars: usize,
+    /// `max_tokens` (or `max_completion_tokens`), what a rate limit reserves.
+    pub max_tokens: Option<u64>,
 }
 
 /// Reads a request body (its first chunk or chunks, up to 64 KiB). The
@@ -49,6 +51,8 @@ struct Request<'a> {
     prompt: Option<Value>,
     input: Option<Value>,
     inputs: Option<Value>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +90,7 @@ fn from_parsed(request: &Request<'_>) -> RequestInfo {
         temperature: serde_json::from_str(temperature).ok(),
         prompt_fingerprint: Some(hex(&prompt.hash.finalize())),
         input_chars: prompt.chars,
+        max_tokens: request.max_completion_tokens.or(request.max_tokens),
     }
 }
 
@@ -163,6 +168,47 @@ fn hex(bytes: &[u8]) -> String {
         .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
         .map(char::from)
         .collect()
+}
+
+/// The body with its JSON `model` field set to `model` (added when absent),
+/// every other byte as sent; `None` when the body is not a JSON object. Used
+/// by a split target's `rewrite.model` and by shadow copies.
+pub fn with_model(body: &[u8], model: &str) -> Option<Vec<u8>> {
+    let object = serde_json::from_slice::<&RawValue>(body).ok()?;
+    if !object.get().starts_with('{') {
+        return None;
+    }
+    // A map, not a struct with an `Option`: `"model": null` is a field to replace.
+    let top: std::collections::BTreeMap<Cow<'_, str>, &RawValue> =
+        serde_json::from_str(object.get()).ok()?;
+    let quoted = serde_json::to_string(model).ok()?;
+    let mut out = Vec::with_capacity(body.len() + quoted.len());
+    match top.get("model") {
+        Some(raw) => {
+            // A borrowed `RawValue` is a slice of `body`: its offset is where it starts.
+            let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+            out.extend_from_slice(&body[..start]);
+            out.extend_from_slice(quoted.as_bytes());
+            out.extend_from_slice(&body[start + raw.get().len()..]);
+        }
+        None => {
+            let open = body.iter().position(|b| *b == b'{')?;
+            let empty = top_is_empty(&body[open + 1..]);
+            out.extend_from_slice(&body[..=open]);
+            out.extend_from_slice(b"\"model\":");
+            out.extend_from_slice(quoted.as_bytes());
+            if !empty {
+                out.push(b',');
+            }
+            out.extend_from_slice(&body[open + 1..]);
+        }
+    }
+    Some(out)
+}
+
+/// Whether what follows an object's `{` is only its closing `}`.
+fn top_is_empty(rest: &[u8]) -> bool {
+    rest.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}')
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 mod context;
 mod errors;
 mod faults;
+mod limits;
 mod load;
 mod metering;
 mod mirror;
@@ -104,6 +105,39 @@ impl HttpProxy {
     }
 }
 
+/// The model named by `telemetry.model_header`, if the config names one.
+fn read_header_model(session: &Session, ctx: &mut RequestCtx) {
+    if let Some(header) = &ctx.snapshot.config.telemetry.model_header {
+        ctx.header_model = session
+            .req_header()
+            .headers
+            .get(header.as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+    }
+}
+
+/// Puts the chosen target's `rewrite.model` in the body. Only a body read
+/// early (one that fits the retry buffer) can be rewritten; a larger or
+/// chunked one goes as sent.
+async fn rewrite_model(session: &mut Session, ctx: &mut RequestCtx) {
+    let Some(model) = ctx
+        .snapshot
+        .routes
+        .get(ctx.route.unwrap_or(usize::MAX))
+        .and_then(|r| r.targets.get(ctx.target?))
+        .and_then(|t| t.rewrite_model.clone())
+    else {
+        return;
+    };
+    model_peek::read(session, ctx).await;
+    ctx.rewritten_body = ctx
+        .peeked_body
+        .as_ref()
+        .and_then(|b| sluice_filters::with_model(b, &model))
+        .map(Bytes::from);
+}
+
 #[async_trait]
 impl ProxyHttp for HttpProxy {
     type CTX = RequestCtx;
@@ -128,13 +162,23 @@ impl ProxyHttp for HttpProxy {
             ));
         }
         let snapshot = ctx.snapshot.clone();
+        let by_model = snapshot
+            .routes_by_model
+            .get(self.listener)
+            .copied()
+            .unwrap_or(false);
+        if by_model {
+            read_header_model(session, ctx);
+            model_peek::read_if_needed(session, ctx, true).await;
+        }
         let req = PingoraRequest(session.req_header());
         // Debug level: at the default level a span per request would format
         // its fields on every request only to decorate the "request done"
         // debug line (6% of the instructions per request under callgrind).
         ctx.span =
             debug_span!("request", id = %ctx.request_id, method = %req.0.method, path = req.path());
-        let Some(route_index) = snapshot.match_route(self.listener, &req) else {
+        let matched = snapshot.match_route_with_model(self.listener, &req, ctx.request_model());
+        let Some(route_index) = matched else {
             self.respond_failure(session, ctx, Failure::NoRoute).await;
             return Ok(true);
         };
@@ -157,19 +201,20 @@ impl ProxyHttp for HttpProxy {
         {
             ctx.metered = true;
             ctx.operation = Operation::from_path(req.path());
-            if let Some(header) = &snapshot.config.telemetry.model_header {
-                ctx.header_model = req
-                    .header(header)
-                    .and_then(|v| std::str::from_utf8(v).ok())
-                    .map(str::to_string);
-            }
+            read_header_model(session, ctx);
         }
         let listener = snapshot
             .config
             .listeners
             .get(self.listener)
             .map_or("", |l| l.name.as_str());
-        model_peek::read_if_needed(session, ctx).await;
+        model_peek::read_if_needed(session, ctx, false).await;
+        rewrite_model(session, ctx).await;
+        if let limits::Verdict::Answered =
+            limits::admit(session, ctx, self.lifecycle.now_ms()).await
+        {
+            return Ok(true);
+        }
         match faults::before_upstream(listener, &self.shared.metrics, session, ctx).await {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),
@@ -204,6 +249,13 @@ impl ProxyHttp for HttpProxy {
         }
         mirror::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         recording::on_request_chunk(ctx, body.as_ref());
+        // The peeked body is the whole body, sent as one chunk from the retry
+        // buffer (again on a retry): that chunk is swapped, nothing else.
+        if let Some(rewritten) = &ctx.rewritten_body {
+            if body.as_ref().is_some_and(|b| !b.is_empty()) {
+                *body = Some(rewritten.clone());
+            }
+        }
         Ok(())
     }
 
@@ -239,6 +291,9 @@ impl ProxyHttp for HttpProxy {
         upstream_request: &mut pingora::http::RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
+        if let Some(rewritten) = &ctx.rewritten_body {
+            upstream_request.insert_header("content-length", rewritten.len())?;
+        }
         if let Some(trace) = ctx.trace.as_mut() {
             // Each attempt is a client span of its own, and the upstream's
             // parent is that span.
@@ -357,6 +412,9 @@ impl ProxyHttp for HttpProxy {
         }
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
         load::on_response(upstream_response, ctx)?;
+        if let Some(rate) = &ctx.rate_headers {
+            limits::insert_headers(upstream_response, rate);
+        }
         if ctx.metered {
             let headers = &upstream_response.headers;
             let encoded = headers
@@ -430,6 +488,7 @@ impl ProxyHttp for HttpProxy {
             .map(|r| r.status.as_u16())
             .or(ctx.failure.map(Failure::status))
             .unwrap_or(0);
+        limits::settle(ctx, status, self.lifecycle.now_ms());
         let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
         outcome::record(self, ctx, req, status);

@@ -210,6 +210,34 @@ pub struct RawRoute {
     pub allow_header_faults: Option<bool>,
     /// Shadow traffic: copies of this route's requests to another cluster.
     pub mirror: Option<RawMirror>,
+    /// Per split target (cluster name): what to change in requests sent there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rewrite: BTreeMap<String, RawTargetRewrite>,
+    /// Token-aware rate limits, per descriptor key.
+    pub limits: Option<RawLimits>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// What a budget is keyed by: `route`, `model`, `header:NAME`, combined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub descriptor: Vec<String>,
+    pub requests_per_minute: Option<u64>,
+    pub input_tokens_per_minute: Option<u64>,
+    pub output_tokens_per_minute: Option<u64>,
+    pub total_tokens_per_minute: Option<u64>,
+    pub concurrent_streams: Option<u64>,
+    /// Output tokens reserved for a request that sets no `max_tokens`.
+    pub default_max_tokens: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTargetRewrite {
+    /// Put in the JSON body's `model` field of requests sent to this target.
+    pub model: String,
 }
 
 #[skip_serializing_none]
@@ -220,6 +248,9 @@ pub struct RawMatch {
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// A glob on the request's model (`gpt-*`), read from the body or
+    /// `telemetry.model_header`.
+    pub model: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]

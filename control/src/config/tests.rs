@@ -2,6 +2,7 @@
 
 use super::*;
 
+mod by_model;
 mod faults;
 mod load;
 mod mirror;

@@ -14,11 +14,12 @@ pub(crate) use rollout::{
     DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
 };
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Cidr, Experiment, Matcher};
+use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher};
 
 use super::RawConfig;
 
@@ -261,7 +262,31 @@ pub struct RouteConfig {
     /// Whether `x-sluice-fault-*` request headers may inject faults.
     pub allow_header_faults: bool,
     pub mirror: Option<MirrorConfig>,
+    /// `rewrite.<cluster>.model`: the model put in requests sent to that target.
+    pub rewrite_model: BTreeMap<String, String>,
+    pub limits: Option<LimitsConfig>,
 }
+
+/// A route's `limits:` block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// What a budget is keyed by (default: the route).
+    pub descriptor: Vec<Descriptor>,
+    pub limits: Limits,
+    /// Output tokens reserved when a request sets no `max_tokens`.
+    pub default_max_tokens: u64,
+}
+
+impl LimitsConfig {
+    /// The descriptor's form, for the `descriptor` label: `header:x-tenant,model`.
+    pub fn descriptor_label(&self) -> String {
+        let forms: Vec<String> = self.descriptor.iter().map(Descriptor::form).collect();
+        forms.join(",")
+    }
+}
+
+/// Output tokens reserved for a request that sets no `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: u64 = 1_024;
 
 impl Config {
     pub fn cluster(&self, name: &str) -> Option<&ClusterConfig> {

@@ -84,3 +84,81 @@ fn routes_match_in_order_and_versions_can_be_forced() {
     );
     assert!(s.routes[0].versions.is_empty());
 }
+
+#[test]
+fn a_model_glob_routes_and_a_target_carries_its_rewrite() {
+    let head = two_clusters("a", "b");
+    let yaml = format!(
+        "{head}routes:
+  - {{ name: gpt, listener: public, match: {{ model: \"gpt-*\" }}, split: {{ a: 100 }},
+      rewrite: {{ a: {{ model: gpt-ckpt }} }} }}
+  - {{ name: rest, listener: public, split: {{ b: 100 }} }}
+"
+    );
+    let s = Snapshot::build(
+        Arc::new(testing::config(&yaml)),
+        1,
+        None,
+        &Metrics::new().unwrap(),
+        &Stats::new(),
+    );
+    assert_eq!(s.routes_by_model, [true]);
+    let req = RequestParts::new("/v1/chat/completions", &[]);
+    assert_eq!(s.match_route_with_model(0, &req, Some("gpt-4o")), Some(0));
+    assert_eq!(s.match_route_with_model(0, &req, Some("llama-3")), Some(1));
+    assert_eq!(s.match_route(0, &req), Some(1));
+    assert_eq!(
+        s.routes[0].targets[0].rewrite_model.as_deref(),
+        Some("gpt-ckpt")
+    );
+}
+
+#[test]
+fn budgets_survive_a_swap_while_the_limits_stay_the_same() {
+    let head = two_clusters("a", "b");
+    let yaml = |rpm: u32| {
+        format!(
+            "{head}routes:
+  - {{ name: chat, listener: public, split: {{ a: 100 }},
+      limits: {{ descriptor: [header:x-tenant], requests_per_minute: {rpm} }} }}
+"
+        )
+    };
+    let metrics = Metrics::new().unwrap();
+    let stats = Stats::new();
+    let build = |text: &str, previous: Option<&Snapshot>| {
+        Snapshot::build(
+            Arc::new(testing::config(text)),
+            1,
+            previous,
+            &metrics,
+            &stats,
+        )
+    };
+    let first = build(&yaml(1), None);
+    let limits = first.routes[0].limits.clone().unwrap();
+    let one = sluice_filters::Cost::default();
+    let (decision, admission) = limits.admit("acme", one, 0);
+    assert!(matches!(decision, sluice_filters::Decision::Allowed(_)));
+    let same = build(&yaml(1), Some(&first));
+    let kept = same.routes[0].limits.clone().unwrap();
+    assert!(Arc::ptr_eq(&limits, &kept));
+    // The one request a minute is spent: the kept budget refuses the next.
+    assert!(matches!(
+        kept.admit("acme", one, 1).0,
+        sluice_filters::Decision::Limited { .. }
+    ));
+    limits.settle(admission.unwrap(), one, 2);
+    let changed = build(&yaml(2), Some(&same));
+    assert!(!Arc::ptr_eq(
+        &limits,
+        changed.routes[0].limits.as_ref().unwrap()
+    ));
+    let text = metrics.encode();
+    assert!(
+        text.contains(
+            "sluice_ratelimit_decisions_total{descriptor=\"header:x-tenant\",result=\"limited\",route=\"chat\"} 1"
+        ),
+        "{text}"
+    );
+}

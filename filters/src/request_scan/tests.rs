@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use sha2::{Digest, Sha256};
 
 use super::*;
@@ -22,6 +24,7 @@ fn chat_body_with_string_and_part_contents() {
             temperature: Some(0.7),
             prompt_fingerprint: sha("Be brief.\nCafé?\ngpt-4o-mini\n0.70"),
             input_chars: 14,
+            max_tokens: None,
         }
     );
     assert!(
@@ -81,4 +84,39 @@ fn truncated_body_still_names_the_model() {
     );
     assert_eq!(scan_request(b"not json"), RequestInfo::default());
     assert_eq!(scan_request(b""), RequestInfo::default());
+}
+
+#[test]
+fn with_model_replaces_only_the_top_level_model() {
+    let cases: [(&[u8], Option<&str>); 7] = [
+        (
+            br#"{"model": "gpt-4o", "messages":[{"model":"inner"}]}"#,
+            Some(r#"{"model": "ckpt-2", "messages":[{"model":"inner"}]}"#),
+        ),
+        (
+            br#" {"stream":true,"model":null}"#,
+            Some(r#" {"stream":true,"model":"ckpt-2"}"#),
+        ),
+        (
+            br#"{"messages":[]}"#,
+            Some(r#"{"model":"ckpt-2","messages":[]}"#),
+        ),
+        (br#"{ }"#, Some(r#"{"model":"ckpt-2" }"#)),
+        (br#"{"model":"a\u0041"}"#, Some(r#"{"model":"ckpt-2"}"#)),
+        (b"[1,2]", None),
+        (b"{\"model\": \"cut", None),
+    ];
+    for (body, want) in cases {
+        let got = with_model(body, "ckpt-2").map(|b| String::from_utf8(b).unwrap());
+        assert_eq!(got.as_deref(), want, "{}", String::from_utf8_lossy(body));
+    }
+}
+
+#[test]
+fn max_tokens_or_max_completion_tokens() {
+    let info = scan_request(br#"{"model":"m","max_tokens":64}"#);
+    assert_eq!(info.max_tokens, Some(64));
+    let info = scan_request(br#"{"max_tokens":64,"max_completion_tokens":32}"#);
+    assert_eq!(info.max_tokens, Some(32));
+    assert_eq!(scan_request(br#"{"model":"m"}"#).max_tokens, None);
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use sluice_control::{ClusterRuntime, Snapshot};
+use sluice_control::{Admission, ClusterRuntime, RouteLimits, Snapshot};
 use sluice_filters::{
-    Failure, Operation, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
+    Failure, Operation, RateHeaders, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
 };
 
 use super::mirror::MirrorCapture;
@@ -44,6 +44,13 @@ pub(crate) struct RequestCtx {
     /// The body read before the upstream was chosen (`model_peek.rs`);
     /// pingora sends it upstream from its retry buffer.
     pub peeked_body: Option<bytes::Bytes>,
+    /// The peeked body with the target's `rewrite.model` put in; sent in
+    /// its place (`request_body_filter`), its length in `content-length`.
+    pub rewritten_body: Option<bytes::Bytes>,
+    /// The route's rate limit budget this request holds, settled in `logging`.
+    pub admission: Option<(Arc<RouteLimits>, Admission)>,
+    /// The `x-ratelimit-*` values of an admitted request, for its answer.
+    pub rate_headers: Option<RateHeaders>,
     pub meter: Option<TokenMeter>,
     pub last_content_at: Option<Duration>,
     pub gaps: Vec<Duration>,
@@ -89,6 +96,9 @@ impl RequestCtx {
             request_head_len: 0,
             request_info: None,
             peeked_body: None,
+            rewritten_body: None,
+            admission: None,
+            rate_headers: None,
             meter: None,
             last_content_at: None,
             gaps: Vec::new(),
@@ -128,13 +138,18 @@ impl RequestCtx {
         }
     }
 
-    /// The model for labels: the request body's, else the header's, else "unknown".
-    pub(crate) fn model(&self) -> &str {
+    /// The model the request names: the body's, else the model header's.
+    /// Fault experiments, `match.model` and limits keyed by model read it.
+    pub(crate) fn request_model(&self) -> Option<&str> {
         self.request_info
             .as_ref()
             .and_then(|i| i.model.as_deref())
             .or(self.header_model.as_deref())
-            .unwrap_or("unknown")
+    }
+
+    /// The model for labels: [`RequestCtx::request_model`], else "unknown".
+    pub(crate) fn model(&self) -> &str {
+        self.request_model().unwrap_or("unknown")
     }
 
     /// Whose traffic this is, for the `source` label.

@@ -123,11 +123,7 @@ pub(super) fn fire(
         listener,
         route: ctx.route_name(),
         cluster: ctx.cluster().map(|c| c.config.name.as_str()),
-        model: ctx
-            .request_info
-            .as_ref()
-            .and_then(|i| i.model.as_deref())
-            .or(ctx.header_model.as_deref()),
+        model: ctx.request_model(),
         request: Some(&req),
     };
     snapshot

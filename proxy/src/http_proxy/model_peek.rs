@@ -8,6 +8,9 @@
 //! (it is the buffer a retried attempt replays), so the upstream sees the body
 //! unchanged. A larger or chunked body is not read early, and an experiment
 //! that matches on the model then sees only `telemetry.model_header`.
+//!
+//! The same read serves routes that match on the model (`match.model`,
+//! before the route is chosen) and a split target's `rewrite.model`.
 
 use bytes::{Bytes, BytesMut};
 use pingora::proxy::Session;
@@ -18,18 +21,27 @@ use super::RequestCtx;
 /// pingora's retry buffer (`BODY_BUF_LIMIT` in pingora-core).
 const RETRY_BUFFER: usize = 64 * 1024;
 
-/// Reads the body and scans it for the model when an experiment needs the
-/// model and no header gave it. The body read is kept in `ctx.peeked_body`.
-pub(super) async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx) {
+/// Reads the body and scans it for the model when an experiment (or, with
+/// `routing`, a route of the listener) needs the model and no header gave it.
+/// The body read is kept in `ctx.peeked_body`.
+pub(super) async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx, routing: bool) {
     if ctx.header_model.is_some() || ctx.request_info.is_some() {
         return;
     }
-    let wanted = ctx
-        .snapshot
-        .faults
-        .iter()
-        .any(|f| f.experiment.matcher.model.is_some());
-    if !wanted {
+    let wanted = routing
+        || ctx
+            .snapshot
+            .faults
+            .iter()
+            .any(|f| f.experiment.matcher.model.is_some());
+    if wanted {
+        read(session, ctx).await;
+    }
+}
+
+/// Reads the body early (once) if it fits the retry buffer, and scans it.
+pub(super) async fn read(session: &mut Session, ctx: &mut RequestCtx) {
+    if ctx.peeked_body.is_some() {
         return;
     }
     let length = session

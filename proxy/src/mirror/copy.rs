@@ -249,13 +249,7 @@ pub(super) fn shadow_body(job: &Job) -> Bytes {
     let Some(model) = &job.policy.config.rewrite_model else {
         return body;
     };
-    match serde_json::from_slice::<serde_json::Value>(&body) {
-        Ok(serde_json::Value::Object(mut map)) => {
-            map.insert("model".into(), serde_json::Value::String(model.clone()));
-            serde_json::to_vec(&map).map_or(body, Bytes::from)
-        }
-        _ => body,
-    }
+    sluice_filters::with_model(&body, model).map_or(body, Bytes::from)
 }
 
 /// A `traceparent` for a copy: a child of the client's span when it sent

@@ -1,10 +1,10 @@
 //! Validation of `routes`: listeners, match blocks and splits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use sluice_filters::Matcher;
+use sluice_filters::{Descriptor, Limits, Matcher, ModelGlob};
 
-use super::super::raw::{RawListener, RawProtocol, RawRoute};
+use super::super::raw::{RawLimits, RawListener, RawProtocol, RawRoute};
 use super::super::typed::*;
 use super::Errors;
 
@@ -50,6 +50,11 @@ pub(super) fn routes(
                 }),
                 allow_version_header: r.allow_version_header.unwrap_or(false),
                 allow_header_faults: r.allow_header_faults.unwrap_or(false),
+                rewrite_model: rewrite(&at, r, errs),
+                limits: r
+                    .limits
+                    .as_ref()
+                    .map(|l| limits(&format!("{at}.limits"), l, errs)),
             }
         })
         .collect()
@@ -67,11 +72,37 @@ fn matcher(at: &str, r: &RawRoute, errs: &mut Errors) -> Matcher {
             );
         }
     }
+    let model = m.model.as_deref().map(|glob| {
+        if glob.trim().is_empty() {
+            errs.push(format!("{at}.match.model"), "must not be empty");
+        }
+        ModelGlob::new(glob)
+    });
     Matcher {
         path_prefix: m.path_prefix.clone(),
         host: m.host.as_ref().map(|h| h.to_ascii_lowercase()),
         headers: errs.header_matches(at, &m.headers),
+        model,
     }
+}
+
+/// `rewrite`: every key a cluster of the route's split, every model named.
+fn rewrite(at: &str, r: &RawRoute, errs: &mut Errors) -> BTreeMap<String, String> {
+    for (cluster, rw) in &r.rewrite {
+        if !r.split.contains_key(cluster) {
+            errs.push(
+                format!("{at}.rewrite.{cluster}"),
+                format!("`{cluster}` is not in the route's split"),
+            );
+        }
+        if rw.model.trim().is_empty() {
+            errs.push(format!("{at}.rewrite.{cluster}.model"), "must not be empty");
+        }
+    }
+    r.rewrite
+        .iter()
+        .map(|(c, rw)| (c.clone(), rw.model.clone()))
+        .collect()
 }
 
 fn split(
@@ -102,4 +133,57 @@ fn split(
         errs.push(format!("{at}.split"), "weights sum to 0");
     }
     r.split.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+/// `limits`: known descriptor forms, every limit at least 1, at least one set.
+fn limits(at: &str, raw: &RawLimits, errs: &mut Errors) -> LimitsConfig {
+    let mut descriptor = Vec::new();
+    for (i, form) in raw.descriptor.iter().enumerate() {
+        match Descriptor::parse(form) {
+            Some(d) => descriptor.push(d),
+            None => errs.push(
+                format!("{at}.descriptor[{i}]"),
+                format!("unknown descriptor `{form}` (route, model or header:NAME)"),
+            ),
+        }
+    }
+    if raw.descriptor.is_empty() {
+        descriptor.push(Descriptor::Route);
+    }
+    let mut at_least_one = |key: &str, value: Option<u64>| {
+        if value == Some(0) {
+            errs.push(format!("{at}.{key}"), "must be at least 1, found 0");
+        }
+        value
+    };
+    let limits = Limits {
+        requests_per_minute: at_least_one("requests_per_minute", raw.requests_per_minute),
+        input_tokens_per_minute: at_least_one(
+            "input_tokens_per_minute",
+            raw.input_tokens_per_minute,
+        ),
+        output_tokens_per_minute: at_least_one(
+            "output_tokens_per_minute",
+            raw.output_tokens_per_minute,
+        ),
+        total_tokens_per_minute: at_least_one(
+            "total_tokens_per_minute",
+            raw.total_tokens_per_minute,
+        ),
+        concurrent_streams: at_least_one("concurrent_streams", raw.concurrent_streams),
+    };
+    let default_max_tokens =
+        at_least_one("default_max_tokens", raw.default_max_tokens).unwrap_or(DEFAULT_MAX_TOKENS);
+    if limits == Limits::default() {
+        errs.push(
+            at,
+            "no limit set (requests_per_minute, input_tokens_per_minute, \
+             output_tokens_per_minute, total_tokens_per_minute or concurrent_streams)",
+        );
+    }
+    LimitsConfig {
+        descriptor,
+        limits,
+        default_max_tokens,
+    }
 }
