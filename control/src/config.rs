@@ -17,7 +17,7 @@ pub use typed::{
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
     LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
     RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
-    Unit, UpstreamTls,
+    Unit, UpstreamProtocol, UpstreamTls,
 };
 
 use std::fmt;

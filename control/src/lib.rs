@@ -36,7 +36,7 @@ pub use config::{
     RawMirror, RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
     RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
     RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamTls,
+    UpstreamProtocol, UpstreamTls,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
