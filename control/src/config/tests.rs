@@ -5,6 +5,7 @@ use super::*;
 mod faults;
 mod load;
 mod mirror;
+mod protocol;
 mod recorder;
 mod rollouts;
 
