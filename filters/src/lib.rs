@@ -9,6 +9,7 @@ mod failure;
 mod fault;
 mod gate;
 mod genai;
+mod grpc;
 mod hash;
 mod hop;
 mod limit;
@@ -48,6 +49,7 @@ pub use gate::{Gate, GateUnit};
 pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
 };
+pub use grpc::{grpc_message, grpc_method, is_grpc, parse_grpc_timeout};
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
 pub use limit::{

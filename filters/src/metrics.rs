@@ -22,6 +22,8 @@ pub use resp::{RespHandles, RespMetrics};
 /// Requests answered: the family name the proxy exports and the fleet
 /// rollouts' PromQL reads.
 pub const REQUESTS_METRIC: &str = "sluice_requests_total";
+/// gRPC calls, by method and `grpc-status`.
+const GRPC_REQUESTS_METRIC: &str = "sluice_grpc_requests_total";
 /// Request duration, arrival to last byte, seconds.
 pub const REQUEST_DURATION_METRIC: &str = "sluice_request_duration_seconds";
 /// The label of [`REQUESTS_METRIC`] that holds a [`StatusClass`].
@@ -100,6 +102,8 @@ pub struct Metrics {
     pub load_stripped: LoadStrippedMetrics,
     /// `sluice_ratelimit_*`.
     pub limits: LimitMetrics,
+    /// `sluice_grpc_requests_total{route,cluster,version,grpc_method,grpc_status}`.
+    grpc_requests: IntCounterVec,
 }
 
 /// `x-sluice-load` headers removed before forwarding, by [`Stripped`]
@@ -242,6 +246,12 @@ impl Metrics {
             mirror: MirrorMetrics::new(&registry)?,
             load_stripped: LoadStrippedMetrics::new(&registry)?,
             limits: LimitMetrics::new(&registry)?,
+            grpc_requests: register_family(
+                &registry,
+                GRPC_REQUESTS_METRIC,
+                "gRPC calls answered, by method and grpc-status (from trailers or a trailers-only answer; `unknown` when none came).",
+                &["route", "cluster", "version", "grpc_method", "grpc_status"],
+            )?,
             registry,
         })
     }
@@ -270,6 +280,22 @@ impl Metrics {
                     .with_label_values(&[route, cluster, f.reason()])
             }),
         }
+    }
+
+    /// Counts one gRPC call. The method is the request's, so this handle is
+    /// looked up per call (gRPC calls only): a service's methods are few.
+    pub fn grpc_request(&self, labels: [&str; 3], method: &str, status: Option<u32>) {
+        let code = status.map(|c| c.to_string());
+        let [route, cluster, version] = labels;
+        self.grpc_requests
+            .with_label_values(&[
+                route,
+                cluster,
+                version,
+                method,
+                code.as_deref().unwrap_or("unknown"),
+            ])
+            .inc();
     }
 
     /// The registry in Prometheus text format.

@@ -71,6 +71,9 @@ pub struct RequestRecord<'a> {
     /// The `sluice load` run this request belongs to, when its
     /// `x-sluice-load` mark was believed (see `load`).
     pub load_run: Option<&'a str>,
+    /// A gRPC call's `grpc-status` (the upstream's, or the proxy's own
+    /// error's); `None` for other requests.
+    pub grpc_status: Option<u32>,
 }
 
 impl RequestRecord<'_> {

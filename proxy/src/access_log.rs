@@ -112,6 +112,9 @@ pub(crate) fn line(r: &RequestRecord<'_>) -> String {
     if let Some(run) = r.load_run {
         v.insert("load_run".into(), run.into());
     }
+    if let Some(code) = r.grpc_status {
+        v.insert("grpc_status".into(), code.into());
+    }
     let u = &r.upstream;
     for (name, at) in [
         ("upstream_peer_ms", u.peer),

@@ -26,7 +26,9 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use sluice_control::{ClusterKind, Shared, SnapshotStore};
-use sluice_filters::{error_body, Failure, Operation, RequestView};
+use sluice_filters::{
+    error_body, grpc_message, is_grpc, parse_grpc_timeout, Failure, Operation, RequestView,
+};
 use tracing::{debug, debug_span};
 
 use crate::access_log::AccessLog;
@@ -87,6 +89,9 @@ impl HttpProxy {
     /// (pingora's own error responses force `Connection: close`).
     async fn respond_failure(&self, session: &mut Session, ctx: &mut RequestCtx, failure: Failure) {
         ctx.failure = Some(failure);
+        if ctx.grpc {
+            return respond_grpc_failure(session, ctx, failure).await;
+        }
         let body = Bytes::from(error_body(failure, &ctx.request_id));
         let Ok(mut resp) = ResponseHeader::build(failure.status(), Some(4)) else {
             return;
@@ -138,6 +143,62 @@ async fn rewrite_model(session: &mut Session, ctx: &mut RequestCtx) {
         .map(Bytes::from);
 }
 
+/// How long a proxy error on a gRPC call waits for the rest of the call's
+/// request body before it answers anyway.
+const GRPC_DRAIN: Duration = Duration::from_millis(200);
+
+/// The `grpc-status` of an answer's headers or trailers.
+fn grpc_status_of(headers: &http::HeaderMap) -> Option<u32> {
+    headers
+        .get("grpc-status")
+        .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A proxy failure on a gRPC call, as gRPC clients read one: HTTP 200 and
+/// trailers with `grpc-status` and `grpc-message`, the code from
+/// the one mapping ([`Failure::grpc_status`]).
+async fn respond_grpc_failure(session: &mut Session, ctx: &mut RequestCtx, failure: Failure) {
+    ctx.grpc_status = Some(failure.grpc_status());
+    let message = match (failure, ctx.cluster()) {
+        (Failure::NeedsHttp2, Some(c)) => {
+            format!("cluster `{}`: {}", c.config.name, failure.message())
+        }
+        _ => failure.message().to_string(),
+    };
+    let Ok(mut resp) = ResponseHeader::build(200, Some(5)) else {
+        return;
+    };
+    // Read the call's own message to its end first: an HTTP/2 stream closed
+    // while the client is still sending is reset (CANCEL), and gRPC clients
+    // then report CANCELLED instead of the status. A client stream that does
+    // not end soon is not waited for.
+    if !session.as_mut().is_body_done() {
+        let _ = tokio::time::timeout(GRPC_DRAIN, session.as_mut().drain_request_body()).await;
+    }
+    let _ = resp.insert_header("content-type", "application/grpc");
+    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
+    let _ = resp.insert_header("x-sluice-error", failure.reason());
+    // Headers then trailers: pingora ends an HTTP/2 answer with an empty
+    // DATA frame, never on its HEADERS, so a trailers-only answer cannot be
+    // written; gRPC reads the status from the trailers either way.
+    let mut trailers = http::HeaderMap::new();
+    if let (Ok(code), Ok(text)) = (
+        http::HeaderValue::from_str(&failure.grpc_status().to_string()),
+        http::HeaderValue::from_str(&grpc_message(&message)),
+    ) {
+        trailers.insert("grpc-status", code);
+        trailers.insert("grpc-message", text);
+    }
+    if session
+        .write_response_header(Box::new(resp), false)
+        .await
+        .is_ok()
+    {
+        let _ = session.as_mut().write_response_trailers(trailers).await;
+    }
+}
+
 #[async_trait]
 impl ProxyHttp for HttpProxy {
     type CTX = RequestCtx;
@@ -171,6 +232,13 @@ impl ProxyHttp for HttpProxy {
             read_header_model(session, ctx);
             model_peek::read_if_needed(session, ctx, true).await;
         }
+        let headers = &session.req_header().headers;
+        ctx.grpc = is_grpc(headers.get("content-type").map(|v| v.as_bytes()));
+        if ctx.grpc {
+            ctx.grpc_timeout = headers
+                .get("grpc-timeout")
+                .and_then(|v| parse_grpc_timeout(v.as_bytes()));
+        }
         let req = PingoraRequest(session.req_header());
         // Debug level: at the default level a span per request would format
         // its fields on every request only to decorate the "request done"
@@ -188,12 +256,24 @@ impl ProxyHttp for HttpProxy {
         match target {
             Some(t) => {
                 ctx.target = Some(t);
-                mirror::on_route(ctx, session.req_header());
+                // The mirror's sender speaks HTTP/1.1: gRPC calls are not copied yet.
+                if !ctx.grpc {
+                    mirror::on_route(ctx, session.req_header());
+                }
             }
             None => {
                 self.respond_failure(session, ctx, Failure::NoCluster).await;
                 return Ok(true);
             }
+        }
+        if ctx.grpc
+            && ctx
+                .cluster()
+                .is_some_and(|c| !c.config.protocol.allows_h2(c.config.tls.is_some()))
+        {
+            self.respond_failure(session, ctx, Failure::NeedsHttp2)
+                .await;
+            return Ok(true);
         }
         if ctx
             .cluster()
@@ -219,6 +299,11 @@ impl ProxyHttp for HttpProxy {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),
             faults::Verdict::Drop => return Err(faults::dropped()),
+        }
+        if ctx.grpc {
+            // Stream faults drive the answer through sluice's own HTTP/1.1
+            // client; gRPC streams are not paced yet (docs/grpc.md).
+            return Ok(false);
         }
         let Some(fault) = faults::stream_fault(listener, &self.shared.metrics, session, ctx) else {
             return Ok(false);
@@ -280,7 +365,14 @@ impl ProxyHttp for HttpProxy {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
         match upstream::peer(&cluster.config, i) {
-            Some(peer) => Ok(Box::new(peer)),
+            Some(mut peer) => {
+                if let Some(deadline) = ctx.grpc_timeout {
+                    // The call's own deadline, never longer than the cluster's.
+                    let cap = cluster.config.timeouts.first_byte;
+                    peer.options.read_timeout = Some(deadline.min(cap));
+                }
+                Ok(Box::new(peer))
+            }
             None => Error::e_explain(ErrorType::InternalError, "endpoint out of range"),
         }
     }
@@ -415,6 +507,9 @@ impl ProxyHttp for HttpProxy {
         if let Some(rate) = &ctx.rate_headers {
             limits::insert_headers(upstream_response, rate);
         }
+        if ctx.grpc {
+            ctx.grpc_status = grpc_status_of(&upstream_response.headers);
+        }
         if ctx.metered {
             let headers = &upstream_response.headers;
             let encoded = headers
@@ -474,6 +569,20 @@ impl ProxyHttp for HttpProxy {
         Ok(None)
     }
 
+    fn upstream_response_trailer_filter(
+        &self,
+        _session: &mut Session,
+        upstream_trailers: &mut http::HeaderMap,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if ctx.grpc {
+            if let Some(status) = grpc_status_of(upstream_trailers) {
+                ctx.grpc_status = Some(status);
+            }
+        }
+        Ok(())
+    }
+
     fn suppress_error_log(&self, _session: &Session, _ctx: &RequestCtx, _error: &Error) -> bool {
         // `logging` records every failure with its reason; pingora's own line
         // would repeat it without the route.
@@ -483,11 +592,16 @@ impl ProxyHttp for HttpProxy {
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut RequestCtx) {
         // A stream cut short never reached end_of_stream: close its meter now.
         metering::finish(ctx, ctx.started.elapsed());
-        let status = session
-            .response_written()
-            .map(|r| r.status.as_u16())
-            .or(ctx.failure.map(Failure::status))
-            .unwrap_or(0);
+        let status = match (ctx.grpc, ctx.failure) {
+            // A gRPC error goes out as HTTP 200; outcomes count it as the
+            // failure it is.
+            (true, Some(f)) => f.status(),
+            _ => session
+                .response_written()
+                .map(|r| r.status.as_u16())
+                .or(ctx.failure.map(Failure::status))
+                .unwrap_or(0),
+        };
         limits::settle(ctx, status, self.lifecycle.now_ms());
         let body_done = session.as_mut().is_body_done();
         let req = session.req_header();

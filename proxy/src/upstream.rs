@@ -30,7 +30,7 @@ use pingora::protocols::http::v1::client::HttpSession;
 use pingora::tls::RootCertStore;
 use pingora::upstreams::peer::{HttpPeer, Peer};
 use pingora::{Error, ErrorType};
-use sluice_control::{ClusterConfig, Config};
+use sluice_control::{ClusterConfig, Config, UpstreamProtocol};
 use sluice_filters::{EndpointSet, Failure, HOP_BY_HOP};
 
 use crate::http_proxy::classify;
@@ -86,8 +86,22 @@ pub(crate) fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> 
         peer.options.verify_cert = tls.verify;
         peer.options.verify_hostname = tls.verify;
     }
+    match config.protocol {
+        UpstreamProtocol::Http1 => {}
+        // Prior knowledge on plain TCP, ALPN `h2` only on TLS.
+        UpstreamProtocol::H2c | UpstreamProtocol::H2 => peer.options.set_http_version(2, 2),
+        UpstreamProtocol::Auto if tls.is_some() => peer.options.set_http_version(2, 1),
+        UpstreamProtocol::Auto => {}
+    }
+    // pingora opens one stream per connection unless told more; the
+    // server's SETTINGS_MAX_CONCURRENT_STREAMS still caps each connection.
+    peer.options.max_h2_streams = H2_MAX_STREAMS;
     Some(peer)
 }
+
+/// Streams sluice opens on one HTTP/2 upstream connection before it opens
+/// another, when the server allows that many.
+pub(crate) const H2_MAX_STREAMS: usize = 1000;
 
 /// Where the caller differs from the proxy: the mirror's shorter timeouts,
 /// its own ejections, and its rule that a down shadow costs no syscall.

@@ -13,6 +13,7 @@ mod demo;
 mod faults;
 mod fit;
 mod fleet;
+mod grpc;
 mod k8s;
 mod layout;
 mod lifecycle;

@@ -106,6 +106,7 @@ fn line_cost(args: &Args, redactor: &Redactor, path: &str, body: Option<&[u8]>) 
         prompt_fingerprint: None,
         upstream: Default::default(),
         load_run: None,
+        grpc_status: None,
     };
     per_call(args, || {
         let input = TraceInput {

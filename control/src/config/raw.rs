@@ -158,6 +158,15 @@ pub enum RawClusterKind {
     Http,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawUpstreamProtocol {
+    Http1,
+    H2c,
+    H2,
+    Auto,
+}
+
 #[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -167,6 +176,8 @@ pub struct RawCluster {
     pub version: Option<String>,
     pub endpoints: Vec<String>,
     pub tls: Option<RawUpstreamTls>,
+    /// How sluice speaks to the endpoints: `http1` (default), `h2c`, `h2`, `auto`.
+    pub protocol: Option<RawUpstreamProtocol>,
     pub timeouts: Option<RawTimeouts>,
     /// `llm`: the model server's own Prometheus path (e.g. `/metrics`), scraped into `sluice_upstream_*`.
     pub metrics_path: Option<String>,

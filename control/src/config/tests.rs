@@ -6,6 +6,7 @@ mod by_model;
 mod faults;
 mod load;
 mod mirror;
+mod protocol;
 mod recorder;
 mod rollouts;
 

@@ -194,6 +194,41 @@ impl ClusterKind {
     }
 }
 
+/// How sluice speaks HTTP to a cluster's endpoints (`clusters[].protocol`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 only, plain or TLS.
+    #[default]
+    Http1,
+    /// HTTP/2 over plain TCP with prior knowledge (gRPC's usual upstream).
+    H2c,
+    /// HTTP/2 over TLS, ALPN `h2` only.
+    H2,
+    /// TLS: ALPN offers `h2` and `http/1.1`, the server picks. Plain: HTTP/1.1.
+    Auto,
+}
+
+impl UpstreamProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamProtocol::Http1 => "http1",
+            UpstreamProtocol::H2c => "h2c",
+            UpstreamProtocol::H2 => "h2",
+            UpstreamProtocol::Auto => "auto",
+        }
+    }
+
+    /// Whether a request to this cluster may go over HTTP/2 (`tls`: the
+    /// cluster has TLS, for `auto`). gRPC needs it.
+    pub fn allows_h2(self, tls: bool) -> bool {
+        match self {
+            UpstreamProtocol::Http1 => false,
+            UpstreamProtocol::H2c | UpstreamProtocol::H2 => true,
+            UpstreamProtocol::Auto => tls,
+        }
+    }
+}
+
 /// An upstream address: `host` is kept for SNI and the Host header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
@@ -236,6 +271,7 @@ pub struct ClusterConfig {
     pub version: String,
     pub endpoints: Vec<Endpoint>,
     pub tls: Option<UpstreamTls>,
+    pub protocol: UpstreamProtocol,
     pub timeouts: Timeouts,
     /// The model server's own Prometheus path, scraped every `metrics_interval`.
     pub metrics_path: Option<String>,

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamProtocol,
+    RawUpstreamTls,
 };
 use super::typed::*;
 use super::{ConfigErrors, RawConfig};
@@ -156,6 +157,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                 version: c.version.clone().unwrap_or_default(),
                 endpoints,
                 tls: c.tls.as_ref().map(upstream_tls),
+                protocol: protocol(&at, c, errs),
                 timeouts: timeouts(&at, c.timeouts.as_ref(), errs),
                 metrics_path: metrics_path(&at, c, errs),
                 metrics_interval: errs.duration(
@@ -207,6 +209,32 @@ fn metrics_path(at: &str, c: &RawCluster, errs: &mut Errors) -> Option<String> {
         errs.push(format!("{at}.metrics_path"), "only allowed on kind llm");
     }
     Some(path.clone())
+}
+
+fn protocol(at: &str, c: &RawCluster, errs: &mut Errors) -> UpstreamProtocol {
+    let tls = c.tls.is_some();
+    match c.protocol {
+        None | Some(RawUpstreamProtocol::Http1) => UpstreamProtocol::Http1,
+        Some(RawUpstreamProtocol::Auto) => UpstreamProtocol::Auto,
+        Some(RawUpstreamProtocol::H2c) => {
+            if tls {
+                errs.push(
+                    format!("{at}.protocol"),
+                    "h2c is HTTP/2 without TLS but the cluster has `tls`: use `h2`",
+                );
+            }
+            UpstreamProtocol::H2c
+        }
+        Some(RawUpstreamProtocol::H2) => {
+            if !tls {
+                errs.push(
+                    format!("{at}.protocol"),
+                    "h2 is HTTP/2 over TLS but the cluster has no `tls`: use `h2c`",
+                );
+            }
+            UpstreamProtocol::H2
+        }
+    }
 }
 
 fn upstream_tls(raw: &RawUpstreamTls) -> UpstreamTls {

@@ -195,6 +195,7 @@ impl Captured {
             prompt_fingerprint: self.optional(Text::Fingerprint),
             upstream: UpstreamTiming::default(),
             load_run: self.optional(Text::LoadRun),
+            grpc_status: None,
         }
     }
 }

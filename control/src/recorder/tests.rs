@@ -89,6 +89,7 @@ fn captured(
         prompt_fingerprint: None,
         upstream: Default::default(),
         load_run: id.is_multiple_of(3).then_some(load_run.as_str()),
+        grpc_status: None,
     };
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#

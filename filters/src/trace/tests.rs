@@ -47,6 +47,7 @@ fn record<'a>(tokens: &'a TokenOutcome) -> RequestRecord<'a> {
         prompt_fingerprint: Some("abc123"),
         upstream: UpstreamTiming::default(),
         load_run: Some("load-00000000000000ff"),
+        grpc_status: None,
     }
 }
 

@@ -74,6 +74,13 @@ pub(crate) struct RequestCtx {
     /// The `sluice load` run, when the request's `x-sluice-load` mark came
     /// from a trusted peer (see `load.rs`).
     pub load_run: Option<String>,
+    /// The request is a gRPC call (`content-type: application/grpc...`):
+    /// the proxy's own errors are written as gRPC statuses.
+    pub grpc: bool,
+    /// The call's `grpc-timeout`, when it sent one.
+    pub grpc_timeout: Option<Duration>,
+    /// The answer's `grpc-status`, from its headers (trailers-only) or trailers.
+    pub grpc_status: Option<u32>,
     _inflight: InflightGuard,
 }
 
@@ -113,6 +120,9 @@ impl RequestCtx {
             timed: false,
             upstream_timing: UpstreamTiming::default(),
             load_run: None,
+            grpc: false,
+            grpc_timeout: None,
+            grpc_status: None,
             _inflight: inflight,
         }
     }

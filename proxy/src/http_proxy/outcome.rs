@@ -42,8 +42,17 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             .and_then(|i| i.prompt_fingerprint.as_deref()),
         upstream: ctx.upstream_timing,
         load_run: ctx.load_run.as_deref(),
+        grpc_status: ctx.grpc_status,
     };
     let source = ctx.source();
+    if ctx.grpc {
+        let method = sluice_filters::grpc_method(path).map_or("unknown", |(_, _)| &path[1..]);
+        proxy.shared.metrics.grpc_request(
+            [record.route, record.cluster, record.version],
+            method,
+            ctx.grpc_status,
+        );
+    }
 
     match (route, target) {
         (Some(_), Some(target)) => {

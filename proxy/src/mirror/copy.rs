@@ -223,7 +223,8 @@ fn result_of(failure: Failure) -> MirrorResult {
         | Failure::NoRoute
         | Failure::NoCluster
         | Failure::BadRequest
-        | Failure::Internal => MirrorResult::Error,
+        | Failure::Internal
+        | Failure::NeedsHttp2 => MirrorResult::Error,
     }
 }
 
