@@ -11,6 +11,7 @@ mod gate;
 mod genai;
 mod hash;
 mod hop;
+mod limits;
 mod load;
 mod load_run;
 mod matcher;
@@ -49,6 +50,7 @@ pub use genai::{
 };
 pub use hash::{hash_bytes, mix64};
 pub use hop::HOP_BY_HOP;
+pub use limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
     LOAD_HEADER, MAX_RUN_ID,
