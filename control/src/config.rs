@@ -14,10 +14,10 @@ pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
-    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerProtocol,
-    LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig, RolloutSource,
-    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
-    Unit, UpstreamTls,
+    Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, ListenerConfig, ListenerLimits,
+    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
+    Timeouts, TokenSource, Unit, UpstreamTls,
 };
 
 use std::fmt;

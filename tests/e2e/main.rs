@@ -16,6 +16,7 @@ mod fleet;
 mod k8s;
 mod layout;
 mod lifecycle;
+mod limits;
 pub(crate) mod llama_cpp;
 mod load_full_link;
 mod load_labels;
