@@ -15,9 +15,10 @@ pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_s
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig,
-    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
+    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RecorderConfig,
+    RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
+    DEFAULT_MAX_TOKENS,
 };
 
 use std::fmt;

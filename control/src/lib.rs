@@ -32,12 +32,12 @@ pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LO
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
-    Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig, ListenerProtocol,
-    LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare, RawConfig, RawGates,
-    RawLoad, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource, RawRecorder, RawRewrite,
-    RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
-    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
-    Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
+    Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig, ListenerLimits,
+    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare,
+    RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource,
+    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
+    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -11,6 +11,7 @@ mod gate;
 mod genai;
 mod grpc;
 mod hash;
+mod head_limits;
 mod hop;
 mod limit;
 mod load;
@@ -51,6 +52,7 @@ pub use genai::{
 };
 pub use grpc::{grpc_message, grpc_method, is_grpc, parse_grpc_timeout};
 pub use hash::{hash_bytes, mix64};
+pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
 pub use limit::{
     estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Bucket, Cost,

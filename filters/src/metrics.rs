@@ -39,6 +39,9 @@ const DURATION_BUCKETS: &[f64] = &[
 /// Status class of an answer, as the `status_class` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusClass {
+    /// No answer was sent: the client went away before one was ready
+    /// (status 0 in the proxy's record). Not an informational answer.
+    ClientClosed,
     Informational,
     Success,
     Redirect,
@@ -47,7 +50,8 @@ pub enum StatusClass {
 }
 
 impl StatusClass {
-    const ALL: [StatusClass; 5] = [
+    const ALL: [StatusClass; 6] = [
+        StatusClass::ClientClosed,
         StatusClass::Informational,
         StatusClass::Success,
         StatusClass::Redirect,
@@ -57,7 +61,8 @@ impl StatusClass {
 
     pub fn of(status: u16) -> Self {
         match status {
-            0..=199 => StatusClass::Informational,
+            0 => StatusClass::ClientClosed,
+            1..=199 => StatusClass::Informational,
             200..=299 => StatusClass::Success,
             300..=399 => StatusClass::Redirect,
             400..=499 => StatusClass::ClientError,
@@ -67,6 +72,7 @@ impl StatusClass {
 
     pub fn label(self) -> &'static str {
         match self {
+            StatusClass::ClientClosed => "client_closed",
             StatusClass::Informational => "1xx",
             StatusClass::Success => "2xx",
             StatusClass::Redirect => "3xx",
@@ -169,7 +175,7 @@ impl RolloutMetrics {
 /// Pre-resolved handles for one (route, cluster) pair, per [`Source`].
 #[derive(Clone)]
 pub struct RouteClusterMetrics {
-    requests: [[IntCounter; 5]; Source::ALL.len()],
+    requests: [[IntCounter; StatusClass::ALL.len()]; Source::ALL.len()],
     duration: [Histogram; Source::ALL.len()],
     proxy_errors: [IntCounter; Failure::ALL.len()],
 }
@@ -321,6 +327,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_abandoned_request_is_client_closed_not_1xx() {
+        // Status 0: the client left before an answer was written.
+        assert_eq!(StatusClass::of(0), StatusClass::ClientClosed);
+        assert_eq!(StatusClass::of(0).label(), "client_closed");
+        assert_eq!(StatusClass::of(101).label(), "1xx");
+        let m = Metrics::new().unwrap_or_else(|e| unreachable!("{e}"));
+        m.route_cluster("chat", "stable", "v1")
+            .record(0, 1.5, Source::User);
+        let text = m.encode();
+        assert!(text.contains(
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"user\",status_class=\"client_closed\",version=\"v1\"} 1"
+        ));
+        assert!(text.contains(
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"user\",status_class=\"1xx\",version=\"v1\"} 0"
+        ));
+    }
+
+    #[test]
     fn records_show_up_in_text() {
         let m = Metrics::new().unwrap_or_else(|e| unreachable!("{e}"));
         let rc = m.route_cluster("chat", "stable", "v1");
@@ -337,6 +361,9 @@ mod tests {
             "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"load\",status_class=\"2xx\",version=\"v1\"} 1"
         ));
         assert!(text.contains("sluice_load_header_stripped_total{reason=\"untrusted\"} 1"));
+        assert!(text.contains(
+            "sluice_requests_total{cluster=\"stable\",route=\"chat\",source=\"user\",status_class=\"client_closed\",version=\"v1\"} 0"
+        ));
         assert!(text.contains("sluice_load_header_stripped_total{reason=\"invalid\"} 0"));
         assert!(text.contains(
             "sluice_proxy_errors_total{cluster=\"stable\",reason=\"connect_error\",route=\"chat\"} 1"

@@ -7,6 +7,7 @@ mod access_log;
 mod fd_table;
 mod http_proxy;
 mod lifecycle;
+mod listener_limits;
 mod mirror;
 mod server;
 mod tcp_proxy;

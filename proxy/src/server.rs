@@ -25,6 +25,7 @@ use tracing::info;
 use crate::access_log::AccessLog;
 use crate::http_proxy::{HttpProxy, Observability};
 use crate::lifecycle::Lifecycle;
+use crate::listener_limits::{LimitFamilies, Limited};
 use crate::mirror::{MirrorQueue, MirrorSender};
 use crate::tcp_proxy::TcpProxy;
 use crate::telemetry::Tracer;
@@ -224,6 +225,8 @@ fn add_services(
         mirror: Some(mirror),
         upstream: UpstreamClient::new(&snapshot.config)?,
     };
+    let families = LimitFamilies::register(shared.metrics.registry())
+        .map_err(|e| anyhow!("listener limit metrics: {e}"))?;
     // `bind_all` bound the listeners in config order.
     for (i, (l, socket)) in snapshot.config.listeners.iter().zip(bound).enumerate() {
         match &l.protocol {
@@ -231,16 +234,15 @@ fn add_services(
                 let service = PreBound::new(socket, started, |addr| {
                     let app =
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
-                    let mut service =
-                        pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
-                    service.add_tcp(addr);
+                    let mut proxy = pingora::proxy::http_proxy(&conf, app);
                     if *h2c {
-                        if let Some(logic) = service.app_logic_mut() {
-                            let mut options = HttpServerOptions::default();
-                            options.h2c = true;
-                            logic.server_options = Some(options);
-                        }
+                        let mut options = HttpServerOptions::default();
+                        options.h2c = true;
+                        proxy.server_options = Some(options);
                     }
+                    let app = Limited::new(proxy, &l.name, l.limits, *h2c, &families);
+                    let mut service = Service::new(l.name.clone(), app);
+                    service.add_tcp(addr);
                     Ok(service)
                 })?;
                 server.add_service(service);
@@ -252,8 +254,9 @@ fn add_services(
                 let service = PreBound::new(socket, started, |addr| {
                     let app =
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
-                    let mut service =
-                        pingora::proxy::http_proxy_service_with_name(&conf, app, &l.name);
+                    let proxy = pingora::proxy::http_proxy(&conf, app);
+                    let app = Limited::new(proxy, &l.name, l.limits, false, &families);
+                    let mut service = Service::new(l.name.clone(), app);
                     let mut tls =
                         TlsSettings::intermediate(&cert.to_string_lossy(), &key.to_string_lossy())
                             .map_err(|e| {

@@ -18,6 +18,7 @@ mod k8s;
 mod layout;
 mod lifecycle;
 mod limits;
+mod listener_limits;
 pub(crate) mod llama_cpp;
 mod load_full_link;
 mod load_labels;

@@ -147,6 +147,19 @@ pub struct RawListener {
     pub h2c: Option<bool>,
     /// `tcp`: the cluster every connection goes to.
     pub cluster: Option<String>,
+    /// `http`/`https`: limits on client connections and request heads.
+    pub limits: Option<RawListenerLimits>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListenerLimits {
+    pub max_header_bytes: Option<RawSize>,
+    pub max_uri_bytes: Option<RawSize>,
+    pub header_timeout: Option<String>,
+    pub idle_timeout: Option<String>,
+    pub max_connections: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

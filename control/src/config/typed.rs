@@ -173,6 +173,31 @@ pub struct ListenerConfig {
     pub name: String,
     pub listen: SocketAddr,
     pub protocol: ListenerProtocol,
+    pub limits: ListenerLimits,
+}
+
+/// `listeners[].limits`, with Envoy-like defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenerLimits {
+    pub head: sluice_filters::HeadLimits,
+    /// From accept (or, on a kept-alive connection, from the first byte of
+    /// the next request) to the end of the request head.
+    pub header_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// Open client connections; past it new ones are accepted and closed.
+    pub max_connections: usize,
+}
+
+impl Default for ListenerLimits {
+    fn default() -> Self {
+        Self {
+            head: sluice_filters::HeadLimits::default(),
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1 << 16,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 mod errors;
 mod fault;
+mod limits;
 mod load;
 mod mirror;
 mod recorder;
@@ -291,11 +292,13 @@ fn listeners(
             }
         }
         let protocol = listener_protocol(&at, l, clusters, errs);
+        let limits = limits::limits(&at, l.limits.as_ref(), errs);
         if let (Some(listen), Some(protocol)) = (listen, protocol) {
             out.push(ListenerConfig {
                 name: l.name.clone(),
                 listen,
                 protocol,
+                limits,
             });
         }
     }
@@ -340,6 +343,7 @@ fn listener_protocol(
         is(RawProtocol::Https),
     );
     only("h2c", l.h2c.is_some(), is(RawProtocol::Http), false);
+    only("limits", l.limits.is_some(), !is(RawProtocol::Tcp), false);
     only(
         "cluster",
         l.cluster.is_some(),

@@ -1,0 +1,125 @@
+//! `listeners[].limits` on real sockets: oversized heads get 431/414 (and
+//! the client reads them), slow and idle connections are closed at their
+//! timeouts, and normal traffic, kept alive, is untouched.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::harness::{listener, metrics_when, start, TestConfig};
+use crate::support::NamedUpstream;
+
+fn limited(upstream: SocketAddr) -> String {
+    TestConfig::new()
+        .listener(
+            "public",
+            "http",
+            "limits: { header_timeout: 1s, idle_timeout: 1s, max_uri_bytes: 1KiB }",
+        )
+        .cluster_with("up", "http", [upstream], "version: v1")
+        .route_with("all", "up: 100", "match: { path_prefix: / }")
+        .yaml()
+}
+
+/// Sends `request` and reads until the server closes (at most 20 s).
+async fn exchange(addr: SocketAddr, request: &[u8]) -> (String, Duration) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    // The server may answer before it has read everything.
+    let _ = s.write_all(request).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await;
+    (
+        String::from_utf8_lossy(&out).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_heads_get_431_and_414() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&limited(up.addr()));
+    let addr = listener(&sluice, "public");
+
+    let big = format!(
+        "GET /v1/x HTTP/1.1\r\nhost: a\r\nx-big: {}\r\n\r\n",
+        "b".repeat(1 << 20)
+    );
+    let (answer, _) = exchange(addr, big.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer:.200}");
+    assert!(answer.contains("header_too_large"), "{answer}");
+
+    // A long URI is 414, even with a header over the total behind it.
+    let long = format!(
+        "GET /{} HTTP/1.1\r\nhost: a\r\nx-big: {}\r\n\r\n",
+        "u".repeat(2000),
+        "b".repeat(100_000)
+    );
+    let (answer, _) = exchange(addr, long.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 414 "), "{answer:.200}");
+
+    let text = metrics_when(&sluice, |t| {
+        t.contains("sluice_listener_limited_total{limit=\"max_uri_bytes\",listener=\"public\"} 1")
+    })
+    .await;
+    assert!(
+        text.contains(
+            "sluice_listener_limited_total{limit=\"max_header_bytes\",listener=\"public\"} 1"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_connections_are_closed_and_normal_keep_alive_is_untouched() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let sluice = start(&limited(up.addr()));
+    let addr = listener(&sluice, "public");
+
+    // Silent, and trickling a head that never ends: both closed at header_timeout.
+    let (answer, took) = exchange(addr, b"").await;
+    assert_eq!(answer, "");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let (answer, took) = exchange(addr, b"GET /v1/x HTTP/1.1\r\nhost: a\r\nx-slow: 1").await;
+    assert_eq!(answer, "");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+
+    // Normal traffic: two requests on one connection, then the idle close.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        s.write_all(b"GET /v1/models HTTP/1.1\r\nhost: a\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    for answer in &seen {
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    }
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut rest)).await;
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(rest.is_empty(), "{rest:?}");
+
+    let text = metrics_when(&sluice, |t| {
+        t.contains("sluice_listener_limited_total{limit=\"idle_timeout\",listener=\"public\"} 1")
+    })
+    .await;
+    assert!(
+        text.contains(
+            "sluice_listener_limited_total{limit=\"header_timeout\",listener=\"public\"} 2"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(
+        "sluice_listener_limited_total{limit=\"max_header_bytes\",listener=\"public\"} 0"
+    ));
+}
