@@ -151,7 +151,7 @@ async fn validate_prints_every_error_with_its_path() {
     // A shape error (unknown key) reads exactly as the library reports it.
     let unknown_key = TWO_ERRORS.replace("protocol: http", "protocol: http, tls: yes");
     let expected = "listeners[0].tls: unknown field `tls`, expected one of `name`, `listen`, \
-                    `protocol`, `cert`, `key`, `h2c`, `cluster` at line 4 column 61";
+                    `protocol`, `cert`, `key`, `h2c`, `cluster`, `limits` at line 4 column 61";
     let in_process = Config::from_yaml(&unknown_key).unwrap_err().to_string();
     assert_eq!(in_process, expected);
     let file = dir.write("unknown.yaml", &unknown_key);
