@@ -281,7 +281,10 @@ impl ProxyHttp for HttpProxy {
         {
             ctx.metered = true;
             ctx.operation = Operation::from_path(req.path());
-            read_header_model(session, ctx);
+            if !by_model {
+                // Read already when routing by model.
+                read_header_model(session, ctx);
+            }
         }
         let listener = snapshot
             .config
