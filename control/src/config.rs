@@ -19,6 +19,7 @@ pub use typed::{
     RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
     Unit, UpstreamTls,
 };
+pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 
 use std::fmt;
 

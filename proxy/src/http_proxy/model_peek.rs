@@ -26,8 +26,7 @@ pub(super) async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx) 
     }
     let wanted = ctx
         .snapshot
-        .faults
-        .iter()
+        .faults_for(ctx.route)
         .any(|f| f.experiment.matcher.model.is_some());
     if !wanted {
         return;
