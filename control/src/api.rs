@@ -4,6 +4,7 @@
 //! `/v1/` behind a bearer token. HTTP/1.1
 //! with JSON bodies, served on its own listener beside the data plane.
 
+mod depth;
 mod endpoints;
 mod faults;
 mod load_runs;
@@ -125,7 +126,12 @@ impl AdminApi {
 
     /// Answers one request. The whole API is this function: the server and
     /// the tests both call it.
-    pub async fn handle<B>(&self, req: Request<B>) -> ApiResponse
+    ///
+    /// Health, readiness and metrics are answered here at once. Every other
+    /// endpoint runs on a blocking worker after its body passed the size and
+    /// nesting bounds: parsing and validating a body never holds the control
+    /// thread, where the rollouts, the fault loop and the signals run.
+    pub async fn handle<B>(self: &Arc<Self>, req: Request<B>) -> ApiResponse
     where
         B: Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -138,9 +144,35 @@ impl AdminApi {
             respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
         } else {
             match endpoints::resolve(parts.method.as_str(), path) {
+                Resolved::Found(
+                    endpoint @ (ApiEndpoint::Healthz | ApiEndpoint::Readyz | ApiEndpoint::Metrics),
+                    args,
+                ) => self.call(endpoint, &args, &[]),
                 Resolved::Found(endpoint, args) => {
-                    match respond::read_body(&parts.headers, body).await {
-                        Ok(bytes) => self.call(endpoint, &args, &bytes),
+                    let limits = self.store.load().config.admin.clone();
+                    match respond::read_body(&parts.headers, body, limits.max_body).await {
+                        Ok(bytes) if depth::too_deep(&bytes, limits.max_body_depth) => {
+                            respond::error(
+                                StatusCode::BAD_REQUEST,
+                                &format!(
+                                    "body nests deeper than {} levels (admin.max_body_depth)",
+                                    limits.max_body_depth
+                                ),
+                            )
+                        }
+                        Ok(bytes) if matches!(endpoint, ApiEndpoint::AddRollout) => {
+                            let parsed =
+                                tokio::task::spawn_blocking(move || rollouts::parse(&bytes)).await;
+                            match parsed {
+                                Ok(Ok(raw)) => rollouts::add_parsed(&self.rollouts, raw),
+                                Ok(Err(errors)) => respond::config_errors(&errors),
+                                Err(e) => worker_failed(&e),
+                            }
+                        }
+                        // The other rollout endpoints act beside the
+                        // controllers, on the control thread (no body to parse).
+                        Ok(_) if is_rollout_command(endpoint) => self.call(endpoint, &args, &[]),
+                        Ok(bytes) => self.call_on_worker(endpoint, &args, bytes).await,
                         Err(answer) => answer,
                     }
                 }
@@ -155,6 +187,24 @@ impl AdminApi {
             "admin request"
         );
         response
+    }
+
+    async fn call_on_worker(
+        self: &Arc<Self>,
+        endpoint: ApiEndpoint,
+        args: &[&str],
+        body: Bytes,
+    ) -> ApiResponse {
+        let api = self.clone();
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let work = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            api.call(endpoint, &args, &body)
+        });
+        match work.await {
+            Ok(answer) => answer,
+            Err(e) => worker_failed(&e),
+        }
     }
 
     fn readyz(&self) -> ApiResponse {
@@ -215,6 +265,21 @@ impl AdminApi {
             ApiEndpoint::ShowLoadRun => load_runs::show(&self.load_runs, arg(0)),
         }
     }
+}
+
+fn worker_failed(e: &tokio::task::JoinError) -> ApiResponse {
+    warn!(error = %e, "an admin request's worker failed");
+    respond::error(StatusCode::INTERNAL_SERVER_ERROR, "the request failed")
+}
+
+fn is_rollout_command(endpoint: ApiEndpoint) -> bool {
+    matches!(
+        endpoint,
+        ApiEndpoint::ListRollouts
+            | ApiEndpoint::ShowRollout
+            | ApiEndpoint::RemoveRollout
+            | ApiEndpoint::RolloutCommand
+    )
 }
 
 fn is_v1(path: &str) -> bool {

@@ -20,6 +20,7 @@ pub use typed::{
     TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
     DEFAULT_MAX_TOKENS,
 };
+pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 
 use std::fmt;
 

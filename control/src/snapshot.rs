@@ -105,6 +105,12 @@ pub struct Snapshot {
     /// Fault experiments in config order, their state carried over from
     /// the previous snapshot while unchanged.
     pub faults: Vec<Arc<FaultRuntime>>,
+    /// Per route (config order): the indices into `faults` of the
+    /// experiments that can match its requests (theirs and those of no
+    /// route), rising. A request walks these, not every experiment.
+    pub route_faults: Vec<Vec<usize>>,
+    /// The experiments of no route: all a request that matched no route can meet.
+    pub unrouted_faults: Vec<usize>,
 }
 
 impl Snapshot {
@@ -241,9 +247,29 @@ impl Snapshot {
             .iter()
             .map(|rs| rs.iter().any(|i| routes[*i].matcher.model.is_some()))
             .collect();
+        let unrouted_faults: Vec<usize> = (0..faults.len())
+            .filter(|&i| faults[i].experiment.matcher.route.is_none())
+            .collect();
+        let route_faults = routes
+            .iter()
+            .map(|r| {
+                (0..faults.len())
+                    .filter(|&i| {
+                        faults[i]
+                            .experiment
+                            .matcher
+                            .route
+                            .as_deref()
+                            .is_none_or(|x| x == r.name)
+                    })
+                    .collect()
+            })
+            .collect();
         Snapshot {
             routes_by_model,
             faults,
+            route_faults,
+            unrouted_faults,
             version,
             hash: format!("{:016x}", hash_bytes(config.raw.to_yaml().as_bytes())),
             config,
@@ -273,6 +299,16 @@ impl Snapshot {
             .find(|i| self.routes[*i].matcher.matches_with_model(req, model))
     }
 
+    /// The experiments a request on `route` (an index into `routes`; `None`
+    /// when it matched none) can meet, in config order.
+    pub fn faults_for(&self, route: Option<usize>) -> impl Iterator<Item = &Arc<FaultRuntime>> {
+        let indices = match route.and_then(|r| self.route_faults.get(r)) {
+            Some(of_route) => of_route,
+            None => &self.unrouted_faults,
+        };
+        indices.iter().filter_map(|&i| self.faults.get(i))
+    }
+
     pub fn listener_index(&self, name: &str) -> Option<usize> {
         self.config.listeners.iter().position(|l| l.name == name)
     }
@@ -291,25 +327,31 @@ fn fault_runtimes(
     metrics: &Metrics,
 ) -> Vec<Arc<FaultRuntime>> {
     let old = previous.map_or(&[][..], |p| &p.faults[..]);
+    let by_id: HashMap<&str, &Arc<FaultRuntime>> =
+        old.iter().map(|f| (f.experiment.id.as_str(), f)).collect();
     let faults: Vec<Arc<FaultRuntime>> = config
         .faults
         .iter()
-        .map(|e| match old.iter().find(|f| f.experiment == *e) {
-            Some(f) => f.clone(),
-            None => {
-                let halt_keys = e
-                    .matcher
-                    .route
-                    .as_deref()
-                    .and_then(|r| routes.iter().find(|x| x.name == r))
-                    .map(|r| r.targets.iter().map(|t| t.stats).collect())
-                    .unwrap_or_default();
-                Arc::new(FaultRuntime::new(e.clone(), metrics, halt_keys))
-            }
-        })
+        .map(
+            |e| match by_id.get(e.id.as_str()).filter(|f| f.experiment == *e) {
+                Some(f) => (*f).clone(),
+                None => {
+                    let halt_keys = e
+                        .matcher
+                        .route
+                        .as_deref()
+                        .and_then(|r| routes.iter().find(|x| x.name == r))
+                        .map(|r| r.targets.iter().map(|t| t.stats).collect())
+                        .unwrap_or_default();
+                    Arc::new(FaultRuntime::new(e.clone(), metrics, halt_keys))
+                }
+            },
+        )
         .collect();
+    let kept: std::collections::HashSet<*const FaultRuntime> =
+        faults.iter().map(Arc::as_ptr).collect();
     for f in old {
-        if !faults.iter().any(|n| Arc::ptr_eq(n, f)) {
+        if !kept.contains(&Arc::as_ptr(f)) {
             f.mark_removed();
         }
     }

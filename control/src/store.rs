@@ -58,9 +58,36 @@ impl SnapshotStore {
         action: &str,
         edit: impl FnOnce(&mut RawConfig) -> Result<(), ConfigErrors>,
     ) -> Result<Arc<Snapshot>, ConfigErrors> {
+        self.apply_config(source, action, |old| {
+            let mut raw = old.raw.clone();
+            edit(&mut raw)?;
+            let config = raw.validate()?;
+            needs_no_restart(old, &config)?;
+            Ok(config)
+        })
+    }
+
+    /// The one serialised apply path: `next` builds the new config from the
+    /// live one (validating what it changed) and the snapshot built on it is
+    /// swapped in. Callers that can validate without the live config do it
+    /// before (see [`SnapshotStore::replace`]), to keep this section short.
+    pub(crate) fn apply_config(
+        &self,
+        source: &str,
+        action: &str,
+        next: impl FnOnce(&Config) -> Result<Config, ConfigErrors>,
+    ) -> Result<Arc<Snapshot>, ConfigErrors> {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.current.load_full();
-        let result = self.next_snapshot(&old, edit);
+        let result = next(&old.config).map(|config| {
+            Snapshot::build(
+                Arc::new(config),
+                old.version + 1,
+                Some(&old),
+                &self.shared.metrics,
+                &self.shared.stats,
+            )
+        });
         match result {
             Ok(snapshot) => {
                 let snapshot = Arc::new(snapshot);
@@ -77,51 +104,68 @@ impl SnapshotStore {
                     .push(source, action, snapshot.version, Vec::new());
                 info!(
                     source,
-                    action,
+                    action = %escaped(action),
                     version = snapshot.version,
                     "config change applied"
                 );
                 Ok(snapshot)
             }
             Err(errors) => {
-                self.shared
-                    .metrics
-                    .config_changes
-                    .with_label_values(&[source, "rejected"])
-                    .inc();
-                let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
-                warn!(source, action, errors = %errors, "config change rejected");
-                self.shared.events.push(source, action, old.version, lines);
+                self.rejected(source, action, old.version, &errors);
                 Err(errors)
             }
         }
     }
 
-    /// Replaces the whole config (file reload, `PUT /v1/config`).
-    pub fn replace(&self, source: &str, raw: RawConfig) -> Result<Arc<Snapshot>, ConfigErrors> {
-        self.apply(source, "replace config", move |current| {
-            *current = raw;
-            Ok(())
-        })
+    fn rejected(&self, source: &str, action: &str, version: u64, errors: &ConfigErrors) {
+        self.shared
+            .metrics
+            .config_changes
+            .with_label_values(&[source, "rejected"])
+            .inc();
+        let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+        warn!(
+            source,
+            action = %escaped(action),
+            errors = %escaped(&errors.to_string()),
+            "config change rejected"
+        );
+        self.shared.events.push(source, action, version, lines);
     }
 
-    fn next_snapshot(
-        &self,
-        old: &Snapshot,
-        edit: impl FnOnce(&mut RawConfig) -> Result<(), ConfigErrors>,
-    ) -> Result<Snapshot, ConfigErrors> {
-        let mut raw = old.config.raw.clone();
-        edit(&mut raw)?;
-        let config = raw.validate()?;
-        needs_no_restart(&old.config, &config)?;
-        Ok(Snapshot::build(
-            Arc::new(config),
-            old.version + 1,
-            Some(old),
-            &self.shared.metrics,
-            &self.shared.stats,
-        ))
+    /// Replaces the whole config (file reload, `PUT /v1/config`). The new
+    /// config is validated before the writers' lock is taken: it does not
+    /// depend on the live one but for what needs a restart.
+    pub fn replace(&self, source: &str, raw: RawConfig) -> Result<Arc<Snapshot>, ConfigErrors> {
+        let action = "replace config";
+        match raw.validate() {
+            Ok(config) => self.apply_config(source, action, move |old| {
+                needs_no_restart(old, &config)?;
+                Ok(config)
+            }),
+            Err(errors) => {
+                self.rejected(source, action, self.load().version, &errors);
+                Err(errors)
+            }
+        }
     }
+}
+
+/// Text as one log line: control characters (a newline in an id a client
+/// sent) are written escaped, so that no request can forge a line.
+pub(crate) fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Sockets are bound at start: listeners, the admin address and the runtime

@@ -9,6 +9,7 @@ mod split;
 
 mod capacity;
 mod cli;
+mod control_isolation;
 mod demo;
 mod faults;
 mod fit;

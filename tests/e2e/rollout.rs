@@ -10,7 +10,7 @@ use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::harness::{listener, start, Admin, TestConfig};
 
-async fn mock(model: &str, ttft_ms: u64) -> MockLlm {
+pub(crate) async fn mock(model: &str, ttft_ms: u64) -> MockLlm {
     MockLlm::start(MockLlmOptions {
         model: model.into(),
         ..MockLlmOptions::paced_ms(ttft_ms, 2, 2)
@@ -19,7 +19,7 @@ async fn mock(model: &str, ttft_ms: u64) -> MockLlm {
     .unwrap()
 }
 
-fn yaml(stable: &MockLlm, canary: &MockLlm, steps: &str) -> String {
+pub(crate) fn yaml(stable: &MockLlm, canary: &MockLlm, steps: &str) -> String {
     TestConfig::http()
         .cluster_with("stable", "llm", [stable.addr()], "version: v1")
         .cluster_with("canary", "llm", [canary.addr()], "version: v2")
@@ -39,7 +39,7 @@ fn yaml(stable: &MockLlm, canary: &MockLlm, steps: &str) -> String {
 }
 
 /// Which model answered a streamed chat: "v1" or "v2".
-async fn ask(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> String {
+pub(crate) async fn ask(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> String {
     let mut req = client
         .post(url)
         .json(&json!({"messages": [{"role": "user", "content": "hi"}], "stream": true}));

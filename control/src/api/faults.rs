@@ -1,6 +1,7 @@
 //! `/v1/faults`: list, add (the shape of one `faults:` item, YAML or JSON),
 //! show and remove experiments. An experiment is part of the config, so
-//! adding and removing go through the store: validated whole, swapped in
+//! adding and removing go through the store's one apply path: the new
+//! experiment validated alone against the live config, swapped in
 //! atomically, written to the audit log.
 
 use std::time::Instant;
@@ -83,65 +84,79 @@ pub(super) fn show(store: &SnapshotStore, id: &str) -> ApiResponse {
     }
 }
 
+/// Why an experiment was not added, besides errors in it.
+enum Refused {
+    Taken,
+    AtLimit(usize),
+}
+
 /// 201 with the new experiment; 400 with every error (paths relative to the
-/// experiment); 409 when the id is taken.
+/// experiment); 409 when the id is taken or `runtime.max_experiments` are
+/// listed already. Only the new experiment is validated (the others were).
 pub(super) fn add(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
     let mut fault = match respond::parse_body(body, RawFault::from_yaml) {
         Ok(f) => f,
         Err(errors) => return respond::config_errors(&errors),
     };
     let id = fault.id.get_or_insert_with(new_fault_id).clone();
-    let mut taken = false;
+    let mut refused = None;
     let mut index = 0;
-    let result = store.apply("api", &format!("add fault {id}"), |raw| {
-        if raw
-            .faults
-            .iter()
-            .any(|f| f.id.as_deref() == Some(id.as_str()))
-        {
-            taken = true;
+    let result = store.apply_config("api", &format!("add fault {id}"), |config| {
+        let max = config.runtime.max_experiments;
+        if config.raw.faults.iter().any(|f| f.id.as_ref() == Some(&id)) {
+            refused = Some(Refused::Taken);
             return Err(ConfigErrors(vec![ConfigError::new(
                 "id",
                 format!("fault `{id}` already exists"),
             )]));
         }
-        index = raw.faults.len();
-        raw.faults.push(fault);
-        Ok(())
+        if config.raw.faults.len() >= max {
+            refused = Some(Refused::AtLimit(max));
+            return Err(ConfigErrors(vec![ConfigError::new(
+                "faults",
+                format!("at the limit of {max} experiments (runtime.max_experiments)"),
+            )]));
+        }
+        index = config.raw.faults.len();
+        config.with_fault(fault)
     });
-    match result {
-        Ok(_) => {
+    match (result, refused) {
+        (Ok(_), _) => {
             let mut answer = show(store, &id);
             if answer.status() == StatusCode::OK {
                 *answer.status_mut() = StatusCode::CREATED;
             }
             answer
         }
-        Err(errors) if taken => respond::error_at(
+        (Err(_), Some(Refused::Taken)) => respond::error_at(
             StatusCode::CONFLICT,
-            &errors
-                .0
-                .first()
-                .map_or(String::new(), |e| e.message.clone()),
+            &format!("fault `{id}` already exists"),
             "id",
         ),
-        Err(errors) => respond::config_errors(&errors.relative_to(&format!("faults[{index}]"))),
+        (Err(_), Some(Refused::AtLimit(max))) => respond::error_at(
+            StatusCode::CONFLICT,
+            &format!(
+                "{max} fault experiments are listed, the limit (runtime.max_experiments); \
+                 remove one first"
+            ),
+            "faults",
+        ),
+        (Err(errors), None) => {
+            respond::config_errors(&errors.relative_to(&format!("faults[{index}]")))
+        }
     }
 }
 
 pub(super) fn remove(store: &SnapshotStore, id: &str) -> ApiResponse {
     let mut missing = false;
-    let result = store.apply("api", &format!("remove fault {id}"), |raw| {
-        let before = raw.faults.len();
-        raw.faults.retain(|f| f.id.as_deref() != Some(id));
-        missing = raw.faults.len() == before;
-        if missing {
-            return Err(ConfigErrors(vec![ConfigError::new(
+    let result = store.apply_config("api", &format!("remove fault {id}"), |config| {
+        config.without_fault(id).ok_or_else(|| {
+            missing = true;
+            ConfigErrors(vec![ConfigError::new(
                 "id",
                 format!("unknown fault `{id}`"),
-            )]));
-        }
-        Ok(())
+            )])
+        })
     });
     match result {
         Ok(snapshot) => respond::json(

@@ -11,8 +11,9 @@ use tracing::warn;
 
 use crate::config::ConfigErrors;
 
-/// Request bodies larger than this are refused with 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Request bodies larger than this are refused with 413 unless
+/// `admin.max_body` says otherwise.
+pub const MAX_BODY_BYTES: usize = crate::config::DEFAULT_ADMIN_MAX_BODY;
 
 pub(super) type ApiResponse = Response<Full<Bytes>>;
 
@@ -115,9 +116,13 @@ pub(super) fn wrong_method(method: &Method, path: &str, allow: &str) -> ApiRespo
     response
 }
 
-/// Reads a whole request body of at most [`MAX_BODY_BYTES`]. The error is
-/// the answer to send.
-pub(super) async fn read_body<B>(headers: &http::HeaderMap, body: B) -> Result<Bytes, ApiResponse>
+/// Reads a whole request body of at most `max` bytes (`admin.max_body`). The
+/// error is the answer to send.
+pub(super) async fn read_body<B>(
+    headers: &http::HeaderMap,
+    body: B,
+    max: usize,
+) -> Result<Bytes, ApiResponse>
 where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -125,7 +130,7 @@ where
     let too_large = || {
         let mut response = error(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("request body is over {MAX_BODY_BYTES} bytes"),
+            &format!("request body is over {max} bytes (admin.max_body)"),
         );
         // The rest of the body is unread: close rather than drain it.
         response
@@ -137,10 +142,10 @@ where
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+    if declared.is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+    match Limited::new(body, max).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
         Err(e) => Err(error(

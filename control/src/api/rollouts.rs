@@ -5,7 +5,7 @@ use http::StatusCode;
 use serde::Serialize;
 
 use super::respond::{self, ApiResponse};
-use crate::config::RawRollout;
+use crate::config::{ConfigErrors, RawRollout};
 use crate::rollout::{Command, RolloutError, Rollouts};
 
 #[derive(Serialize)]
@@ -20,10 +20,21 @@ pub(super) fn list(rollouts: &Rollouts) -> ApiResponse {
 /// 201 with the new rollout's status; 400 with every error (paths relative
 /// to the rollout); 409 when the name is taken.
 pub(super) fn add(rollouts: &Rollouts, body: &[u8]) -> ApiResponse {
-    let raw = match respond::parse_body(body, RawRollout::from_yaml) {
-        Ok(raw) => raw,
-        Err(errors) => return respond::config_errors(&errors),
-    };
+    match parse(body) {
+        Ok(raw) => add_parsed(rollouts, raw),
+        Err(errors) => respond::config_errors(&errors),
+    }
+}
+
+/// The body of `POST /v1/rollouts` read (on a blocking worker: see
+/// [`super::AdminApi::handle`]).
+pub(super) fn parse(body: &[u8]) -> Result<RawRollout, ConfigErrors> {
+    respond::parse_body(body, RawRollout::from_yaml)
+}
+
+/// Adds a parsed rollout. Called on the control thread, beside the
+/// controllers: the status answered is the rollout's before its first step.
+pub(super) fn add_parsed(rollouts: &Rollouts, raw: RawRollout) -> ApiResponse {
     match rollouts.add(raw) {
         Ok(status) => respond::json(StatusCode::CREATED, &status),
         Err(e) => error(e),

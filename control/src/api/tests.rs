@@ -322,7 +322,10 @@ async fn a_body_over_the_limit_is_413() {
     let big = " ".repeat(MAX_BODY_BYTES + 1);
     let (status, body) = s.json(Method::PUT, "/v1/config", &big).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(body["error"], "request body is over 1048576 bytes");
+    assert_eq!(
+        body["error"],
+        "request body is over 16777216 bytes (admin.max_body)"
+    );
     assert_eq!(s.api.store.load().version, 1);
 }
 
@@ -408,6 +411,7 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
 }
 
 mod faults;
+mod limits;
 mod load_runs;
 mod mirror;
 mod observers;

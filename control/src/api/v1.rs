@@ -89,11 +89,12 @@ pub(super) fn get_config(store: &SnapshotStore) -> ApiResponse {
 /// Replaces the whole config with `body` (YAML or JSON). A parse error is
 /// rejected through the store too, so that it reaches the audit log.
 pub(super) fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
-    let parsed = respond::parse_body(body, RawConfig::from_yaml);
-    let result = store.apply("api", "replace config", move |raw| {
-        *raw = parsed?;
-        Ok(())
-    });
+    // Validated before the writers' lock is taken (see `replace`); a body
+    // that does not parse is recorded as a rejected change all the same.
+    let result = match respond::parse_body(body, RawConfig::from_yaml) {
+        Ok(raw) => store.replace("api", raw),
+        Err(errors) => store.apply("api", "replace config", move |_| Err(errors)),
+    };
     match result {
         Ok(snapshot) => respond::json(
             StatusCode::OK,

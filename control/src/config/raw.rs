@@ -113,6 +113,8 @@ pub struct RawRuntime {
     pub max_fault_ttl: Option<String>,
     /// CPU priority of the shadow sender's threads (default `idle`).
     pub mirror_priority: Option<SidePriority>,
+    /// The most fault experiments at once (default 1000).
+    pub max_experiments: Option<usize>,
 }
 
 #[skip_serializing_none]
@@ -122,6 +124,10 @@ pub struct RawAdmin {
     pub listen: Option<String>,
     pub token_env: Option<String>,
     pub token_file: Option<String>,
+    /// The largest request body the API parses (default 16MiB).
+    pub max_body: Option<RawSize>,
+    /// The deepest nesting of objects and lists in a body (default 64).
+    pub max_body_depth: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -126,6 +126,8 @@ pub struct RuntimeConfig {
     /// The longest `ttl` a fault experiment may have.
     pub max_fault_ttl: Duration,
     pub mirror_priority: SidePriority,
+    /// The most fault experiments at once.
+    pub max_experiments: usize,
 }
 
 /// How a side thread (the shadow sender's, the recorder's writer) competes
@@ -156,6 +158,10 @@ pub enum TokenSource {
 pub struct AdminConfig {
     pub listen: SocketAddr,
     pub token: TokenSource,
+    /// The largest request body the API reads, in bytes.
+    pub max_body: usize,
+    /// The deepest nesting of objects and lists a body may have.
+    pub max_body_depth: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamProtocol,
-    RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawSize, RawTimeouts,
+    RawUpstreamProtocol, RawUpstreamTls,
 };
 use super::typed::*;
 use super::{ConfigErrors, RawConfig};
@@ -26,6 +26,12 @@ use errors::Errors;
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+const DEFAULT_MAX_EXPERIMENTS: usize = 1000;
+/// Large enough for `GET /v1/config` of a config at `max_experiments` to be
+/// `PUT` back whole.
+pub(crate) const DEFAULT_ADMIN_MAX_BODY: usize = 16 * 1024 * 1024;
+const MAX_ADMIN_MAX_BODY: usize = 256 * 1024 * 1024;
+const DEFAULT_ADMIN_MAX_DEPTH: usize = 64;
 
 impl RawConfig {
     pub fn validate(&self) -> Result<Config, ConfigErrors> {
@@ -90,11 +96,29 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         r.max_fault_ttl.as_deref(),
         fault::DEFAULT_MAX_FAULT_TTL,
     );
+    let max_experiments = match r.max_experiments {
+        Some(0) => {
+            errs.push("runtime.max_experiments", "must be at least 1");
+            DEFAULT_MAX_EXPERIMENTS
+        }
+        Some(n) => n,
+        None => DEFAULT_MAX_EXPERIMENTS,
+    };
+    if raw.faults.len() > max_experiments {
+        errs.push(
+            "faults",
+            format!(
+                "{} experiments, over runtime.max_experiments ({max_experiments})",
+                raw.faults.len()
+            ),
+        );
+    }
     RuntimeConfig {
         threads,
         grace_period,
         max_fault_ttl,
         mirror_priority: r.mirror_priority.unwrap_or_default(),
+        max_experiments,
     }
 }
 
@@ -125,7 +149,40 @@ fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
             ),
         );
     }
-    AdminConfig { listen, token }
+    let max_body = match &a.max_body {
+        None => DEFAULT_ADMIN_MAX_BODY,
+        Some(size) => {
+            let bytes = match size {
+                RawSize::Bytes(n) => Ok(*n),
+                RawSize::Text(t) => sluice_filters::parse_size(t),
+            };
+            match bytes.map(usize::try_from) {
+                Ok(Ok(n)) if (1024..=MAX_ADMIN_MAX_BODY).contains(&n) => n,
+                Ok(_) => {
+                    errs.push("admin.max_body", "must be within 1KiB ..= 256MiB");
+                    DEFAULT_ADMIN_MAX_BODY
+                }
+                Err(e) => {
+                    errs.push("admin.max_body", e);
+                    DEFAULT_ADMIN_MAX_BODY
+                }
+            }
+        }
+    };
+    let max_body_depth = match a.max_body_depth {
+        Some(n) if !(8..=1024).contains(&n) => {
+            errs.push("admin.max_body_depth", "must be within 8 ..= 1024");
+            DEFAULT_ADMIN_MAX_DEPTH
+        }
+        Some(n) => n,
+        None => DEFAULT_ADMIN_MAX_DEPTH,
+    };
+    AdminConfig {
+        listen,
+        token,
+        max_body,
+        max_body_depth,
+    }
 }
 
 fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {

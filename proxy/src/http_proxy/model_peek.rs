@@ -31,8 +31,7 @@ pub(super) async fn read_if_needed(session: &mut Session, ctx: &mut RequestCtx, 
     let wanted = routing
         || ctx
             .snapshot
-            .faults
-            .iter()
+            .faults_for(ctx.route)
             .any(|f| f.experiment.matcher.model.is_some());
     if wanted {
         read(session, ctx).await;

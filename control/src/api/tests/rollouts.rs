@@ -161,7 +161,7 @@ async fn bad_rollouts_and_commands_are_refused() {
 }
 
 /// The API called without a socket, so that tokio's clock can be paused.
-async fn call(api: &AdminApi, method: Method, path: &str, body: &str) -> (StatusCode, Value) {
+async fn call(api: &Arc<AdminApi>, method: Method, path: &str, body: &str) -> (StatusCode, Value) {
     let req = Request::builder()
         .method(method)
         .uri(path)

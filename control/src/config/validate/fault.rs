@@ -11,11 +11,16 @@ use sluice_filters::{Experiment, FaultKind, FaultMatch, HaltIf};
 
 use super::super::raw::{RawFault, RawFaultMatch, RawProtocol};
 use super::super::typed::*;
+use super::super::ConfigErrors;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 use sluice_filters::parse_duration;
 
 pub(super) const DEFAULT_MAX_FAULT_TTL: Duration = Duration::from_secs(3600);
+/// The most one experiment may take as JSON: with `max_experiments` at its
+/// default, the experiments of `GET /v1/config` take at most 8 MiB of the
+/// 16 MiB `PUT /v1/config` accepts.
+pub(crate) const MAX_FAULT_BYTES: usize = 8 * 1024;
 const DEFAULT_HALT_WINDOW: Duration = Duration::from_secs(10);
 
 /// What an experiment's references are checked against.
@@ -47,6 +52,13 @@ pub(super) fn fault(
     errs: &mut Errors,
 ) -> Option<Experiment> {
     let before = errs.0.len();
+    let bytes = serde_json::to_vec(f).map_or(0, |v| v.len());
+    if bytes > MAX_FAULT_BYTES {
+        errs.push(
+            at,
+            format!("{bytes} bytes as JSON, over the {MAX_FAULT_BYTES} an experiment may take"),
+        );
+    }
     let id = match &f.id {
         Some(id) => {
             errs.name(format!("{at}.id"), id);
@@ -182,4 +194,57 @@ pub(super) fn zero_or_more(errs: &mut Errors, path: String, text: Option<&str>) 
         errs.push(path, e);
         Duration::ZERO
     })
+}
+
+impl Config {
+    /// This config with `raw` appended to `faults:`, the new experiment
+    /// validated alone: the others and the rest of the config were valid
+    /// already and nothing in them refers to an experiment. Errors are at
+    /// `faults[N]`, the place it would have taken.
+    pub(crate) fn with_fault(&self, raw: RawFault) -> Result<Config, ConfigErrors> {
+        let at = format!("faults[{}]", self.raw.faults.len());
+        let mut errs = Errors::default();
+        if let Some(id) = &raw.id {
+            if let Some(i) = self
+                .raw
+                .faults
+                .iter()
+                .position(|f| f.id.as_ref() == Some(id))
+            {
+                errs.push(
+                    format!("{at}.id"),
+                    format!("duplicate fault `{id}` (first at faults[{i}].id)"),
+                );
+            }
+        }
+        let known = Known {
+            listeners: &self.raw.listeners,
+            routes: &self.routes,
+            clusters: &self.clusters,
+            max_ttl: self.runtime.max_fault_ttl,
+        };
+        let experiment = fault(&at, &raw, &known, &mut errs);
+        match experiment {
+            Some(e) if errs.0.is_empty() => {
+                let mut next = self.clone();
+                next.raw.faults.push(raw);
+                next.faults.push(e);
+                Ok(next)
+            }
+            _ => Err(ConfigErrors(errs.0)),
+        }
+    }
+
+    /// This config without the experiment `id`; `None` when it has none.
+    pub(crate) fn without_fault(&self, id: &str) -> Option<Config> {
+        let i = self
+            .raw
+            .faults
+            .iter()
+            .position(|f| f.id.as_deref() == Some(id))?;
+        let mut next = self.clone();
+        next.raw.faults.remove(i);
+        next.faults.remove(i);
+        Some(next)
+    }
 }
