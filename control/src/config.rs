@@ -8,7 +8,8 @@ mod validate;
 
 pub use raw::{
     RawBound, RawCompare, RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
-    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
+    RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
+    RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};

@@ -34,10 +34,11 @@ pub use config::{
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig, ListenerLimits,
     ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare,
-    RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent, RawPrometheusSource,
-    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
+    RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent, RawPerturb,
+    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
+    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority,
+    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
+    DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -22,6 +22,7 @@ mod metrics;
 mod mirror;
 mod names;
 mod path_error;
+mod perturb;
 mod record;
 mod redact;
 mod request_scan;
@@ -76,6 +77,7 @@ pub use metrics::{
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
+pub use perturb::{PerturbMode, Perturbation, PERTURBED_HEADER};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
 pub use request_scan::{scan_request, with_model, RequestInfo};

@@ -5,6 +5,7 @@ mod chroma;
 mod counts;
 mod ctl;
 mod faults;
+mod perturb;
 mod real;
 
 use std::net::SocketAddr;

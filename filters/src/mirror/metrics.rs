@@ -1,7 +1,7 @@
 //! The mirror's metric families, and per-route handles resolved when a
 //! snapshot is built.
 
-use prometheus::{Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
+use prometheus::{Gauge, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
 
 use crate::metrics::{register_family, register_histogram};
 
@@ -70,6 +70,9 @@ pub struct MirrorMetrics {
     latency_ratio: HistogramVec,
     ttft_ratio: HistogramVec,
     output_tokens: HistogramVec,
+    perturbed_similarity: HistogramVec,
+    noise_similarity: HistogramVec,
+    robustness: GaugeVec,
 }
 
 /// One route's handles.
@@ -84,9 +87,28 @@ pub struct MirrorRouteMetrics {
     pub latency_ratio: Histogram,
     pub ttft_ratio: Histogram,
     pub output_tokens: Histogram,
+    /// Perturbed shadow answers against the primary's (`mirror.perturb`).
+    pub perturbed_similarity: Histogram,
+    /// Noise copies' answers against the primary's.
+    pub noise_similarity: Histogram,
+    robustness: Gauge,
 }
 
 impl MirrorRouteMetrics {
+    /// Sets the robustness score from the similarities observed so far.
+    pub fn update_robustness(&self) {
+        let mean = |h: &Histogram| {
+            let n = h.get_sample_count();
+            (n > 0).then(|| h.get_sample_sum() / n as f64)
+        };
+        if let Some(score) = robustness(
+            mean(&self.perturbed_similarity),
+            mean(&self.noise_similarity),
+        ) {
+            self.robustness.set(score);
+        }
+    }
+
     /// Counts `copies` shadow copies with one result.
     pub fn count(&self, result: MirrorResult, copies: u32) {
         self.requests[result as usize].inc_by(u64::from(copies));
@@ -178,6 +200,24 @@ impl MirrorMetrics {
                 "Shadow output tokens minus the primary's.",
                 DELTA_BUCKETS,
             )?,
+            perturbed_similarity: histogram(
+                registry,
+                "sluice_mirror_perturbed_similarity",
+                "Text similarity of perturbed shadow answers (mirror.perturb) and the primary's.",
+                SHARE_BUCKETS,
+            )?,
+            noise_similarity: histogram(
+                registry,
+                "sluice_mirror_noise_similarity",
+                "Text similarity of noise copies' answers (the primary's cluster again) and the primary's.",
+                SHARE_BUCKETS,
+            )?,
+            robustness: register_family(
+                registry,
+                "sluice_mirror_robustness",
+                "Mean similarity of perturbed answers over that of noise copies (1 with no noise copies): 1 = rewording moves answers no more than asking again.",
+                &["route"],
+            )?,
         })
     }
 
@@ -194,6 +234,24 @@ impl MirrorMetrics {
             latency_ratio: self.latency_ratio.with_label_values(&[route]),
             ttft_ratio: self.ttft_ratio.with_label_values(&[route]),
             output_tokens: self.output_tokens.with_label_values(&[route]),
+            perturbed_similarity: self.perturbed_similarity.with_label_values(&[route]),
+            noise_similarity: self.noise_similarity.with_label_values(&[route]),
+            robustness: self.robustness.with_label_values(&[route]),
         }
     }
+}
+
+/// The robustness score: the mean similarity of perturbed answers to the
+/// primary's, over the mean similarity of unperturbed noise copies (how much
+/// answers move when the same prompt is asked again). Without noise copies
+/// the floor is 1, so the score is the perturbed mean itself. Capped at 1: a
+/// perturbed mean above the noise floor is as robust as it gets. `None` until
+/// a perturbed answer was compared.
+pub(crate) fn robustness(perturbed_mean: Option<f64>, noise_mean: Option<f64>) -> Option<f64> {
+    let perturbed = perturbed_mean?;
+    let floor = noise_mean.unwrap_or(1.0);
+    if floor <= 0.0 {
+        return Some(if perturbed > 0.0 { 1.0 } else { 0.0 });
+    }
+    Some((perturbed / floor).min(1.0))
 }

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 
 fn count(sampler: &MirrorSampler, requests: u32) -> (u32, u32) {
@@ -88,4 +90,41 @@ fn a_higher_percent_keeps_every_session_a_lower_one_had() {
             assert!(high.copies(Some(key.as_bytes())) > 0, "{key}");
         }
     }
+}
+
+#[test]
+fn robustness_is_the_perturbed_mean_over_the_noise_floor() {
+    use super::metrics::robustness;
+    assert_eq!(robustness(None, Some(0.9)), None);
+    assert_eq!(robustness(Some(0.6), None), Some(0.6));
+    let score = robustness(Some(0.6), Some(0.8)).unwrap();
+    assert!((score - 0.75).abs() < 1e-12);
+    // Rewording that moves answers less than asking again is as robust as it gets.
+    assert_eq!(robustness(Some(0.95), Some(0.9)), Some(1.0));
+    assert_eq!(robustness(Some(0.0), Some(0.0)), Some(0.0));
+}
+
+#[test]
+fn the_robustness_gauge_follows_the_histograms() {
+    let registry = prometheus::Registry::new();
+    let m = MirrorMetrics::new(&registry).unwrap().route("chat");
+    m.update_robustness();
+    let text = |r: &prometheus::Registry| {
+        prometheus::TextEncoder::new()
+            .encode_to_string(&r.gather())
+            .unwrap()
+    };
+    assert!(
+        text(&registry).contains("sluice_mirror_robustness{route=\"chat\"} 0\n"),
+        "unset until a perturbed answer"
+    );
+    for s in [1.0, 0.5] {
+        m.noise_similarity.observe(s);
+    }
+    for s in [0.375, 0.375] {
+        m.perturbed_similarity.observe(s);
+    }
+    m.update_robustness();
+    // 0.375 / 0.75 = 0.5.
+    assert!(text(&registry).contains("sluice_mirror_robustness{route=\"chat\"} 0.5\n"));
 }

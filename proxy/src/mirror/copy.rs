@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use sluice_control::{ClusterKind, ClusterRuntime, Config};
-use sluice_filters::{Dialect, Failure, MirrorResult, TokenMeter, TraceContext};
+use sluice_filters::{Dialect, Failure, MirrorResult, TokenMeter, TraceContext, PERTURBED_HEADER};
 
 use super::health::{Health, DOWN_FOR};
 use super::job::{Answer, Job};
@@ -40,6 +40,8 @@ const POLICY: Policy = Policy {
 pub(super) struct CopyAnswer {
     pub cluster: String,
     pub answer: Answer,
+    /// The copy's prompt was perturbed (`mirror.perturb`).
+    pub perturbed: bool,
 }
 
 pub(super) type CopyResult = (CopyKind, Result<CopyAnswer, MirrorResult>);
@@ -65,9 +67,12 @@ impl Shadow {
         let plain = join(&job.body);
         let mut copies = tokio::task::JoinSet::new();
         for a in admitted {
-            let (body, marker) = match a.kind {
-                CopyKind::Shadow(n) => (rewritten.clone(), n.to_string()),
-                CopyKind::Noise(_) => (plain.clone(), "noise".to_string()),
+            let (body, marker, perturbed) = match a.kind {
+                CopyKind::Shadow(n) => match perturbed_body(&job, &rewritten, n) {
+                    Some(body) => (body, n.to_string(), true),
+                    None => (rewritten.clone(), n.to_string(), false),
+                },
+                CopyKind::Noise(_) => (plain.clone(), "noise".to_string(), false),
             };
             let shadow = self.clone();
             let job = job.clone();
@@ -77,7 +82,7 @@ impl Shadow {
                     CopyKind::Noise(_) => job.primary_cluster.as_ref(),
                 };
                 let result = match cluster {
-                    Some(cluster) => shadow.send(&job, cluster, body, &marker).await,
+                    Some(cluster) => shadow.send(&job, cluster, body, &marker, perturbed).await,
                     None => Err(MirrorResult::Error),
                 };
                 if result.is_err() && matches!(a.kind, CopyKind::Shadow(_)) {
@@ -104,6 +109,7 @@ impl Shadow {
         cluster: &ClusterRuntime,
         body: Bytes,
         marker: &str,
+        perturbed: bool,
     ) -> Result<CopyAnswer, MirrorResult> {
         let parent = job
             .headers
@@ -121,6 +127,9 @@ impl Shadow {
             }
         }
         let _ = head.insert_header("x-sluice-shadow", marker);
+        if let Some(p) = job.policy.config.perturb.as_ref().filter(|_| perturbed) {
+            let _ = head.insert_header(PERTURBED_HEADER, p.rate.to_string());
+        }
         let _ = head.insert_header("traceparent", child_traceparent(parent.as_ref()));
         let endpoints = self.health.of(&cluster.config);
         let now_ms = || self.health.now_ms();
@@ -177,6 +186,7 @@ impl Shadow {
             Ok(CopyAnswer {
                 cluster: cluster.config.name.clone(),
                 answer: copy,
+                perturbed,
             })
         };
         let result = match tokio::time::timeout(job.policy.config.timeout, exchange).await {
@@ -251,6 +261,13 @@ pub(super) fn shadow_body(job: &Job) -> Bytes {
         return body;
     };
     sluice_filters::with_model(&body, model).map_or(body, Bytes::from)
+}
+
+/// Shadow copy `n`'s body with its prompt perturbed, when the policy says
+/// so and the body has user text to perturb.
+fn perturbed_body(job: &Job, body: &Bytes, n: u32) -> Option<Bytes> {
+    let policy = job.policy.config.perturb.as_ref()?;
+    policy.apply(body, n).map(Bytes::from)
 }
 
 /// A `traceparent` for a copy: a child of the client's span when it sent

@@ -48,9 +48,20 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
         .map(|a| compare(&primary, &leg(job, &a.answer)))
         .collect();
     let floor = NoiseFloor::from_noise(&noise);
+    for s in noise.iter().filter_map(|c| c.similarity) {
+        metrics.noise_similarity.observe(s);
+    }
     shadows.sort_by_key(|(n, _)| *n);
     for (n, answer) in &shadows {
         let c = compare(&primary, &leg(job, &answer.answer));
+        if answer.perturbed {
+            // Reported apart: a reworded prompt is meant to move the answer,
+            // so it feeds the robustness score, not the diffs.
+            if let Some(s) = c.similarity {
+                metrics.perturbed_similarity.observe(s);
+            }
+            continue;
+        }
         record_figures(job, &c);
         let kinds = differences(&c, &floor, job.policy.config.compare.min_similarity);
         for kind in &kinds {
@@ -61,6 +72,9 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
                 job, *n, kinds, &c, &noise, &floor, &primary, answer,
             ));
         }
+    }
+    if job.policy.config.perturb.is_some() {
+        metrics.update_robustness();
     }
 }
 

@@ -107,3 +107,66 @@ fn unknown_keys_are_refused_with_their_path() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn perturb_defaults_and_errors() {
+    let c = Config::from_yaml(&config("{ cluster: shadow, perturb: { rate: 0.15 } }")).unwrap();
+    let p = c.routes[0].mirror.clone().unwrap().perturb.unwrap();
+    assert_eq!(
+        p,
+        sluice_filters::Perturbation {
+            rate: 0.15,
+            mode: sluice_filters::PerturbMode::Mask,
+            seed: 0,
+            mask_token: "[MASK]".into(),
+        }
+    );
+    let c = Config::from_yaml(&config(
+        "{ cluster: shadow, perturb: { rate: 1, mode: swap, seed: 9, mask_token: '<unk>' } }",
+    ))
+    .unwrap();
+    let p = c.routes[0].mirror.clone().unwrap().perturb.unwrap();
+    assert_eq!((p.mode, p.seed), (sluice_filters::PerturbMode::Swap, 9));
+
+    let errors = errors_in(&config(
+        "{ cluster: shadow, perturb: { rate: 1.5, mask_token: '' }, \
+rewrite: { headers: { X-Sluice-Perturbed: '1' } } }",
+    ));
+    assert_eq!(
+        errors,
+        vec![
+            "routes[0].mirror.rewrite.headers.X-Sluice-Perturbed: `x-sluice-perturbed` is set by the mirror itself",
+            "routes[0].mirror.perturb.rate: 1.5 is not within 0 (excluded) ..= 1",
+            "routes[0].mirror.perturb.mask_token: must not be empty",
+        ]
+    );
+    let errors = errors_in(&config("{ cluster: redis, perturb: { rate: 0.2 } }"));
+    assert!(
+        errors.contains(
+            &"routes[0].mirror.cluster: cluster `redis` is kind cache; only HTTP can be mirrored"
+                .to_string()
+        ),
+        "{errors:?}"
+    );
+    let errors = errors_in(
+        &config("{ cluster: http-shadow, perturb: { rate: 0.2, mode: shuffle } }").replace(
+            "  - { name: shadow, kind: llm",
+            "  - { name: http-shadow, kind: http, endpoints: [127.0.0.1:8101] }\n  - { name: shadow, kind: llm",
+        ),
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("routes[0].mirror.perturb.mode: unknown variant `shuffle`"),
+        "{errors:?}"
+    );
+    let errors = errors_in(
+        &config("{ cluster: http-shadow, perturb: { rate: 0.2 } }").replace(
+            "  - { name: shadow, kind: llm",
+            "  - { name: http-shadow, kind: http, endpoints: [127.0.0.1:8101] }\n  - { name: shadow, kind: llm",
+        ),
+    );
+    assert_eq!(
+        errors,
+        vec!["routes[0].mirror.perturb: cluster `http-shadow` is kind http; only LLM prompts are perturbed"]
+    );
+}

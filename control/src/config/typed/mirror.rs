@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use sluice_filters::Perturbation;
+
 pub(crate) const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 pub(crate) const DEFAULT_MIRROR_TIMEOUT: Duration = Duration::from_secs(30);
@@ -23,6 +25,8 @@ pub struct MirrorConfig {
     pub rewrite_headers: Vec<(String, String)>,
     pub rewrite_model: Option<String>,
     pub compare: CompareConfig,
+    /// Shadow copies are perturbed (noise copies never are).
+    pub perturb: Option<Perturbation>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,9 +1,9 @@
 //! Validation of `routes[].mirror`.
 
-use super::super::raw::{RawMirror, RawSize};
+use super::super::raw::{RawMirror, RawPerturb, RawSize};
 use super::super::typed::*;
 use super::Errors;
-use sluice_filters::parse_size;
+use sluice_filters::{parse_size, PerturbMode, Perturbation, PERTURBED_HEADER};
 
 /// Amplification past this is a load test, not a shadow.
 const MAX_COPIES: f64 = 16.0;
@@ -36,6 +36,14 @@ pub(super) fn mirror(
             format!(
                 "cluster `{}` uses tls; mirror copies are sent over plain HTTP only",
                 c.name
+            ),
+        ),
+        Some(c) if raw.perturb.is_some() && c.kind != ClusterKind::Llm => errs.push(
+            format!("{at}.perturb"),
+            format!(
+                "cluster `{}` is kind {}; only LLM prompts are perturbed",
+                c.name,
+                c.kind.as_str()
             ),
         ),
         Some(_) => {}
@@ -80,7 +88,7 @@ pub(super) fn mirror(
         .map(|(name, value)| {
             let path = format!("{at}.rewrite.headers.{name}");
             let lower = errs.header_name(path.clone(), name);
-            if lower == "x-sluice-shadow" || lower == "traceparent" {
+            if lower == "x-sluice-shadow" || lower == PERTURBED_HEADER || lower == "traceparent" {
                 errs.push(
                     path.clone(),
                     format!("`{lower}` is set by the mirror itself"),
@@ -128,6 +136,26 @@ pub(super) fn mirror(
             keep_text: compare.keep_text.unwrap_or(false),
             min_similarity,
         },
+        perturb: raw.perturb.as_ref().map(|p| perturb(errs, &at, p)),
+    }
+}
+
+fn perturb(errs: &mut Errors, at: &str, raw: &RawPerturb) -> Perturbation {
+    if !(raw.rate > 0.0 && raw.rate <= 1.0) {
+        errs.push(
+            format!("{at}.perturb.rate"),
+            format!("{} is not within 0 (excluded) ..= 1", raw.rate),
+        );
+    }
+    let mask_token = raw.mask_token.clone().unwrap_or_else(|| "[MASK]".into());
+    if mask_token.is_empty() {
+        errs.push(format!("{at}.perturb.mask_token"), "must not be empty");
+    }
+    Perturbation {
+        rate: raw.rate,
+        mode: raw.mode.unwrap_or(PerturbMode::Mask),
+        seed: raw.seed.unwrap_or(0),
+        mask_token,
     }
 }
 
