@@ -32,13 +32,13 @@ pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LO
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
-    Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig, ListenerLimits,
-    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound, RawCompare,
-    RawConfig, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent, RawPerturb,
-    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize,
-    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority,
-    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
-    DEFAULT_MAX_TOKENS,
+    EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig,
+    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound,
+    RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
+    RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
+    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
+    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
+    UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
@@ -46,7 +46,9 @@ pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, Stop};
 pub use limits::{Admission, RouteLimits, MAX_KEYS};
-pub use mirror::{DiffLeg, DiffRecord, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY};
+pub use mirror::{
+    DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,
+};
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};
 pub use recorder::{

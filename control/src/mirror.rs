@@ -8,9 +8,11 @@ mod diffs;
 pub use diffs::{DiffLeg, DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use sluice_filters::{hash_bytes, mix64, Metrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
+use sluice_filters::{
+    hash_bytes, mix64, DriftWindow, Metrics, MirrorResult, MirrorRouteMetrics, MirrorSampler,
+};
 
 use crate::config::MirrorConfig;
 use crate::snapshot::ClusterRuntime;
@@ -18,12 +20,27 @@ use crate::snapshot::ClusterRuntime;
 /// A route's mirror policy, resolved for the data plane.
 pub struct MirrorRuntime {
     pub route: String,
+    /// The version of the snapshot it was built with.
+    pub version: u64,
     pub config: MirrorConfig,
     /// The shadow cluster, shared with the snapshot's cluster list.
     pub shadow: Arc<ClusterRuntime>,
     pub sampler: MirrorSampler,
     pub metrics: MirrorRouteMetrics,
     pub gate: ShadowGate,
+    /// The `compare.embeddings` cluster, when the policy names one.
+    pub embedder: Option<Arc<ClusterRuntime>>,
+    /// The embedding similarity's drift, kept across snapshots while the
+    /// policy is unchanged (a rollout step must not restart the baseline).
+    pub drift: Arc<Mutex<EmbeddingDrift>>,
+}
+
+/// A route's embedding comparison so far.
+#[derive(Debug)]
+pub struct EmbeddingDrift {
+    pub window: DriftWindow,
+    /// A drift event was raised and has not cleared since.
+    pub drifting: bool,
 }
 
 /// Whether copies are worth collecting. The sender closes the gate when
@@ -75,19 +92,34 @@ impl MirrorRuntime {
     pub(crate) fn build(
         route: &str,
         config: &MirrorConfig,
-        shadow: Arc<ClusterRuntime>,
+        clusters: (Arc<ClusterRuntime>, Option<Arc<ClusterRuntime>>),
+        previous: Option<&MirrorRuntime>,
         version: u64,
         metrics: &Metrics,
     ) -> MirrorRuntime {
+        let (shadow, embedder) = clusters;
+        let window = config.compare.embeddings.as_ref().map_or(1, |e| e.window);
+        let drift = previous.filter(|p| p.config == *config).map_or_else(
+            || {
+                Arc::new(Mutex::new(EmbeddingDrift {
+                    window: DriftWindow::new(window),
+                    drifting: false,
+                }))
+            },
+            |p| p.drift.clone(),
+        );
         // A fresh start of the sampling sequence per route and version.
         let seed = mix64(hash_bytes(route.as_bytes()) ^ version);
         MirrorRuntime {
             route: route.to_string(),
+            version,
             config: config.clone(),
             shadow,
             sampler: MirrorSampler::new(config.percent, config.copies, seed),
             metrics: metrics.mirror.route(route),
             gate: ShadowGate::default(),
+            embedder,
+            drift,
         }
     }
 }

@@ -191,10 +191,19 @@ impl Snapshot {
                 };
                 let mirror = r.mirror.as_ref().and_then(|m| {
                     let shadow = clusters.get(*cluster_index.get(m.cluster.as_str())?)?;
+                    let embedder = m.compare.embeddings.as_ref().and_then(|e| {
+                        clusters
+                            .get(*cluster_index.get(e.cluster.as_str())?)
+                            .cloned()
+                    });
+                    let old = previous
+                        .and_then(|p| p.route(&r.name))
+                        .and_then(|old| old.mirror.as_deref());
                     Some(Arc::new(MirrorRuntime::build(
                         &r.name,
                         m,
-                        shadow.clone(),
+                        (shadow.clone(), embedder),
+                        old,
                         version,
                         metrics,
                     )))

@@ -5,6 +5,7 @@ mod arrival;
 mod balance;
 mod compare;
 mod cost;
+mod embedding;
 mod failure;
 mod fault;
 mod gate;
@@ -40,6 +41,9 @@ pub use compare::{
     Leg, NoiseFloor,
 };
 pub use cost::{cost_per_1k, ModelPrice, Price, RawPrice, Usage};
+pub use embedding::{
+    cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow, KL_BINS,
+};
 pub use failure::{error_body, Failure};
 pub use fault::{
     header_faults, sampled, ActionName, Direction, Distribution, Experiment, FaultAction,

@@ -10,6 +10,7 @@
 //! with the primary's.
 
 mod copy;
+mod embed;
 mod health;
 mod job;
 mod limits;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::{set_side_priority, Config, MirrorDiffs, SidePriority};
+use sluice_control::{set_side_priority, Config, EventLog, MirrorDiffs, SidePriority};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -73,6 +74,7 @@ impl MirrorSender {
     pub(crate) fn start(
         config: &Config,
         diffs: Arc<MirrorDiffs>,
+        events: Arc<EventLog>,
         priority: SidePriority,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
@@ -90,7 +92,7 @@ impl MirrorSender {
             .name("sluice-mirror".into())
             .spawn(move || {
                 set_priority();
-                runtime.block_on(run(rx, diffs, shadow, token));
+                runtime.block_on(run(rx, (diffs, events), shadow, token));
                 runtime.shutdown_timeout(STOP_GRACE);
             })?;
         Ok((
@@ -127,7 +129,7 @@ const DRAIN_INTERVAL: Duration = Duration::from_millis(5);
 
 async fn run(
     mut rx: mpsc::Receiver<Job>,
-    diffs: Arc<MirrorDiffs>,
+    (diffs, events): (Arc<MirrorDiffs>, Arc<EventLog>),
     shadow: Shadow,
     cancel: CancellationToken,
 ) {
@@ -139,12 +141,23 @@ async fn run(
         if admitted.is_empty() {
             return;
         }
-        let shadow = shadow.clone();
-        let diffs = diffs.clone();
+        let embedding = if job.policy.embedder.is_some() {
+            limits
+                .admit_embedding(&job)
+                .map_err(|reason| job.policy.metrics.count_embedding(reason.label()))
+                .ok()
+        } else {
+            None
+        };
+        let (shadow, diffs, events) = (shadow.clone(), diffs.clone(), events.clone());
         let job = Arc::new(job);
         tracker.spawn(async move {
             let answers = shadow.send_all(job.clone(), admitted).await;
-            report::report(&job, answers, &diffs);
+            let texts = report::report(&job, answers, &diffs);
+            if let (Some(slot), Some(texts)) = (embedding, texts) {
+                embed::compare(&shadow, &job, texts, &events).await;
+                drop(slot);
+            }
         });
     };
     'park: loop {

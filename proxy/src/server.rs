@@ -83,6 +83,7 @@ impl Sluice {
         let (mirror, mirror_queue) = MirrorSender::start(
             &config,
             control.shared().mirror_diffs.clone(),
+            control.shared().events.clone(),
             config.runtime.mirror_priority,
         )
         .context("mirror sender")?;

@@ -29,11 +29,21 @@ impl LlamaServer {
     /// With `temperature`, requests that name none sample at it (the
     /// server's default is 0.8).
     pub(crate) fn start_with(python: &Path, temperature: Option<f32>) -> LlamaServer {
+        Self::spawn(python, temperature, false)
+    }
+
+    /// The same model serving `/v1/embeddings`.
+    pub(crate) fn start_embedder(python: &Path) -> LlamaServer {
+        Self::spawn(python, None, true)
+    }
+
+    fn spawn(python: &Path, temperature: Option<f32>, embedding: bool) -> LlamaServer {
         let port = free_port();
         let mut child = Command::new(python)
             .arg(script("llama_server.py"))
             .arg(port.to_string())
             .args(temperature.map(|t| t.to_string()))
+            .args(embedding.then_some("--embedding"))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

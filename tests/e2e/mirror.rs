@@ -4,6 +4,7 @@
 mod chroma;
 mod counts;
 mod ctl;
+mod embeddings;
 mod faults;
 mod perturb;
 mod real;

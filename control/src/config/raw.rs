@@ -14,7 +14,7 @@ pub(crate) use fault::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
     RawFaultMatch, RawTruncateMode,
 };
-pub use mirror::{RawCompare, RawMirror, RawPerturb, RawRewrite, RawSize};
+pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;
 pub use rollout::{

@@ -4,7 +4,7 @@ mod mirror;
 mod recorder;
 mod rollout;
 
-pub use mirror::{CompareConfig, MirrorConfig};
+pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
 pub(crate) use recorder::{DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};

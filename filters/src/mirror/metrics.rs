@@ -73,6 +73,9 @@ pub struct MirrorMetrics {
     perturbed_similarity: HistogramVec,
     noise_similarity: HistogramVec,
     robustness: GaugeVec,
+    embedding_similarity: HistogramVec,
+    embedding_kl: GaugeVec,
+    embedding_requests: IntCounterVec,
 }
 
 /// One route's handles.
@@ -92,9 +95,26 @@ pub struct MirrorRouteMetrics {
     /// Noise copies' answers against the primary's.
     pub noise_similarity: Histogram,
     robustness: Gauge,
+    /// Cosine similarity of the embedded primary and shadow answers.
+    pub embedding_similarity: Histogram,
+    /// The drift window's KL divergence from its baseline.
+    pub embedding_kl: Gauge,
+    embedding_requests: [IntCounter; EMBEDDING_RESULTS.len()],
 }
 
+/// What became of a job's embedding request: `ok`, `error` (no answer, or
+/// not one vector per input), `rate` and `in_flight` (over the route's
+/// `rate_limit` or `max_in_flight`).
+pub(crate) const EMBEDDING_RESULTS: [&str; 4] = ["ok", "error", "rate", "in_flight"];
+
 impl MirrorRouteMetrics {
+    /// Counts one embedding request by result (one of [`EMBEDDING_RESULTS`]).
+    pub fn count_embedding(&self, result: &str) {
+        if let Some(i) = EMBEDDING_RESULTS.iter().position(|r| *r == result) {
+            self.embedding_requests[i].inc();
+        }
+    }
+
     /// Sets the robustness score from the similarities observed so far.
     pub fn update_robustness(&self) {
         let mean = |h: &Histogram| {
@@ -129,6 +149,10 @@ impl MirrorRouteMetrics {
 
 const RATIO_BUCKETS: &[f64] = &[0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0, 10.0];
 const SHARE_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0];
+/// Fine near 1, where embeddings of related answers fall.
+const EMBEDDING_BUCKETS: &[f64] = &[
+    0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.82, 0.85, 0.9, 0.95, 0.98, 0.99, 1.0,
+];
 const DELTA_BUCKETS: &[f64] = &[
     -256.0, -64.0, -16.0, -4.0, -1.0, 0.0, 1.0, 4.0, 16.0, 64.0, 256.0,
 ];
@@ -212,6 +236,24 @@ impl MirrorMetrics {
                 "Text similarity of noise copies' answers (the primary's cluster again) and the primary's.",
                 SHARE_BUCKETS,
             )?,
+            embedding_similarity: histogram(
+                registry,
+                "sluice_mirror_embedding_similarity",
+                "Cosine similarity of the embedded shadow and primary answers (compare.embeddings).",
+                EMBEDDING_BUCKETS,
+            )?,
+            embedding_kl: register_family(
+                registry,
+                "sluice_mirror_embedding_drift_kl",
+                "KL divergence (nats) of the last window of embedding similarities from the baseline window.",
+                &["route"],
+            )?,
+            embedding_requests: register_family(
+                registry,
+                "sluice_mirror_embedding_requests_total",
+                "Embedding requests of the mirror sender by result: ok, error, rate.",
+                &["route", "result"],
+            )?,
             robustness: register_family(
                 registry,
                 "sluice_mirror_robustness",
@@ -237,6 +279,10 @@ impl MirrorMetrics {
             perturbed_similarity: self.perturbed_similarity.with_label_values(&[route]),
             noise_similarity: self.noise_similarity.with_label_values(&[route]),
             robustness: self.robustness.with_label_values(&[route]),
+            embedding_similarity: self.embedding_similarity.with_label_values(&[route]),
+            embedding_kl: self.embedding_kl.with_label_values(&[route]),
+            embedding_requests: EMBEDDING_RESULTS
+                .map(|r| self.embedding_requests.with_label_values(&[route, r])),
         }
     }
 }

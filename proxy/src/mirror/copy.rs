@@ -19,6 +19,9 @@ use crate::upstream::{self, CaError, Policy, Target, UpstreamClient};
 /// Answer bytes kept for the comparison; a longer answer is read to its
 /// end but compared by status, timing and tokens only.
 pub(super) const COMPARE_LIMIT: usize = 256 * 1024;
+/// An embeddings answer longer than this is not read (a batch of a few
+/// answers, each a vector of a few thousand floats, is far less).
+const EMBEDDING_LIMIT: usize = 16 * 1024 * 1024;
 /// Connecting to a shadow endpoint; the copy's `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled shadow connection idle longer than this is not reused. Servers
@@ -73,6 +76,8 @@ impl Shadow {
                     None => (rewritten.clone(), n.to_string(), false),
                 },
                 CopyKind::Noise(_) => (plain.clone(), "noise".to_string(), false),
+                // Admitted apart, after the copies (`embed`).
+                CopyKind::Embedding => continue,
             };
             let shadow = self.clone();
             let job = job.clone();
@@ -80,6 +85,7 @@ impl Shadow {
                 let cluster = match a.kind {
                     CopyKind::Shadow(_) => Some(&job.policy.shadow),
                     CopyKind::Noise(_) => job.primary_cluster.as_ref(),
+                    CopyKind::Embedding => None,
                 };
                 let result = match cluster {
                     Some(cluster) => shadow.send(&job, cluster, body, &marker, perturbed).await,
@@ -197,6 +203,65 @@ impl Shadow {
             self.health
                 .record(&endpoints, i, result.as_ref().err().copied());
         }
+        result
+    }
+
+    /// POSTs a JSON `body` to `path` on `cluster` (the embedder): its status
+    /// and body (up to [`EMBEDDING_LIMIT`]), or `None` when it failed
+    /// or was longer.
+    pub(super) async fn post_json(
+        &self,
+        cluster: &ClusterRuntime,
+        path: &str,
+        body: Bytes,
+    ) -> Option<(u16, Bytes)> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let head = upstream::request_head(&http::Method::POST, path, &headers, None, body.len())?;
+        let endpoints = self.health.of(&cluster.config);
+        let now_ms = || self.health.now_ms();
+        let target = Target {
+            cluster: &cluster.config,
+            endpoints: &endpoints.set,
+            now_ms: &now_ms,
+            policy: POLICY,
+        };
+        let mut answer = match self.client.send(&target, &head, &body, None).await {
+            Ok(answer) => answer,
+            Err(failed) => {
+                if let Some(i) = failed.endpoint {
+                    self.health
+                        .record(&endpoints, i, Some(result_of(failed.failure)));
+                }
+                return None;
+            }
+        };
+        let used = answer.endpoint();
+        let status = answer.head().status.as_u16();
+        let mut read = BytesMut::new();
+        let mut result = None;
+        loop {
+            match answer.read().await {
+                Ok(Some(chunk)) if read.len() + chunk.len() <= EMBEDDING_LIMIT => {
+                    read.extend_from_slice(&chunk);
+                }
+                Ok(Some(_)) => break,
+                Ok(None) => {
+                    answer.finish().await;
+                    result = Some((status, read.freeze()));
+                    break;
+                }
+                Err(failure) => {
+                    self.health
+                        .record(&endpoints, used, Some(result_of(failure)));
+                    return None;
+                }
+            }
+        }
+        self.health.record(&endpoints, used, None);
         result
     }
 

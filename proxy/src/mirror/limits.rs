@@ -11,13 +11,15 @@ use tokio::time::Instant;
 
 use super::job::Job;
 
-/// Which copy a permit is for.
+/// Which request a permit is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum CopyKind {
     /// Shadow copy `n` (1-based), sent to the mirror's cluster.
     Shadow(u32),
     /// A noise copy, sent to the primary's own cluster.
     Noise(u32),
+    /// The job's one embeddings request (`compare.embeddings`).
+    Embedding,
 }
 
 /// A copy that may go. Its in-flight slot is held until it is dropped.
@@ -86,14 +88,7 @@ impl Limits {
     /// dropped (`rate` or `in_flight`).
     pub(super) fn admit(&mut self, job: &Job) -> Vec<Admitted> {
         let config = &job.policy.config;
-        let route = self
-            .routes
-            .entry(job.policy.route.clone())
-            .or_insert_with(|| RouteLimits::new(config.rate_limit, config.max_in_flight));
-        if route.rate != config.rate_limit || route.max_in_flight != config.max_in_flight {
-            // A new policy: start over (copies out keep their old permits).
-            *route = RouteLimits::new(config.rate_limit, config.max_in_flight);
-        }
+        let route = self.route(job);
         let noise = if job.primary_cluster.is_some() {
             config.compare.noise_copies
         } else {
@@ -124,6 +119,7 @@ impl Limits {
                 }),
                 (Err(reason), CopyKind::Shadow(_)) => dropped[reason as usize] += 1,
                 (Err(reason), CopyKind::Noise(_)) => metrics.count_noise(reason),
+                (Err(_), CopyKind::Embedding) => {}
             }
         }
         if route.in_flight.available_permits() == 0
@@ -142,5 +138,37 @@ impl Limits {
             }
         }
         admitted
+    }
+
+    /// The slot of `job`'s embeddings request, taken like a copy's: a token
+    /// of `rate_limit` and a place under `max_in_flight`.
+    pub(super) fn admit_embedding(&mut self, job: &Job) -> Result<Admitted, MirrorResult> {
+        let route = self.route(job);
+        if !route.take_token() {
+            return Err(MirrorResult::Rate);
+        }
+        let permit = route
+            .in_flight
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| MirrorResult::InFlight)?;
+        Ok(Admitted {
+            kind: CopyKind::Embedding,
+            policy: job.policy.clone(),
+            permit: Some(permit),
+        })
+    }
+
+    fn route(&mut self, job: &Job) -> &mut RouteLimits {
+        let config = &job.policy.config;
+        let route = self
+            .routes
+            .entry(job.policy.route.clone())
+            .or_insert_with(|| RouteLimits::new(config.rate_limit, config.max_in_flight));
+        if route.rate != config.rate_limit || route.max_in_flight != config.max_in_flight {
+            // A new policy: start over (copies out keep their old permits).
+            *route = RouteLimits::new(config.rate_limit, config.max_in_flight);
+        }
+        route
     }
 }

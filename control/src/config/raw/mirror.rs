@@ -73,6 +73,25 @@ pub struct RawCompare {
     pub keep_text: Option<bool>,
     /// Text similarity below this is a difference (default 1.0: any change).
     pub min_similarity: Option<f64>,
+    /// Embed both answers and compare them by cosine similarity.
+    pub embeddings: Option<RawEmbeddings>,
+}
+
+/// `compare.embeddings`: an OpenAI-compatible `/v1/embeddings` cluster.
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEmbeddings {
+    /// A cluster of kind `llm` serving `/v1/embeddings`.
+    pub cluster: String,
+    /// The `model` field of the embedding requests.
+    pub model: Option<String>,
+    /// A pair below this cosine similarity raises a drift event (default 0.82).
+    pub similarity_min: Option<f64>,
+    /// A window this far (KL, nats) from the baseline raises one (default 0.38).
+    pub kl_max: Option<f64>,
+    /// Pairs in the baseline, and in the window compared with it (default 50).
+    pub window: Option<u32>,
 }
 
 /// A byte size: a number of bytes or text like `1MiB`.

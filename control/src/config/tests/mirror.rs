@@ -52,6 +52,7 @@ compare: { ids: /results/*/id, noise_copies: 1, keep_text: true, min_similarity:
             noise_copies: 1,
             keep_text: true,
             min_similarity: 0.8,
+            embeddings: None,
         }
     );
 }
@@ -168,5 +169,58 @@ rewrite: { headers: { X-Sluice-Perturbed: '1' } } }",
     assert_eq!(
         errors,
         vec!["routes[0].mirror.perturb: cluster `http-shadow` is kind http; only LLM prompts are perturbed"]
+    );
+}
+
+#[test]
+fn embeddings_defaults_and_errors() {
+    let c = Config::from_yaml(&config(
+        "{ cluster: shadow, compare: { embeddings: { cluster: shadow } } }",
+    ))
+    .unwrap();
+    let e = c.routes[0]
+        .mirror
+        .clone()
+        .unwrap()
+        .compare
+        .embeddings
+        .unwrap();
+    assert_eq!(
+        e,
+        EmbeddingsConfig {
+            cluster: "shadow".into(),
+            model: None,
+            similarity_min: 0.82,
+            kl_max: 0.38,
+            window: 50,
+        }
+    );
+    let errors = errors_in(&config(
+        "{ cluster: shadow, compare: { embeddings: { cluster: redis, model: '', \
+similarity_min: 1.5, kl_max: 0, window: 0 } } }",
+    ));
+    assert_eq!(
+        errors,
+        vec![
+            "routes[0].mirror.compare.embeddings.cluster: cluster `redis` is kind cache; the embedder must be kind llm (an OpenAI-compatible /v1/embeddings)",
+            "routes[0].mirror.compare.embeddings.similarity_min: 1.5 is not within -1..=1",
+            "routes[0].mirror.compare.embeddings.kl_max: must be greater than 0, found 0",
+            "routes[0].mirror.compare.embeddings.window: 0 is not within 1..=10000",
+            "routes[0].mirror.compare.embeddings.model: must not be empty",
+        ]
+    );
+    let errors = errors_in(&config(
+        "{ cluster: shadow, compare: { embeddings: { cluster: nowhere } } }",
+    ));
+    assert_eq!(
+        errors,
+        vec!["routes[0].mirror.compare.embeddings.cluster: unknown cluster `nowhere`"]
+    );
+    let errors = errors_in(&config(
+        "{ cluster: shadow, compare: { embeddings: { cluster: tls-shadow } } }",
+    ));
+    assert_eq!(
+        errors,
+        vec!["routes[0].mirror.compare.embeddings.cluster: cluster `tls-shadow` uses tls; the mirror sender speaks plain HTTP only"]
     );
 }

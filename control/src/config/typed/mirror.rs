@@ -35,6 +35,16 @@ pub struct CompareConfig {
     pub noise_copies: u32,
     pub keep_text: bool,
     pub min_similarity: f64,
+    pub embeddings: Option<EmbeddingsConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddingsConfig {
+    pub cluster: String,
+    pub model: Option<String>,
+    pub similarity_min: f64,
+    pub kl_max: f64,
+    pub window: usize,
 }
 
 impl Default for CompareConfig {
@@ -44,6 +54,7 @@ impl Default for CompareConfig {
             noise_copies: 0,
             keep_text: false,
             min_similarity: 1.0,
+            embeddings: None,
         }
     }
 }

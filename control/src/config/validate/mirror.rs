@@ -1,6 +1,6 @@
 //! Validation of `routes[].mirror`.
 
-use super::super::raw::{RawMirror, RawPerturb, RawSize};
+use super::super::raw::{RawEmbeddings, RawMirror, RawPerturb, RawSize};
 use super::super::typed::*;
 use super::Errors;
 use sluice_filters::{parse_size, PerturbMode, Perturbation, PERTURBED_HEADER};
@@ -135,6 +135,10 @@ pub(super) fn mirror(
             noise_copies,
             keep_text: compare.keep_text.unwrap_or(false),
             min_similarity,
+            embeddings: compare
+                .embeddings
+                .as_ref()
+                .map(|e| embeddings(errs, &at, e, clusters)),
         },
         perturb: raw.perturb.as_ref().map(|p| perturb(errs, &at, p)),
     }
@@ -188,5 +192,73 @@ fn max_body(errs: &mut Errors, path: String, raw: Option<&RawSize>) -> usize {
             errs.push(path, format!("{bytes} bytes is not within 1 ..= 64MiB"));
             DEFAULT_MAX_BODY
         }
+    }
+}
+
+const DEFAULT_SIMILARITY_MIN: f64 = 0.82;
+const DEFAULT_KL_MAX: f64 = 0.38;
+const DEFAULT_DRIFT_WINDOW: usize = 50;
+const MAX_DRIFT_WINDOW: u32 = 10_000;
+
+fn embeddings(
+    errs: &mut Errors,
+    at: &str,
+    raw: &RawEmbeddings,
+    clusters: &[ClusterConfig],
+) -> EmbeddingsConfig {
+    let at = format!("{at}.compare.embeddings");
+    match clusters.iter().find(|c| c.name == raw.cluster) {
+        None => errs.push(
+            format!("{at}.cluster"),
+            format!("unknown cluster `{}`", raw.cluster),
+        ),
+        Some(c) if c.kind != ClusterKind::Llm => errs.push(
+            format!("{at}.cluster"),
+            format!(
+                "cluster `{}` is kind {}; the embedder must be kind llm (an OpenAI-compatible /v1/embeddings)",
+                c.name,
+                c.kind.as_str()
+            ),
+        ),
+        Some(c) if c.tls.is_some() => errs.push(
+            format!("{at}.cluster"),
+            format!("cluster `{}` uses tls; the mirror sender speaks plain HTTP only", c.name),
+        ),
+        Some(_) => {}
+    }
+    let similarity_min = raw.similarity_min.unwrap_or(DEFAULT_SIMILARITY_MIN);
+    if !(-1.0..=1.0).contains(&similarity_min) {
+        errs.push(
+            format!("{at}.similarity_min"),
+            format!("{similarity_min} is not within -1..=1"),
+        );
+    }
+    let kl_max = raw.kl_max.unwrap_or(DEFAULT_KL_MAX);
+    if !(kl_max > 0.0 && kl_max.is_finite()) {
+        errs.push(
+            format!("{at}.kl_max"),
+            format!("must be greater than 0, found {kl_max}"),
+        );
+    }
+    let window = match raw.window {
+        None => DEFAULT_DRIFT_WINDOW,
+        Some(n) if (1..=MAX_DRIFT_WINDOW).contains(&n) => n as usize,
+        Some(n) => {
+            errs.push(
+                format!("{at}.window"),
+                format!("{n} is not within 1..={MAX_DRIFT_WINDOW}"),
+            );
+            DEFAULT_DRIFT_WINDOW
+        }
+    };
+    if raw.model.as_deref() == Some("") {
+        errs.push(format!("{at}.model"), "must not be empty");
+    }
+    EmbeddingsConfig {
+        cluster: raw.cluster.clone(),
+        model: raw.model.clone(),
+        similarity_min,
+        kl_max,
+        window,
     }
 }

@@ -1,0 +1,154 @@
+//! `compare.embeddings`: after a job's copies are compared, the primary's
+//! and the shadows' answer texts are embedded in one batched request to the
+//! embedder cluster, and each shadow is scored by its cosine similarity to
+//! the primary. The scores feed a histogram and the route's drift window;
+//! a pair below `similarity_min`, or a window past `kl_max` from the
+//! baseline, raises a drift event (once, until it clears). Runs on the
+//! sender, after the copies, under the route's `rate_limit` and
+//! `max_in_flight` like a copy.
+
+use bytes::Bytes;
+use serde::Deserialize;
+use sluice_control::{EmbeddingsConfig, EventLog};
+use sluice_filters::cosine;
+use tracing::debug;
+
+use super::copy::Shadow;
+use super::job::Job;
+
+/// What [`super::report::report`] leaves for the embedder: the primary's
+/// answer text and the unperturbed shadows' (copy number, text).
+pub(super) struct Texts {
+    pub primary: String,
+    pub shadows: Vec<(u32, String)>,
+}
+
+#[derive(Deserialize)]
+struct EmbeddingsAnswer {
+    data: Vec<Embedding>,
+}
+
+#[derive(Deserialize)]
+struct Embedding {
+    #[serde(default)]
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+/// Embeds `texts` and records what the comparison found.
+pub(super) async fn compare(shadow: &Shadow, job: &Job, texts: Texts, events: &EventLog) {
+    let (Some(config), Some(embedder)) = (
+        job.policy.config.compare.embeddings.as_ref(),
+        job.policy.embedder.as_ref(),
+    ) else {
+        return;
+    };
+    let metrics = &job.policy.metrics;
+    let inputs: Vec<&str> = std::iter::once(texts.primary.as_str())
+        .chain(texts.shadows.iter().map(|(_, t)| t.as_str()))
+        .collect();
+    let body = serde_json::json!({"model": config.model, "input": inputs});
+    let answer = tokio::time::timeout(
+        job.policy.config.timeout,
+        shadow.post_json(embedder, "/v1/embeddings", Bytes::from(body.to_string())),
+    )
+    .await;
+    let vectors = match answer {
+        Ok(Some((200, bytes))) => vectors(&bytes, inputs.len()),
+        _ => None,
+    };
+    let Some(vectors) = vectors else {
+        metrics.count_embedding("error");
+        debug!(route = %job.policy.route, "embedding request failed");
+        return;
+    };
+    metrics.count_embedding("ok");
+    for ((copy, _), vector) in texts.shadows.iter().zip(&vectors[1..]) {
+        let Some(similarity) = cosine(&vectors[0], vector) else {
+            continue;
+        };
+        metrics.embedding_similarity.observe(similarity);
+        record(job, config, *copy, similarity, events);
+    }
+}
+
+/// One vector per input, in input order; `None` unless the answer has
+/// exactly that.
+fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
+    let answer: EmbeddingsAnswer = serde_json::from_slice(body).ok()?;
+    if answer.data.len() != inputs {
+        return None;
+    }
+    let mut data = answer.data;
+    data.sort_by_key(|e| e.index);
+    Some(data.into_iter().map(|e| e.embedding).collect())
+}
+
+/// Pushes one pair into the route's drift window; raises or clears the
+/// drift event.
+fn record(job: &Job, config: &EmbeddingsConfig, copy: u32, similarity: f64, events: &EventLog) {
+    let policy = &job.policy;
+    let mut drift = policy.drift.lock().unwrap_or_else(|p| p.into_inner());
+    let reading = drift.window.push(similarity);
+    if let Some(kl) = reading.kl {
+        policy.metrics.embedding_kl.set(kl);
+    }
+    let mut why = Vec::new();
+    if similarity < config.similarity_min {
+        why.push(format!(
+            "request {} copy {copy}: similarity {similarity:.3} is below {}",
+            job.request_id, config.similarity_min
+        ));
+    }
+    if let Some(kl) = reading.kl.filter(|kl| *kl > config.kl_max) {
+        why.push(format!(
+            "KL divergence {kl:.3} of the last {} pairs from the baseline is above {}",
+            config.window, config.kl_max
+        ));
+    }
+    let route = &policy.route;
+    match (drift.drifting, why.is_empty()) {
+        (false, false) => {
+            drift.drifting = true;
+            events.push(
+                "mirror",
+                &format!(
+                    "embedding drift on route {route} (shadow {})",
+                    policy.config.cluster
+                ),
+                policy.version,
+                why,
+            );
+        }
+        (true, true) => {
+            drift.drifting = false;
+            events.push(
+                "mirror",
+                &format!("embedding drift on route {route} cleared"),
+                policy.version,
+                Vec::new(),
+            );
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::vectors;
+
+    #[test]
+    fn vectors_come_back_in_input_order_or_not_at_all() {
+        let body =
+            br#"{"data": [{"index": 1, "embedding": [0, 1]}, {"index": 0, "embedding": [1, 0]}]}"#;
+        assert_eq!(
+            vectors(body, 2).unwrap(),
+            vec![vec![1.0, 0.0], vec![0.0, 1.0]]
+        );
+        // One vector short, not JSON, or not the OpenAI shape: no comparison.
+        assert_eq!(vectors(body, 3), None);
+        assert_eq!(vectors(b"<html>", 2), None);
+        assert_eq!(vectors(br#"{"embedding": [1, 0]}"#, 1), None);
+    }
+}
