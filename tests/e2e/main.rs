@@ -7,6 +7,7 @@ mod support;
 mod proxy_basics;
 mod split;
 
+mod alert_rules;
 mod capacity;
 mod cli;
 mod control_isolation;
@@ -14,6 +15,7 @@ mod demo;
 mod faults;
 mod fit;
 mod fleet;
+mod grafana;
 mod grpc;
 mod k8s;
 mod layout;
