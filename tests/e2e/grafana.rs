@@ -271,13 +271,15 @@ async fn every_panel_query_returns_series_from_a_real_prometheus() {
     let cache = listener(&sluice, "cache");
     let stop_cache = stop.clone();
     drivers.push(tokio::spawn(async move {
-        let mut conn = TcpStream::connect(cache).await.unwrap();
         let end = Instant::now() + Duration::from_secs(120);
         while !stop_cache.load(Ordering::Relaxed) && Instant::now() < end {
+            // A connection each time: TCP bytes are counted when one closes.
+            let mut conn = TcpStream::connect(cache).await.unwrap();
             resp(&mut conn, &["SET", "k", "v"]).await;
             resp(&mut conn, &["GET", "k"]).await;
             resp(&mut conn, &["GET", "missing"]).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            drop(conn);
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }));
 
