@@ -31,6 +31,7 @@ mod load_shards;
 mod mirror;
 mod model_routing;
 mod openai_sdk;
+mod openapi;
 mod otlp;
 mod prometheus;
 mod prompt_size;
