@@ -9,6 +9,7 @@ mod endpoints;
 mod faults;
 mod load_runs;
 mod mirror;
+mod openapi;
 mod recorder;
 mod respond;
 mod rollouts;
@@ -263,6 +264,7 @@ impl AdminApi {
             ApiEndpoint::ListLoadRuns => load_runs::list(&self.load_runs),
             ApiEndpoint::PutLoadRun => load_runs::put(&self.load_runs, body),
             ApiEndpoint::ShowLoadRun => load_runs::show(&self.load_runs, arg(0)),
+            ApiEndpoint::OpenApi => openapi::get(),
         }
     }
 }

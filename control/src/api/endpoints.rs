@@ -1,7 +1,8 @@
 //! Every endpoint of the control API, in one table: the method and path
 //! template of each. The router resolves requests against it (405's
 //! `allow` header included), `sluice ctl` builds its requests from it, and
-//! a test checks that the docs name every one.
+//! a test checks that the docs name every one. `GET /v1/openapi.json` is
+//! built from it too, with each endpoint's schemas (`openapi/spec.rs`).
 
 use crate::rollout::Command;
 
@@ -38,6 +39,8 @@ sluice_filters::name_table! {
         ListLoadRuns = "GET /v1/load-runs",
         PutLoadRun = "POST /v1/load-runs",
         ShowLoadRun = "GET /v1/load-runs/{id}",
+        /// This table as an OpenAPI 3.1 document (see `openapi.rs`).
+        OpenApi = "GET /v1/openapi.json",
     }
 }
 
@@ -99,7 +102,7 @@ impl ApiEndpoint {
     }
 }
 
-fn is_placeholder(segment: &str) -> bool {
+pub(super) fn is_placeholder(segment: &str) -> bool {
     segment.starts_with('{') && segment.ends_with('}')
 }
 
