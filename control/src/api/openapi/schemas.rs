@@ -91,6 +91,7 @@ pub(super) fn components() -> Value {
             "max_body": string(), "rate_limit": {"type": "number", "minimum": 0},
             "max_in_flight": count(), "sample_by": string(), "timeout": duration(),
             "rewrite": {"type": "object"}, "compare": {"type": "object"},
+            "perturb": {"type": "object"},
         })),
         "MirrorSet": object(&["route", "mirror", "version"], json!({
             "route": string(), "mirror": {"type": ["object", "null"]}, "version": count(),
