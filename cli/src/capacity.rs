@@ -6,7 +6,7 @@
 //! with a rate found, 99 when no probed rate held every SLA, 2 on bad
 //! input.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sluice_filters::format_rfc3339;
 use sluice_workload::{
     capacity_search, parse_duration, parse_sla, write_atomically, Bounds, CapacityOptions, Lineage,
-    Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS, THRESHOLDS_FAILED,
+    Observer, Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
+    THRESHOLDS_FAILED,
 };
 
 mod render;
@@ -133,9 +134,18 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     let limit = args.budget + Duration::from_secs(3600);
     let result = std::thread::scope(|scope| {
         let ctrl_c = scope.spawn(|| on_ctrl_c(&interrupt, &done, limit));
-        let r = capacity_search(&scenario, &opts, &interrupt, &mut |stage| {
-            eprintln!("{}", render::stage_line(stage));
-        });
+        let terminal = std::io::stderr().is_terminal();
+        let clear = if terminal { render::CLEAR } else { "" };
+        let mut progress = render::Progress::new(terminal);
+        let r = capacity_search(
+            &scenario,
+            &opts,
+            &interrupt,
+            Observer {
+                progress: &mut |p| progress.show(p),
+                stage: &mut |so_far| eprintln!("{clear}{}", render::stage_line(so_far)),
+            },
+        );
         done.store(true, Ordering::Release);
         let _ = ctrl_c.join();
         r

@@ -136,6 +136,26 @@ async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost
     assert_eq!(seen[0]["version"], "v1", "{seen}");
     assert!(seen[0]["model"].is_string(), "{seen}");
 
+    // Live: stderr is piped, so the running stage's signals come as a
+    // line every 5 s of measured time (10 s probes: one or two each), and
+    // each stage's line carries the answer over the stages so far.
+    let live: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" req/s ended "))
+        .collect();
+    assert!(live.len() >= stages.len() / 2, "{stderr}");
+    assert!(
+        live.iter()
+            .all(|l| l.contains(" tok/s") && l.contains("ttft_p95 ")),
+        "{stderr}"
+    );
+    assert!(live.iter().any(|l| l.contains("p99 slope ")), "{stderr}");
+    let ended = stderr
+        .lines()
+        .filter(|l| l.contains("; so far: knee "))
+        .count();
+    assert_eq!(ended, stages.len(), "{stderr}");
+
     // What it prints: the answer with its reason, and the gates block.
     assert!(stdout.contains("max_rate (every SLA held): "), "{stdout}");
     assert!(stdout.contains("\nwhy: "), "{stdout}");

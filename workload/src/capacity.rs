@@ -10,11 +10,13 @@ mod pchip;
 mod saturation;
 mod score;
 mod search;
+mod signals;
 mod slope;
 mod stage;
 
 pub use drive::{
-    search, CapacityError, CapacityOptions, CapacityReport, KneeResult, SlaBound, CAPACITY_VERSION,
+    search, CapacityError, CapacityOptions, CapacityReport, KneeResult, Observer, SlaBound,
+    CAPACITY_VERSION,
 };
 pub use knee::{knee, Knee, DEFAULT_KNEE_BOUND};
 pub use pchip::Pchip;
@@ -24,5 +26,6 @@ pub use score::{
     DEFAULT_SLOPE_BOUND_MS,
 };
 pub use search::{next as next_stage, Next, Probe, SearchRules};
+pub use signals::StageProgress;
 pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope};
 pub use stage::{measure, worst, Purpose, StageResult};

@@ -18,9 +18,10 @@ mod trace;
 pub use capacity::{
     knee, margin, measure, next_stage, over_saturated, p99_token_slope, recommend, score,
     search as capacity_search, stalled, theil_sen, trend, worst, Bounds, CapacityError,
-    CapacityOptions, CapacityReport, Knee, KneeResult, Next, Pchip, Probe, Purpose, Recommendation,
-    Scored, SearchRules, SlaBound, SlaCheck, StageResult, StageSignals, TokenBin, TokenSlope,
-    Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
+    CapacityOptions, CapacityReport, Knee, KneeResult, Next, Observer, Pchip, Probe, Purpose,
+    Recommendation, Scored, SearchRules, SlaBound, SlaCheck, StageProgress, StageResult,
+    StageSignals, TokenBin, TokenSlope, Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND,
+    DEFAULT_SLOPE_BOUND_MS,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{
@@ -31,14 +32,15 @@ pub use fit::{
 };
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,
-    run_replay, sized_prompt, summarize, trace_prompts, Body, Bound, Cache, Data, Dispatch, Dist,
-    Ended, EngineError, Failure, Goodput, GroupSummary, HookResult, Intended, JsonPath, Lineage,
-    Live, LiveHistogram, LiveMeasures, Outcome, Plan, Planned, Process, Recorded, Recording,
-    Replay, ReplayOptions, ReplayRun, ReplaySource, RunInfo, RunOptions, RunOutput, RunReport,
-    Scenario, Schedule, ScheduleError, Seen, Segment, Service, Sessions, Shard, StageSummary, Step,
-    StepSummary, Target, Template, ThresholdResult, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
-    FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS,
-    MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION, THRESHOLDS_FAILED,
+    run_replay, sized_prompt, summarize, trace_prompts, Answer, AnswerTap, Body, Bound, Cache,
+    Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, HookResult, Intended,
+    JsonPath, Lineage, Live, LiveHistogram, LiveMeasures, Outcome, Plan, Planned, Process,
+    Recorded, Recording, Replay, ReplayOptions, ReplayRun, ReplaySource, RunInfo, RunOptions,
+    RunOutput, RunReport, Scenario, Schedule, ScheduleError, Seen, Segment, Service, Sessions,
+    Shard, StageSummary, Step, StepSummary, Target, Template, ThresholdResult, When,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR,
+    LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION,
+    THRESHOLDS_FAILED,
 };
 pub use report::{
     bootstrap_quantile_diff, build as build_report, is_capacity, list_baselines, mann_whitney,

@@ -11,8 +11,8 @@ mod summary;
 
 pub use client::{connector as http_connector, Cache, Failure, Outcome, LOAD_HEADER};
 pub use engine::{
-    run, run_replay, EngineError, HookResult, Live, LiveHistogram, LiveMeasures, RunOptions,
-    RunOutput, LIVE_RELATIVE_ERROR,
+    run, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram, LiveMeasures,
+    RunOptions, RunOutput, LIVE_RELATIVE_ERROR,
 };
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{

@@ -4,10 +4,16 @@
 use std::time::Duration;
 
 use sluice_filters::{format_duration, Gate, GateUnit};
-use sluice_workload::{CapacityReport, Purpose, StageResult};
+use sluice_workload::{CapacityReport, Purpose, StageProgress, StageResult};
 
-/// `probe 12.0 req/s: held (worst margin 0.41) ttft_p95 312 ms/800 …`.
-pub(super) fn stage_line(s: &StageResult) -> String {
+/// `probe 12.0 req/s for 20 s: held (worst margin 0.41)  ttft_p95 312ms/800ms
+/// …  1430 tok/s  p99 slope 5.21 ms/token (excess +0.31)  score 0.42; so
+/// far: knee …, recommended …`: the stage that just ended (the last of
+/// `so_far`), with the signals over the stages run so far.
+pub(super) fn stage_line(so_far: &CapacityReport) -> String {
+    let Some(s) = so_far.stages.last() else {
+        return String::new();
+    };
     let verdict = match (s.early_stop, s.passed) {
         (Some(why), _) => format!("stopped early ({})", why.replace('_', "-")),
         (None, true) => "held".to_owned(),
@@ -16,25 +22,109 @@ pub(super) fn stage_line(s: &StageResult) -> String {
     let checks: Vec<String> = s
         .sla
         .iter()
-        .map(|c| {
-            format!(
-                "{} {}/{}",
-                c.gate.as_str(),
-                c.value.map_or("-".to_owned(), |v| value(c.gate, v)),
-                value(c.gate, c.bound)
-            )
-        })
+        .map(|c| sla_check(c.gate, c.value, c.bound))
         .collect();
-    format!(
-        "capacity: {} {:.2} req/s for {:.0} s: {verdict} (worst margin {:.2})  {}  {:.0} tok/s{}",
+    let mut line = format!(
+        "capacity: {} {:.2} req/s for {:.0} s: {verdict} (worst margin {:.2})  {}  {:.0} tok/s{}{}",
         purpose(s.purpose),
         s.rate,
         s.duration_s,
         s.worst_margin,
         checks.join("  "),
         s.token_throughput,
-        s.p99_slope_ms_per_token
-            .map_or(String::new(), |m| format!("  p99 slope {m:.2} ms/token"))
+        slope(s.p99_slope_ms_per_token, s.p99_excess_ms_per_token),
+        s.cost_per_1k
+            .map_or(String::new(), |c| format!("  ${c:.5}/1k tok")),
+    );
+    if let Some(sc) = s.scored {
+        line.push_str(&format!("  score {:.2}", sc.score));
+    }
+    let rate = |v: Option<f64>| v.map_or("none yet".to_owned(), |v| format!("{v:.2} req/s"));
+    line.push_str(&format!(
+        "; so far: knee {}, max {}, recommended {}",
+        so_far
+            .knee
+            .rate
+            .map_or("not reached".to_owned(), |k| format!("{k:.2} req/s")),
+        rate(so_far.max_rate),
+        rate(so_far.recommended_rate)
+    ));
+    line
+}
+
+/// Clears a progress line redrawn in place on a terminal.
+pub(super) const CLEAR: &str = "\r\x1b[2K";
+
+/// The running stage's signals: redrawn in place every second on a
+/// terminal, a line every [`PIPED_EVERY`] readings when piped.
+pub(super) struct Progress {
+    terminal: bool,
+    readings: u64,
+}
+
+/// Readings (one a second) between two lines when stderr is piped.
+const PIPED_EVERY: u64 = 5;
+
+impl Progress {
+    pub(super) fn new(terminal: bool) -> Progress {
+        Progress {
+            terminal,
+            readings: 0,
+        }
+    }
+
+    pub(super) fn show(&mut self, p: &StageProgress) {
+        self.readings += 1;
+        if self.terminal {
+            eprint!("{CLEAR}{}", progress_line(p));
+        } else if self.readings % PIPED_EVERY == 0 {
+            eprintln!("{}", progress_line(p));
+        }
+    }
+}
+
+/// `  probe 12.00 req/s  8/20 s  backlog 14  11.9 req/s ended  1430 tok/s …`.
+pub(super) fn progress_line(p: &StageProgress) -> String {
+    let checks: Vec<String> = p
+        .sla
+        .iter()
+        .map(|(gate, v)| {
+            let v = v.map_or("-".to_owned(), |v| value(*gate, v));
+            format!("  {} {v}", gate.as_str())
+        })
+        .collect();
+    format!(
+        "capacity:   {} {:.2} req/s  {:.0}/{:.0} s  backlog {}  {:.1} req/s ended  {:.0} tok/s{}{}{}",
+        purpose(p.purpose),
+        p.rate,
+        p.elapsed_s,
+        p.length_s,
+        p.backlog,
+        p.request_rate,
+        p.token_throughput,
+        slope(p.p99_slope_ms_per_token, p.p99_excess_ms_per_token),
+        p.cost_per_1k
+            .map_or(String::new(), |c| format!("  ${c:.5}/1k tok")),
+        checks.concat(),
+    )
+}
+
+/// `  p99 slope 5.21 ms/token (excess +0.31)`, or nothing without a slope.
+fn slope(slope: Option<f64>, excess: Option<f64>) -> String {
+    let Some(m) = slope else {
+        return String::new();
+    };
+    let excess = excess.map_or(String::new(), |e| format!(" (excess {e:+.2})"));
+    format!("  p99 slope {m:.2} ms/token{excess}")
+}
+
+/// `ttft_p95 312ms/800ms`.
+fn sla_check(gate: Gate, v: Option<f64>, bound: f64) -> String {
+    format!(
+        "{} {}/{}",
+        gate.as_str(),
+        v.map_or("-".to_owned(), |v| value(gate, v)),
+        value(gate, bound)
     )
 }
 

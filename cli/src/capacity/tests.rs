@@ -42,3 +42,36 @@ fn a_share_is_a_percent_or_a_fraction() {
         "`x` is not a share like 5% or 0.05"
     );
 }
+
+#[test]
+fn a_live_reading_shows_the_stage_its_signals_and_slas() {
+    let p = sluice_workload::StageProgress {
+        index: 2,
+        rate: 12.0,
+        purpose: sluice_workload::Purpose::Probe,
+        elapsed_s: 8.2,
+        length_s: 20.0,
+        backlog: 14,
+        request_rate: 11.94,
+        token_throughput: 1430.4,
+        p99_slope_ms_per_token: Some(5.214),
+        p99_excess_ms_per_token: Some(0.31),
+        cost_per_1k: Some(0.004123),
+        sla: vec![(Gate::TtftP95, Some(312.4)), (Gate::ErrorRate, None)],
+    };
+    assert_eq!(
+        render::progress_line(&p),
+        "capacity:   probe 12.00 req/s  8/20 s  backlog 14  11.9 req/s ended  1430 tok/s  \
+         p99 slope 5.21 ms/token (excess +0.31)  $0.00412/1k tok  ttft_p95 312ms  error_rate -"
+    );
+    let bare = sluice_workload::StageProgress {
+        p99_slope_ms_per_token: None,
+        cost_per_1k: None,
+        sla: Vec::new(),
+        ..p
+    };
+    assert_eq!(
+        render::progress_line(&bare),
+        "capacity:   probe 12.00 req/s  8/20 s  backlog 14  11.9 req/s ended  1430 tok/s"
+    );
+}

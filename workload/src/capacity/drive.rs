@@ -1,9 +1,11 @@
 //! The capacity search, driven: each stage is one open-loop load run of
 //! the scenario at the stage's rate (the scenario's arrival process, its
 //! warm-up, then `stage` measured, with the SLAs as the run's thresholds),
-//! watched every half second for over-saturation. The search's moves come
-//! from [`super::search::next`]; the signals and the recommendation are
-//! computed once every stage has run.
+//! watched every half second for over-saturation and read every second
+//! for the live signals. The search's moves come from
+//! [`super::search::next`]; after each stage the signals, the knee and the
+//! recommendation are computed over the stages run so far, and once more
+//! at the end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,10 +18,11 @@ use super::knee::{knee, Knee};
 use super::saturation::{over_saturated, stalled};
 use super::score::{recommend, score, Bounds, StageSignals, Weights};
 use super::search::{next, Next, Probe, SearchRules};
+use super::signals::{progress, Reading, StageProgress};
 use super::stage::{measure, Purpose, StageResult};
 use crate::load::{
-    run as run_load, summarize, EngineError, Goodput, Lineage, Live, RunInfo, RunOptions, Scenario,
-    ScheduleError, Segment,
+    run as run_load, summarize, Answer, AnswerTap, EngineError, Goodput, Lineage, Live, RunInfo,
+    RunOptions, Scenario, ScheduleError, Segment,
 };
 
 /// Why a search could not go on.
@@ -43,6 +46,17 @@ pub enum CapacityError {
 pub const CAPACITY_VERSION: u32 = 1;
 /// How often a running stage is sampled for the early stop.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// Samples between two live readings of the signals: one a second.
+const PROGRESS_EVERY: u32 = 2;
+
+/// What the search tells as it goes: a reading of the running stage every
+/// second (called from the stage's watcher thread), and, as each stage
+/// ends, the answer over the stages run so far (the stage is the last of
+/// its `stages`).
+pub struct Observer<'a> {
+    pub progress: &'a mut (dyn FnMut(&StageProgress) + Send),
+    pub stage: &'a mut dyn FnMut(&CapacityReport),
+}
 
 /// How to search.
 #[derive(Clone, Debug)]
@@ -112,13 +126,13 @@ pub struct KneeResult {
     pub second_derivative: Vec<Option<f64>>,
 }
 
-/// Runs the search; `on_stage` hears each stage as it ends, `interrupt`
-/// (Ctrl-C) stops the stage running and the search.
+/// Runs the search; `observer` hears it as it goes, `interrupt` (Ctrl-C)
+/// stops the stage running and the search.
 pub fn search(
     scenario: &Scenario,
     opts: &CapacityOptions,
     interrupt: &AtomicBool,
-    on_stage: &mut dyn FnMut(&StageResult),
+    observer: Observer<'_>,
 ) -> Result<CapacityReport, CapacityError> {
     let start = Instant::now();
     let mut stages: Vec<StageResult> = Vec::new();
@@ -145,15 +159,30 @@ pub fn search(
             stopped = Some("interrupted");
             break;
         }
-        let result = run_stage(scenario, opts, index, rate, purpose, length, interrupt)?;
-        on_stage(&result);
+        let stage = StageRun {
+            index,
+            rate,
+            purpose,
+            length,
+            base: base_slope(&stages),
+        };
+        let result = run_stage(scenario, opts, &stage, interrupt, &mut *observer.progress)?;
+        let passed = result.passed;
+        let worst_margin = result.worst_margin;
+        stages.push(result);
+        (observer.stage)(&conclude(
+            scenario,
+            opts,
+            stages.clone(),
+            None,
+            start.elapsed(),
+        ));
         probes.push(Probe {
             rate,
-            worst_margin: result.worst_margin,
-            passed: result.passed,
+            worst_margin,
+            passed,
             confirm: purpose == Purpose::Confirm,
         });
-        stages.push(result);
         if interrupt.load(Ordering::Acquire) {
             stopped = Some("interrupted");
             break;
@@ -162,15 +191,38 @@ pub fn search(
     Ok(conclude(scenario, opts, stages, stopped, start.elapsed()))
 }
 
-fn run_stage(
-    scenario: &Scenario,
-    opts: &CapacityOptions,
+/// One stage to run.
+struct StageRun {
     index: usize,
     rate: f64,
     purpose: Purpose,
     length: Duration,
+    /// The slope of the lowest-rate stage run before, and its rate.
+    base: Option<(f64, f64)>,
+}
+
+/// The slope at the lowest rate that has one, and that rate.
+fn base_slope(stages: &[StageResult]) -> Option<(f64, f64)> {
+    stages
+        .iter()
+        .filter_map(|s| Some((s.p99_slope_ms_per_token?, s.rate)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+fn run_stage(
+    scenario: &Scenario,
+    opts: &CapacityOptions,
+    stage: &StageRun,
     interrupt: &AtomicBool,
+    on_progress: &mut (dyn FnMut(&StageProgress) + Send),
 ) -> Result<StageResult, CapacityError> {
+    let StageRun {
+        index,
+        rate,
+        purpose,
+        length,
+        ..
+    } = *stage;
     let mut s = scenario.clone();
     s.thresholds = opts.sla.clone();
     s.plan.segments = vec![Segment {
@@ -196,9 +248,19 @@ fn run_stage(
         threads: opts.threads,
     };
     let live = Arc::new(Live::default());
+    let _ = live.answers.set(AnswerTap::default());
     let done = Arc::new(AtomicBool::new(false));
     let saturated = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(&live, &done, s.plan.warmup, interrupt));
+        let watcher = scope.spawn(|| {
+            let mut reader = Reader {
+                scenario: &s,
+                opts,
+                stage,
+                answers: Vec::new(),
+                on_progress,
+            };
+            watch(&live, &done, s.plan.warmup, interrupt, &mut reader)
+        });
         let out = run_load(&s, &schedule, &options, live.clone());
         done.store(true, Ordering::Release);
         let saturated = watcher.join().unwrap_or(false);
@@ -225,14 +287,61 @@ fn run_stage(
     Ok(measure(&s, rate, purpose, &out, report, early))
 }
 
+/// The live readings of a running stage.
+struct Reader<'a> {
+    scenario: &'a Scenario,
+    opts: &'a CapacityOptions,
+    stage: &'a StageRun,
+    /// The measured requests that ended so far.
+    answers: Vec<Answer>,
+    on_progress: &'a mut (dyn FnMut(&StageProgress) + Send),
+}
+
+impl Reader<'_> {
+    /// Reads the stage `measured` into its measured part.
+    fn read(&mut self, live: &Live, measured: Duration) {
+        if let Some(tap) = live.answers.get() {
+            tap.drain(&mut self.answers);
+        }
+        let p = progress(
+            self.scenario,
+            Reading {
+                index: self.stage.index,
+                rate: self.stage.rate,
+                purpose: self.stage.purpose,
+                elapsed_s: measured.as_secs_f64(),
+                length_s: self.stage.length.as_secs_f64(),
+                backlog: live.in_flight.load(Ordering::Acquire)
+                    + live.waiting.load(Ordering::Acquire),
+                base: self.stage.base,
+                sla: self
+                    .opts
+                    .sla
+                    .iter()
+                    .map(|&(gate, _)| (gate, live.measures.gate_value(gate)))
+                    .collect(),
+                answers: &self.answers,
+            },
+        );
+        (self.on_progress)(&p);
+    }
+}
+
 /// Samples the stage until it is done; stops it (and says so) when it is
-/// over-saturated or interrupted.
-fn watch(live: &Live, done: &AtomicBool, warmup: Duration, interrupt: &AtomicBool) -> bool {
+/// over-saturated or interrupted. Every second past the warm-up it reads
+/// the live signals.
+fn watch(
+    live: &Live,
+    done: &AtomicBool,
+    warmup: Duration,
+    interrupt: &AtomicBool,
+    reader: &mut Reader<'_>,
+) -> bool {
     let start = Instant::now();
     let (mut backlog, mut ttft) = (Vec::new(), Vec::new());
     let (mut last_sum, mut last_count, mut last_ttft_at) = (0u64, 0u64, None);
     // Bounded by the stage: the engine ends it and sets `done`.
-    loop {
+    for sample in 1u32.. {
         std::thread::sleep(SAMPLE_EVERY);
         if done.load(Ordering::Acquire) {
             return false;
@@ -244,6 +353,15 @@ fn watch(live: &Live, done: &AtomicBool, warmup: Duration, interrupt: &AtomicBoo
         let t = start.elapsed();
         if t < warmup {
             continue;
+        }
+        // The schedule's clock starts after the setup: the measured part
+        // is read from it, the early stop's trend from this thread's own.
+        let measured = live
+            .began
+            .get()
+            .map_or(Duration::ZERO, |b| b.elapsed().saturating_sub(warmup));
+        if sample % PROGRESS_EVERY == 0 && !measured.is_zero() {
+            reader.read(live, measured);
         }
         let t = (t - warmup).as_secs_f64();
         let q = live.in_flight.load(Ordering::Acquire) + live.waiting.load(Ordering::Acquire);
@@ -261,6 +379,7 @@ fn watch(live: &Live, done: &AtomicBool, warmup: Duration, interrupt: &AtomicBoo
             return true;
         }
     }
+    false
 }
 
 /// The signals over every stage, the knee, the scores and the answer.
@@ -272,11 +391,7 @@ fn conclude(
     elapsed: Duration,
 ) -> CapacityReport {
     // The excess slope: over the slope at the lowest rate that has one.
-    let base = stages
-        .iter()
-        .filter(|s| s.p99_slope_ms_per_token.is_some())
-        .min_by(|a, b| a.rate.total_cmp(&b.rate))
-        .and_then(|s| s.p99_slope_ms_per_token);
+    let base = base_slope(&stages).map(|b| b.0);
     for s in &mut stages {
         s.p99_excess_ms_per_token = match (s.p99_slope_ms_per_token, base) {
             (Some(v), Some(b)) => Some(v - b),

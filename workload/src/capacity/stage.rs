@@ -5,11 +5,12 @@
 //! search steers by.
 
 use serde::Serialize;
-use sluice_filters::{cost_per_1k, Gate, Price, Usage};
+use sluice_filters::Gate;
 
 use super::score::{Scored, SlaCheck};
-use super::slope::{p99_token_slope, TokenBin};
-use crate::load::{Outcome, RunOutput, RunReport, Scenario, Service};
+use super::signals::{model_signals, ModelSignals};
+use super::slope::TokenBin;
+use crate::load::{Answer, Outcome, RunOutput, RunReport, Scenario};
 
 /// Why a stage is a probe or a confirmation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,27 +97,13 @@ pub fn measure(
         .copied()
         .filter(|o| o.end_us <= out.ran_us)
         .collect();
-    let is_model = |o: &Outcome| {
-        scenario
-            .steps
-            .get(o.step)
-            .is_some_and(|s| s.service == Service::Llm)
-    };
-    let answered: Vec<&&Outcome> = in_window
-        .iter()
-        .filter(|o| o.failure.is_none() && is_model(o))
-        .collect();
-    let input_tokens: u64 = answered.iter().filter_map(|o| o.input_tokens).sum();
-    let output_tokens: u64 = answered.iter().filter_map(|o| o.output_tokens).sum();
-    let points: Vec<(u64, f64)> = answered
-        .iter()
-        .filter_map(|o| Some((o.output_tokens?, o.e2el_us() as f64 / 1000.0)))
-        .collect();
-    let slope = p99_token_slope(&points);
-    let cost_per_1k = scenario.cost.as_ref().and_then(|price| {
-        let usd = stage_cost(price, scenario, &answered, measured_s)?;
-        cost_per_1k(usd, input_tokens + output_tokens)
-    });
+    let answers: Vec<Answer> = in_window.iter().map(|o| Answer::of(o)).collect();
+    let ModelSignals {
+        input_tokens,
+        output_tokens,
+        slope,
+        cost_per_1k,
+    } = model_signals(scenario, &answers, measured_s);
     let sla: Vec<SlaCheck> = report
         .thresholds
         .iter()
@@ -172,36 +159,6 @@ pub fn worst(sla: &[SlaCheck]) -> f64 {
             None => -1.0,
         })
         .fold(1.0, f64::min)
-}
-
-/// What the stage's answered model requests cost: by time for a GPU-hour
-/// price; by each step's model for per-token prices (`None` when a model
-/// has no price, so that a partial sum never passes for the whole).
-fn stage_cost(
-    price: &Price,
-    scenario: &Scenario,
-    answered: &[&&Outcome],
-    seconds: f64,
-) -> Option<f64> {
-    if let Price::GpuHour { .. } = price {
-        return price.cost_usd(&Usage {
-            model: "",
-            input_tokens: 0,
-            output_tokens: 0,
-            seconds,
-        });
-    }
-    let mut usd = 0.0;
-    for o in answered {
-        let model = scenario.steps.get(o.step)?.model.as_deref()?;
-        usd += price.cost_usd(&Usage {
-            model,
-            input_tokens: o.input_tokens.unwrap_or(0),
-            output_tokens: o.output_tokens.unwrap_or(0),
-            seconds: 0.0,
-        })?;
-    }
-    Some(usd)
 }
 
 #[cfg(test)]

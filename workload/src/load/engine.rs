@@ -18,6 +18,7 @@
 //! is read from one monotonic clock (`std::time::Instant`, which the timer
 //! thread can read; tokio's clock lives inside the runtime).
 
+mod answers;
 mod journey;
 mod live;
 mod replay;
@@ -37,6 +38,7 @@ use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
 
+pub use answers::{Answer, AnswerTap};
 pub use live::{LiveHistogram, LiveMeasures, RELATIVE_ERROR as LIVE_RELATIVE_ERROR};
 
 /// How to run.
@@ -78,6 +80,20 @@ pub struct Live {
     /// Set to stop dispatching (Ctrl-C): the run drains and ends, marked
     /// `interrupted`.
     pub stop: AtomicBool,
+    /// Set by a caller that reads the measured requests while the run goes
+    /// (the capacity search's live signals); unset, none are kept.
+    pub answers: OnceLock<AnswerTap>,
+}
+
+impl Live {
+    /// A request ended: into the live measures, and to the tap when one
+    /// is set (warm-up left out of both).
+    pub(crate) fn ended(&self, o: &Outcome) {
+        self.measures.observe(o);
+        if let (false, Some(tap)) = (o.warmup, self.answers.get()) {
+            tap.push(Answer::of(o));
+        }
+    }
 }
 
 /// What a run leaves: every request that ended, and what did not.

@@ -115,7 +115,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             if outcome.failure.is_some() {
                 ctx.live.failed.fetch_add(1, Ordering::AcqRel);
             }
-            ctx.live.measures.observe(&outcome);
+            ctx.live.ended(&outcome);
             at = ctx.start + Duration::from_micros(outcome.end_us);
             if let Some(e) = ended.get_mut(i) {
                 *e = Some((outcome.failure.is_none(), outcome.cache));

@@ -75,7 +75,7 @@ async fn run(ctx: &Ctx, arrival: Intended) {
         if outcome.failure.is_some() {
             ctx.live.failed.fetch_add(1, Ordering::AcqRel);
         }
-        ctx.live.measures.observe(&outcome);
+        ctx.live.ended(&outcome);
         // The receiver lives as long as the run.
         let _ = ctx.records.send(outcome);
     }
