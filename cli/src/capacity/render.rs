@@ -77,7 +77,7 @@ impl Progress {
         self.readings += 1;
         if self.terminal {
             eprint!("{CLEAR}{}", progress_line(p));
-        } else if self.readings % PIPED_EVERY == 0 {
+        } else if self.readings.is_multiple_of(PIPED_EVERY) {
             eprintln!("{}", progress_line(p));
         }
     }

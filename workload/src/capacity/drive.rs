@@ -360,7 +360,7 @@ fn watch(
             .began
             .get()
             .map_or(Duration::ZERO, |b| b.elapsed().saturating_sub(warmup));
-        if sample % PROGRESS_EVERY == 0 && !measured.is_zero() {
+        if sample.is_multiple_of(PROGRESS_EVERY) && !measured.is_zero() {
             reader.read(live, measured);
         }
         let t = (t - warmup).as_secs_f64();
