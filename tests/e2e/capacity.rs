@@ -16,7 +16,8 @@ use sluice_cli::{MockLlm, MockLlmOptions};
 
 use crate::cli::sluice;
 use crate::harness::{listener, llm_config};
-use crate::support::TempDir;
+use crate::llama_cpp::LlamaServer;
+use crate::support::{python, require, TempDir};
 
 const SLOTS: usize = 8;
 
@@ -161,6 +162,102 @@ async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost
     assert!(stdout.contains("\nwhy: "), "{stdout}");
     assert!(stdout.contains("gates:\n  ttft_p95: 250ms  # "), "{stdout}");
     assert!(stdout.contains("\n  error_rate: 1%  # "), "{stdout}");
+}
+
+/// A capacity search against a real model: llama.cpp serving SmolLM2
+/// behind the proxy, with a short budget (the 5-minute run is
+/// benches/capacity_llama.sh's). Every stage answers with real tokens, the
+/// search keeps to its budget, and `sluice report` draws the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capacity_search_against_llama_cpp_keeps_its_budget_and_gives_a_report() {
+    let Some(py) = python() else {
+        require("the .venv python with xllamacpp", false);
+        return;
+    };
+    let llama = tokio::task::spawn_blocking(move || LlamaServer::start_with(&py, Some(0.0)))
+        .await
+        .unwrap();
+    let proxy = llm_config(format!("127.0.0.1:{}", llama.port)).start();
+    let tmp = TempDir::new("capacity-llama");
+    let scenario = tmp.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "scenario: capacity-llama\n\
+             target: {{ base_url: 'http://{}' }}\n\
+             workload: {{ arrival: {{ kind: poisson, rate: 1 }}, duration: 6s, warmup: 1s, seed: 5 }}\n\
+             steps:\n\
+             \x20 - {{ name: answer, service: llm, model: smollm2, prompt: 'Tell me about rivers.', max_tokens: 8-24, ignore_eos: true, timeout: 30s }}\n\
+             cost: {{ gpu_hour: 2.5 }}\n",
+            listener(&proxy, "public")
+        ),
+    )
+    .unwrap();
+    let (out_file, page) = (
+        tmp.path().join("capacity.json"),
+        tmp.path().join("report.html"),
+    );
+    let budget_s = 70.0;
+    let args = [
+        "capacity",
+        scenario.to_str().unwrap(),
+        "--sla",
+        "ttft_p95=3s,error_rate=1%",
+        "--stage",
+        "6s",
+        "--confirm",
+        "8s",
+        "--budget",
+        "70s",
+        "--start",
+        "1",
+        "--drain",
+        "10s",
+        "-o",
+        out_file.to_str().unwrap(),
+    ];
+    let out = sluice(args.iter().map(|a| (*a).to_owned()).collect()).await;
+    let context = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 0 with a rate found; 99 when even 1/1024 of the start failed, which
+    // a server that answers should not do, but a busy CI machine may.
+    assert!(matches!(out.status.code(), Some(0 | 99)), "{context}");
+    let r = read(&out_file);
+    let stages = r["stages"].as_array().unwrap();
+    assert!(stages.len() >= 2, "{context}");
+    // A stage that would end past the budget is not started; what runs
+    // past it is at most the last stage's drain.
+    assert!(
+        r["elapsed_s"].as_f64().unwrap() <= budget_s + 10.0,
+        "{context}"
+    );
+    for s in stages {
+        let summary = &s["run"]["summary"];
+        assert!(summary["completed"].as_u64().unwrap() > 0, "{s}");
+        assert!(s["output_tokens"].as_u64().unwrap() > 0, "{s}");
+        assert!(s["token_throughput"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["cost_per_1k"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    // Who answered: the model llama.cpp names, through sluice's headers.
+    let seen = &stages[0]["run"]["seen"][0];
+    assert_eq!(seen["cluster"], "llm", "{seen}");
+
+    let o = std::process::Command::new(crate::cli::sluice_bin())
+        .args([
+            "report",
+            out_file.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2>Capacity</h2>"), "{html}");
+    assert!(html.matches("<svg").count() >= 3, "{html}");
 }
 
 #[tokio::test]
