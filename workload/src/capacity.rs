@@ -13,6 +13,7 @@ mod search;
 mod signals;
 mod slope;
 mod stage;
+mod watch;
 
 pub use drive::{
     search, CapacityError, CapacityOptions, CapacityReport, KneeResult, Observer, SlaBound,
