@@ -24,7 +24,7 @@ pub(crate) enum Kind {
     Dots,
 }
 
-/// One series: its legend, points and colour (`c0`…`c5`, or `base`).
+/// One series: its legend, points and colour (`c0`…`c7`, or `base`).
 #[derive(Clone, Debug)]
 pub(crate) struct Series {
     pub name: String,
@@ -193,7 +193,8 @@ pub(crate) fn render(c: &Chart) -> String {
         r#"<line class="axis" x1="{LEFT}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}"/><line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{b:.1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
         LEFT + pw,
         LEFT + pw / 2.0,
-        H - 8.0,
+        // Under the plot, which the legend's extra rows pushed down.
+        h - 8.0,
         esc(&c.x_label),
         top + ph / 2.0,
         esc(&c.y_label),
@@ -281,7 +282,8 @@ fn key_width(s: &Series) -> f64 {
 fn legend_rows(series: &[Series], width: f64) -> Vec<Vec<&Series>> {
     let mut rows: Vec<Vec<&Series>> = Vec::new();
     let mut used = f64::INFINITY;
-    for s in series {
+    // A series without a name (dots sharing their line's colour) has no key.
+    for s in series.iter().filter(|s| !s.name.is_empty()) {
         let w = key_width(s);
         if used + w > width {
             rows.push(Vec::new());
