@@ -130,6 +130,7 @@ fn value(gate: Gate, v: f64) -> String {
         GateUnit::Ms => format!("{v:.0}ms"),
         GateUnit::Percent => format!("{v:.2}%"),
         GateUnit::Ratio | GateUnit::Requests => format!("{v:.2}"),
+        GateUnit::Usd => format!("${v:.5}"),
     }
 }
 
@@ -138,6 +139,6 @@ fn bound(gate: Gate, v: f64) -> String {
     match gate.unit() {
         GateUnit::Ms => format_duration(Duration::from_secs_f64(v / 1000.0)),
         GateUnit::Percent => format!("{v}%"),
-        GateUnit::Ratio | GateUnit::Requests => format!("{v}"),
+        GateUnit::Ratio | GateUnit::Requests | GateUnit::Usd => format!("{v}"),
     }
 }

@@ -41,7 +41,7 @@ impl RawConfig {
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
-        let rollouts = rollout::rollouts(&self.rollouts, &routes, &mut errs);
+        let rollouts = rollout::rollouts(&self.rollouts, &routes, &clusters, &mut errs);
         let known = fault::Known {
             listeners: &self.listeners,
             routes: &routes,
@@ -223,6 +223,15 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     c.metrics_interval.as_deref(),
                     Duration::from_secs(5),
                 ),
+                cost: c.cost.as_ref().and_then(|p| match p.validate(&format!("{at}.cost")) {
+                    Ok(price) => Some(price),
+                    Err(e) => {
+                        for e in e.0 {
+                            errs.push(e.path, e.message);
+                        }
+                        None
+                    }
+                }),
             }
         })
         .collect()
