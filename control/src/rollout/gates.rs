@@ -236,3 +236,6 @@ fn ratio(canary: Option<f64>, stable: Option<f64>) -> Option<f64> {
     let (c, s) = (canary?, stable?);
     (s > 0.0).then(|| c / s)
 }
+
+#[cfg(test)]
+mod tests;
