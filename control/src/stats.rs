@@ -58,8 +58,8 @@ pub struct TokenSample {
     pub output_tokens: u64,
     pub input_tokens: u64,
     /// USD by the cluster's per-token price table (what went into
-    /// `sluice_cost_usd_total`); 0 for a model without a price.
-    pub cost_usd: f64,
+    /// `sluice_cost_usd_total`); `None` for a model without a price.
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Default)]

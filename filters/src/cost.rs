@@ -6,7 +6,7 @@
 
 mod metrics;
 
-pub use metrics::{CostMeter, CostMetrics, COST_METRIC};
+pub use metrics::{CostMeter, CostMetrics, COST_METRIC, COST_TOKENS_METRIC};
 
 use std::collections::BTreeMap;
 

@@ -42,6 +42,7 @@ pub use compare::{
 };
 pub use cost::{
     cost_per_1k, CostMeter, CostMetrics, ModelPrice, Price, RawPrice, Usage, COST_METRIC,
+    COST_TOKENS_METRIC,
 };
 pub use embedding::{
     cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow, KL_BINS,

@@ -175,14 +175,19 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         ),
         Gate::GpuMemoryMax => (gpu_memory_percent, canary.requests, None),
         Gate::UpstreamQueueMax => (upstream_waiting, canary.requests, None),
-        Gate::CostPer1kMax => (
-            config
-                .canary_price
-                .as_ref()
-                .and_then(|p| window_cost_per_1k(p, canary, config.window)),
-            canary.token_requests,
-            None,
-        ),
+        Gate::CostPer1kMax => match &config.canary_price {
+            Some(p @ Price::GpuHour { .. }) => (
+                window_cost_per_1k(p, canary, config.window),
+                canary.token_requests,
+                None,
+            ),
+            Some(p @ Price::PerToken(_)) => (
+                window_cost_per_1k(p, canary, config.window),
+                canary.priced_requests,
+                None,
+            ),
+            None => (None, 0, None),
+        },
     };
     Figure {
         value,
@@ -191,20 +196,25 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
     }
 }
 
-/// USD per 1k tokens of a window of the canary: per-token prices as the
-/// data plane charged them; a GPU-hour price for the window's length,
-/// since the canary's GPUs are paid whether or not tokens flow.
+/// USD per 1k tokens of a window of the canary. Per-token prices: what
+/// the data plane charged over the tokens it priced (a model the table
+/// lacks is left out of both, as `sluice capacity` never lets a partial
+/// sum pass for the whole). A GPU-hour price: the window's length over
+/// every token, since the canary's GPUs are paid whether or not tokens
+/// flow.
 pub(super) fn window_cost_per_1k(price: &Price, view: &WindowView, window: Duration) -> Option<f64> {
-    let usd = match price {
-        Price::PerToken(_) => view.cost_usd,
-        Price::GpuHour { .. } => price.cost_usd(&Usage {
-            model: "",
-            input_tokens: view.input_tokens,
-            output_tokens: view.output_tokens,
-            seconds: window.as_secs_f64(),
-        })?,
-    };
-    cost_per_1k(usd, view.tokens())
+    match price {
+        Price::PerToken(_) => cost_per_1k(view.cost_usd, view.priced_tokens),
+        Price::GpuHour { .. } => {
+            let usd = price.cost_usd(&Usage {
+                model: "",
+                input_tokens: view.input_tokens,
+                output_tokens: view.output_tokens,
+                seconds: window.as_secs_f64(),
+            })?;
+            cost_per_1k(usd, view.tokens())
+        }
+    }
 }
 
 /// The distributions the gates read, of the canary and of stable: a window

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_filters::{
-    Price, StatusClass, COST_METRIC, GAP_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC,
+    Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC,
     STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
 };
 
@@ -108,12 +108,16 @@ pub(crate) fn template(gate: Gate, price: Option<&Price>, window: Duration) -> S
         Gate::UpstreamQueueMax => {
             format!("sum(max by (endpoint) ({WAITING_METRIC}{{cluster=\"$cluster\"}}))")
         }
-        // The cost counter has no `source` label: load traffic counts here
-        // whatever `exclude_load` says, in both sums alike.
+        // The cost counters have no `source` label: load traffic counts
+        // here whatever `exclude_load` says.
         Gate::CostPer1kMax => {
-            let usd = match price {
+            let sum = |family: &str| {
+                format!("sum(increase({family}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+            };
+            match price {
                 // The canary's GPUs cost the same over the window however
-                // many instances scrape them: a constant, not a sum.
+                // many instances scrape them: a constant, not a sum, over
+                // every token they served.
                 Some(p @ Price::GpuHour { .. }) => {
                     let usage = sluice_filters::Usage {
                         model: "",
@@ -121,15 +125,15 @@ pub(crate) fn template(gate: Gate, price: Option<&Price>, window: Duration) -> S
                         output_tokens: 0,
                         seconds: window.as_secs_f64(),
                     };
-                    p.cost_usd(&usage).unwrap_or(0.0).to_string()
+                    let usd = p.cost_usd(&usage).unwrap_or(0.0);
+                    format!("1000 * {usd} / {}", sum(&format!("{TOKEN_USAGE_METRIC}_sum")))
                 }
                 Some(Price::PerToken(_)) | None => format!(
-                    "sum(increase({COST_METRIC}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))"
+                    "1000 * {} / {}",
+                    sum(COST_METRIC),
+                    sum(COST_TOKENS_METRIC)
                 ),
-            };
-            format!(
-                "1000 * {usd} / sum(increase({TOKEN_USAGE_METRIC}_sum{{route=\"$route\",cluster=\"$cluster\"}}[$window]))"
-            )
+            }
         }
     }
 }

@@ -21,10 +21,12 @@ pub struct WindowView {
     pub errors: u64,
     pub output_tokens: u64,
     pub input_tokens: u64,
-    /// Requests the meter counted input or output tokens of: the samples
-    /// of a price per 1k tokens.
+    /// Requests the meter counted input or output tokens of.
     pub token_requests: u64,
-    /// USD of those tokens by the cluster's per-token price table.
+    /// Of those, the requests the cluster's per-token table priced, their
+    /// tokens and what they cost.
+    pub priced_requests: u64,
+    pub priced_tokens: u64,
     pub cost_usd: f64,
     /// Requests that contributed at least one gap between chunks.
     pub gap_requests: u64,
@@ -62,10 +64,15 @@ impl WindowView {
         if let Some(t) = &s.tokens {
             self.output_tokens += t.output_tokens;
             self.input_tokens += t.input_tokens;
-            if t.input_tokens + t.output_tokens > 0 {
+            let tokens = t.input_tokens + t.output_tokens;
+            if tokens > 0 {
                 self.token_requests += 1;
+                if let Some(usd) = t.cost_usd {
+                    self.priced_requests += 1;
+                    self.priced_tokens += tokens;
+                    self.cost_usd += usd;
+                }
             }
-            self.cost_usd += t.cost_usd;
             if let Some(ttft) = t.ttft {
                 record(&mut self.ttft_us, ttft);
             }
@@ -94,6 +101,8 @@ impl WindowView {
         self.output_tokens += other.output_tokens;
         self.input_tokens += other.input_tokens;
         self.token_requests += other.token_requests;
+        self.priced_requests += other.priced_requests;
+        self.priced_tokens += other.priced_tokens;
         self.cost_usd += other.cost_usd;
         self.gap_requests += other.gap_requests;
         for &m in measures {
@@ -108,6 +117,8 @@ impl WindowView {
         self.output_tokens = 0;
         self.input_tokens = 0;
         self.token_requests = 0;
+        self.priced_requests = 0;
+        self.priced_tokens = 0;
         self.cost_usd = 0.0;
         self.gap_requests = 0;
         for h in [

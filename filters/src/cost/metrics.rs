@@ -1,11 +1,13 @@
 //! `sluice_cost_usd_total{route,cluster,version,model}`: what the metered
-//! tokens cost by their cluster's per-token price table. A GPU-hour price
+//! tokens cost by their cluster's per-token price table, and beside it
+//! `sluice_cost_tokens_total` (the tokens priced), so that USD per 1k
+//! tokens is one division over the same answers. A GPU-hour price
 //! is paid by time, not by tokens, so it adds nothing here (the rollout
 //! gate `cost_per_1k_max` prices the window's length instead): summed over
 //! a fleet of sidecars, a counter every instance ticked by the hour would
 //! count the same GPUs once per instance.
 
-use prometheus::{Counter, CounterVec, Registry};
+use prometheus::{Counter, CounterVec, IntCounter, IntCounterVec, Registry};
 
 use super::{ModelPrice, Price};
 use crate::metrics::register_family;
@@ -13,10 +15,15 @@ use crate::metrics::register_family;
 /// USD of metered tokens: the family name the proxy exports and the fleet
 /// rollouts' PromQL reads.
 pub const COST_METRIC: &str = "sluice_cost_usd_total";
+/// Input and output tokens priced into [`COST_METRIC`].
+pub const COST_TOKENS_METRIC: &str = "sluice_cost_tokens_total";
+
+const LABELS: &[&str] = &["route", "cluster", "version", "model"];
 
 #[derive(Clone)]
 pub struct CostMetrics {
     usd: CounterVec,
+    tokens: IntCounterVec,
 }
 
 impl CostMetrics {
@@ -26,7 +33,13 @@ impl CostMetrics {
                 registry,
                 COST_METRIC,
                 "USD of the metered tokens (input and output) by the cluster's per-token `cost:` table; models the table lacks, and GPU-hour prices, add nothing.",
-                &["route", "cluster", "version", "model"],
+                LABELS,
+            )?,
+            tokens: register_family(
+                registry,
+                COST_TOKENS_METRIC,
+                "Input and output tokens priced into sluice_cost_usd_total.",
+                LABELS,
             )?,
         })
     }
@@ -45,10 +58,13 @@ impl CostMetrics {
             Some(Price::PerToken(models)) => models
                 .iter()
                 .map(|(model, p)| {
-                    let counter = self
-                        .usd
-                        .with_label_values(&[route, cluster, version, model]);
-                    (Box::from(model.as_str()), *p, counter)
+                    let labels = [route, cluster, version, model];
+                    Priced {
+                        model: model.as_str().into(),
+                        price: *p,
+                        usd: self.usd.with_label_values(&labels),
+                        tokens: self.tokens.with_label_values(&labels),
+                    }
                 })
                 .collect(),
             Some(Price::GpuHour { .. }) | None => Vec::new(),
@@ -61,18 +77,28 @@ impl CostMetrics {
 /// counter.
 #[derive(Clone, Default)]
 pub struct CostMeter {
-    models: Vec<(Box<str>, ModelPrice, Counter)>,
+    models: Vec<Priced>,
+}
+
+#[derive(Clone)]
+struct Priced {
+    model: Box<str>,
+    price: ModelPrice,
+    usd: Counter,
+    tokens: IntCounter,
 }
 
 impl CostMeter {
-    /// Adds what `input` and `output` tokens of `model` cost to its
-    /// counter, and returns it; `None` for a model without a price.
+    /// Adds what `input` and `output` tokens of `model` cost, and the
+    /// tokens, to its counters, and returns the cost; `None` for a model
+    /// without a price.
     pub fn charge(&self, model: &str, input: u64, output: u64) -> Option<f64> {
-        let (_, price, counter) = self.models.iter().find(|(m, _, _)| **m == *model)?;
-        let usd = price.usd(input, output);
+        let p = self.models.iter().find(|p| *p.model == *model)?;
+        let usd = p.price.usd(input, output);
         if usd > 0.0 {
-            counter.inc_by(usd);
+            p.usd.inc_by(usd);
         }
+        p.tokens.inc_by(input + output);
         Some(usd)
     }
 }
@@ -120,6 +146,9 @@ mod tests {
         };
         assert!((series("small") - 2.0 * 0.0000215).abs() < 1e-15);
         assert_eq!(series("big"), 0.025);
+        assert!(text.contains(
+            "sluice_cost_tokens_total{cluster=\"a\",model=\"small\",route=\"chat\",version=\"v2\"} 38"
+        ));
         assert!(!text.contains("cluster=\"b\""), "{text}");
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
     // Filled when the request reached a cluster: the stats sample is sent last,
     // so that it can take the gaps instead of copying them.
     let mut stats_key = None;
-    let mut cost_usd = 0.0;
+    let mut cost_usd = None;
     let route = ctx.route.and_then(|r| snapshot.routes.get(r));
     let target = route.and_then(|r| r.targets.get(ctx.target?));
     let cluster = ctx.cluster().map(|c| &c.config);
@@ -90,7 +90,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                         t.summary.output_tokens.unwrap_or(0),
                     );
                     let model = target.rewrite_model.as_deref().unwrap_or(record.model);
-                    cost_usd = target.cost.charge(model, input, output).unwrap_or(0.0);
+                    cost_usd = target.cost.charge(model, input, output);
                 }
             }
             stats_key = Some(target.stats);

@@ -33,8 +33,8 @@ fn config(price: Option<Price>, bound: f64) -> RolloutConfig {
 }
 
 /// `n` answers of 10 input and 10 output tokens, each charged `usd` by
-/// the data plane.
-fn window(n: u64, usd: f64) -> WindowView {
+/// the data plane (`None`: a model the table lacks).
+fn window(n: u64, usd: Option<f64>) -> WindowView {
     let key = Stats::new().key("chat", "b", "v2");
     let mut v = WindowView::default();
     for _ in 0..n {
@@ -87,18 +87,25 @@ fn per_token_prices_are_read_from_what_the_data_plane_charged() {
         })
         .unwrap();
     assert!((usd - 0.00004).abs() < 1e-18, "{usd}");
-    let r = reading(&config(Some(per_token()), 0.0015), &window(150, usd));
+    let r = reading(&config(Some(per_token()), 0.0015), &window(150, Some(usd)));
     assert!((r.value.unwrap() - 0.002).abs() < 1e-12, "{r:?}");
     assert_eq!((r.ok, r.samples, r.unit), (Some(false), 150, Unit::Usd));
     assert_eq!(
         r.describe(),
         "cost_per_1k_max $0.002 > $0.0015 (150 samples)"
     );
-    let r = reading(&config(Some(per_token()), 0.0025), &window(150, usd));
+    let r = reading(&config(Some(per_token()), 0.0025), &window(150, Some(usd)));
     assert_eq!(
         r.describe(),
         "cost_per_1k_max $0.002 <= $0.0025 (150 samples)"
     );
+    // Answers of a model the table lacks neither dilute the price nor
+    // count as its samples.
+    let mut mixed = window(150, Some(usd));
+    mixed.merge(&window(450, None));
+    let r = reading(&config(Some(per_token()), 0.0015), &mixed);
+    assert!((r.value.unwrap() - 0.002).abs() < 1e-12, "{r:?}");
+    assert_eq!((r.ok, r.samples), (Some(false), 150));
 }
 
 #[test]
@@ -109,7 +116,7 @@ fn a_gpu_hour_price_is_paid_for_the_whole_window() {
         usd_per_hour: 3.6,
         gpus: 2.0,
     };
-    let r = reading(&config(Some(price.clone()), 0.012), &window(150, 0.0));
+    let r = reading(&config(Some(price.clone()), 0.012), &window(150, None));
     assert!((r.value.unwrap() - 0.02 / 3.0).abs() < 1e-12, "{r:?}");
     assert_eq!(r.ok, Some(true));
     assert_eq!(
@@ -117,7 +124,7 @@ fn a_gpu_hour_price_is_paid_for_the_whole_window() {
         "cost_per_1k_max $0.006667 <= $0.012 (150 samples)"
     );
     // A tenth of the traffic on the same GPUs costs ten times as much a token.
-    let r = reading(&config(Some(price), 0.012), &window(15, 0.0));
+    let r = reading(&config(Some(price), 0.012), &window(15, None));
     assert!((r.value.unwrap() - 0.2 / 3.0).abs() < 1e-12, "{r:?}");
     // ...but 15 answers are under `min_requests`: not judged.
     assert_eq!(r.ok, None);
@@ -125,7 +132,7 @@ fn a_gpu_hour_price_is_paid_for_the_whole_window() {
 
 #[test]
 fn too_few_tokens_or_no_price_is_not_judged() {
-    let r = reading(&config(Some(per_token()), 0.0015), &window(99, 0.00004));
+    let r = reading(&config(Some(per_token()), 0.0015), &window(99, Some(0.00004)));
     assert_eq!((r.ok, r.samples), (None, 99));
     assert!(r.value.is_some());
     // No tokens: nothing to divide by.
@@ -136,6 +143,6 @@ fn too_few_tokens_or_no_price_is_not_judged() {
         "cost_per_1k_max n/a vs $0.0015 (0 samples)"
     );
     // A fleet controller without the canary's table reads figures instead.
-    let r = reading(&config(None, 0.0015), &window(150, 0.00004));
+    let r = reading(&config(None, 0.0015), &window(150, Some(0.00004)));
     assert_eq!((r.value, r.ok), (None, None));
 }

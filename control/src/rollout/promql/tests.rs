@@ -192,7 +192,7 @@ fn cost_per_1k_reads_the_cost_counter_or_prices_the_window() {
             Gate::CostPer1kMax,
             format!(
                 "1000 * sum(increase(sluice_cost_usd_total{{{r}}}[8s])) / \
-                 sum(increase(gen_ai_client_token_usage_sum{{{r}}}[8s]))"
+                 sum(increase(sluice_cost_tokens_total{{{r}}}[8s]))"
             )
         )]
     );
