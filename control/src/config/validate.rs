@@ -223,15 +223,18 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     c.metrics_interval.as_deref(),
                     Duration::from_secs(5),
                 ),
-                cost: c.cost.as_ref().and_then(|p| match p.validate(&format!("{at}.cost")) {
-                    Ok(price) => Some(price),
-                    Err(e) => {
-                        for e in e.0 {
-                            errs.push(e.path, e.message);
+                cost: c
+                    .cost
+                    .as_ref()
+                    .and_then(|p| match p.validate(&format!("{at}.cost")) {
+                        Ok(price) => Some(price),
+                        Err(e) => {
+                            for e in e.0 {
+                                errs.push(e.path, e.message);
+                            }
+                            None
                         }
-                        None
-                    }
-                }),
+                    }),
             }
         })
         .collect()

@@ -202,7 +202,11 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
 /// sum pass for the whole). A GPU-hour price: the window's length over
 /// every token, since the canary's GPUs are paid whether or not tokens
 /// flow.
-pub(super) fn window_cost_per_1k(price: &Price, view: &WindowView, window: Duration) -> Option<f64> {
+pub(super) fn window_cost_per_1k(
+    price: &Price,
+    view: &WindowView,
+    window: Duration,
+) -> Option<f64> {
     match price {
         Price::PerToken(_) => cost_per_1k(view.cost_usd, view.priced_tokens),
         Price::GpuHour { .. } => {
@@ -227,10 +231,9 @@ pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
             Gate::GapP99 => Measure::Gap,
             Gate::TpotP95 => Measure::Tpot,
             Gate::LatencyP99 | Gate::P99VsStable => Measure::Latency,
-            Gate::ErrorRate
-            | Gate::GpuMemoryMax
-            | Gate::UpstreamQueueMax
-            | Gate::CostPer1kMax => continue,
+            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::UpstreamQueueMax | Gate::CostPer1kMax => {
+                continue
+            }
         };
         if !canary.contains(&measure) {
             canary.push(measure);

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_filters::{
-    Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC,
-    STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
+    Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC, REQUESTS_METRIC,
+    REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
 };
 
 use crate::config::{Gate, QueryKey, RolloutConfig, Unit};

@@ -122,8 +122,10 @@ fn the_gate_reads_the_canary_price() {
 fn the_gate_needs_a_priced_canary_and_a_price() {
     assert_eq!(
         errors_in(&with_rollout("", "{ cost_per_1k_max: 0.012 }")),
-        ["rollouts[0].gates.cost_per_1k_max: canary cluster `llm-canary` has no `cost:` \
-          price table (clusters[1].cost)"]
+        [
+            "rollouts[0].gates.cost_per_1k_max: canary cluster `llm-canary` has no `cost:` \
+          price table (clusters[1].cost)"
+        ]
     );
     assert_eq!(
         errors_in(&with_rollout(

@@ -132,16 +132,16 @@ fn a_gpu_hour_price_is_paid_for_the_whole_window() {
 
 #[test]
 fn too_few_tokens_or_no_price_is_not_judged() {
-    let r = reading(&config(Some(per_token()), 0.0015), &window(99, Some(0.00004)));
+    let r = reading(
+        &config(Some(per_token()), 0.0015),
+        &window(99, Some(0.00004)),
+    );
     assert_eq!((r.ok, r.samples), (None, 99));
     assert!(r.value.is_some());
     // No tokens: nothing to divide by.
     let r = reading(&config(Some(per_token()), 0.0015), &WindowView::default());
     assert_eq!((r.value, r.ok), (None, None));
-    assert_eq!(
-        r.describe(),
-        "cost_per_1k_max n/a vs $0.0015 (0 samples)"
-    );
+    assert_eq!(r.describe(), "cost_per_1k_max n/a vs $0.0015 (0 samples)");
     // A fleet controller without the canary's table reads figures instead.
     let r = reading(&config(None, 0.0015), &window(150, Some(0.00004)));
     assert_eq!((r.value, r.ok), (None, None));
