@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sluice_filters::{
-    hash_bytes, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView, RouteClusterMetrics,
-    StickyTable, WeightedTable,
+    hash_bytes, CostMeter, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView,
+    RouteClusterMetrics, StickyTable, WeightedTable,
 };
 
 use crate::config::{ClusterConfig, Config, ListenerProtocol};
@@ -34,6 +34,8 @@ pub struct RouteTarget {
     pub metrics: RouteClusterMetrics,
     /// GenAI metric handles by model, for answers the token meter reads.
     pub genai: Arc<ModelHandleCache>,
+    /// `sluice_cost_usd_total` by the cluster's per-token prices.
+    pub cost: CostMeter,
     pub stats: StatsKey,
     /// `rewrite.<cluster>.model`: the model requests sent here carry.
     pub rewrite_model: Option<Arc<str>>,
@@ -166,6 +168,9 @@ impl Snapshot {
                             weight: *weight,
                             metrics: metrics.route_cluster(&r.name, name, &c.version),
                             genai: Arc::new(metrics.genai.cache(&r.name, name, &c.version)),
+                            cost: metrics
+                                .cost
+                                .meter(&r.name, name, &c.version, c.cost.as_ref()),
                             stats: stats.key(&r.name, name, &c.version),
                             rewrite_model: r.rewrite_model.get(name).map(|m| Arc::from(m.as_str())),
                         })

@@ -56,6 +56,10 @@ pub struct TokenSample {
     /// Every gap between content chunks.
     pub gaps: Vec<Duration>,
     pub output_tokens: u64,
+    pub input_tokens: u64,
+    /// USD by the cluster's per-token price table (what went into
+    /// `sluice_cost_usd_total`); `None` for a model without a price.
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Default)]

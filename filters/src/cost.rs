@@ -4,6 +4,10 @@
 //! paid by time whatever flows; a price per 1k tokens is paid by what the
 //! meter counted.
 
+mod metrics;
+
+pub use metrics::{CostMeter, CostMetrics, COST_METRIC, COST_TOKENS_METRIC};
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -12,11 +16,14 @@ use crate::{PathError, PathErrors};
 
 /// `cost:` as written: `{gpu_hour: 2.5, gpus: 1}` or `{models: {NAME:
 /// {input_per_1k: 0.0005, output_per_1k: 0.0015}}}`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPrice {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_hour: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub models: Option<BTreeMap<String, ModelPrice>>,
 }
 
@@ -120,15 +127,19 @@ impl Price {
             Price::GpuHour { usd_per_hour, gpus } => {
                 Some(usd_per_hour * gpus * usage.seconds / 3600.0)
             }
-            Price::PerToken(models) => {
-                let p = models.get(usage.model)?;
-                Some(
-                    (usage.input_tokens as f64 * p.input_per_1k
-                        + usage.output_tokens as f64 * p.output_per_1k)
-                        / 1000.0,
-                )
-            }
+            Price::PerToken(models) => Some(
+                models
+                    .get(usage.model)?
+                    .usd(usage.input_tokens, usage.output_tokens),
+            ),
         }
+    }
+}
+
+impl ModelPrice {
+    /// USD for `input` and `output` tokens.
+    pub fn usd(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_1k + output as f64 * self.output_per_1k) / 1000.0
     }
 }
 

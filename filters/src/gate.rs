@@ -24,6 +24,9 @@ crate::name_table! {
         GpuMemoryMax = "gpu_memory_max",
         /// Requests waiting in the canary model server's queue.
         UpstreamQueueMax = "upstream_queue_max",
+        /// USD per 1k tokens (input and output) of the canary, by its
+        /// cluster's `cost:` price table.
+        CostPer1kMax = "cost_per_1k_max",
     }
 }
 
@@ -38,6 +41,8 @@ pub enum GateUnit {
     Ratio,
     /// A whole number of requests.
     Requests,
+    /// A price in US dollars greater than 0: `0.012` or `$0.012`.
+    Usd,
 }
 
 impl Serialize for GateUnit {
@@ -53,6 +58,7 @@ impl GateUnit {
             GateUnit::Percent => "%",
             GateUnit::Ratio => "ratio",
             GateUnit::Requests => "requests",
+            GateUnit::Usd => "usd",
         }
     }
 }
@@ -67,6 +73,7 @@ impl Gate {
             Gate::ErrorRate | Gate::GpuMemoryMax => GateUnit::Percent,
             Gate::P99VsStable | Gate::TtftVsStable => GateUnit::Ratio,
             Gate::UpstreamQueueMax => GateUnit::Requests,
+            Gate::CostPer1kMax => GateUnit::Usd,
         }
     }
 
@@ -81,7 +88,8 @@ impl Gate {
             | Gate::LatencyP99
             | Gate::ErrorRate
             | Gate::GpuMemoryMax
-            | Gate::UpstreamQueueMax => false,
+            | Gate::UpstreamQueueMax
+            | Gate::CostPer1kMax => false,
         }
     }
 }
@@ -97,10 +105,13 @@ impl Gate {
             | Gate::TpotP95
             | Gate::LatencyP99
             | Gate::ErrorRate => true,
+            // `sluice capacity` prices what a load measured by the
+            // scenario's `cost:`, outside the gate table.
             Gate::P99VsStable
             | Gate::TtftVsStable
             | Gate::GpuMemoryMax
-            | Gate::UpstreamQueueMax => false,
+            | Gate::UpstreamQueueMax
+            | Gate::CostPer1kMax => false,
         }
     }
 }

@@ -17,6 +17,8 @@ use crate::metrics::register_histogram;
 pub const TTFT_METRIC: &str = "gen_ai_client_operation_time_to_first_chunk_seconds";
 /// Gap between content chunks (vLLM's "ITL"), seconds.
 pub const GAP_METRIC: &str = "gen_ai_client_operation_time_per_output_chunk_seconds";
+/// Tokens per operation, by `gen_ai_token_type` (input or output).
+pub const TOKEN_USAGE_METRIC: &str = "gen_ai_client_token_usage";
 /// Time per output token (vLLM's "TPOT"), seconds.
 pub const TPOT_METRIC: &str = "sluice_time_per_output_token_seconds";
 
@@ -133,7 +135,7 @@ impl GenAiMetrics {
             )?,
             tokens: register_histogram(
                 registry,
-                "gen_ai_client_token_usage",
+                TOKEN_USAGE_METRIC,
                 "Tokens per operation; estimated=true when counted from chunks, not read from usage.",
                 TOKEN_BUCKETS,
                 &token_labels,

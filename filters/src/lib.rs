@@ -40,7 +40,10 @@ pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
     Leg, NoiseFloor,
 };
-pub use cost::{cost_per_1k, ModelPrice, Price, RawPrice, Usage};
+pub use cost::{
+    cost_per_1k, CostMeter, CostMetrics, ModelPrice, Price, RawPrice, Usage, COST_METRIC,
+    COST_TOKENS_METRIC,
+};
 pub use embedding::{
     cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow, KL_BINS,
 };
@@ -53,7 +56,8 @@ pub use fault::{
 pub use fault::{RequestAction, StreamAction};
 pub use gate::{Gate, GateUnit};
 pub use genai::{
-    GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TPOT_METRIC, TTFT_METRIC,
+    GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TOKEN_USAGE_METRIC,
+    TPOT_METRIC, TTFT_METRIC,
 };
 pub use grpc::{grpc_message, grpc_method, is_grpc, parse_grpc_timeout};
 pub use hash::{hash_bytes, mix64};

@@ -7,6 +7,7 @@ use prometheus::{
     TextEncoder,
 };
 
+use crate::cost::CostMetrics;
 use crate::failure::Failure;
 use crate::fault::FaultMetrics;
 use crate::genai::GenAiMetrics;
@@ -99,6 +100,8 @@ pub struct Metrics {
     pub config_changes: IntCounterVec,
     pub snapshot_version: IntGauge,
     pub genai: GenAiMetrics,
+    /// `sluice_cost_usd_total`, by the clusters' `cost:` tables.
+    pub cost: CostMetrics,
     pub rollout: RolloutMetrics,
     /// The RESP observer's families (`sluice_resp_*`), for `kind: cache` clusters.
     pub resp: RespMetrics,
@@ -246,6 +249,7 @@ impl Metrics {
                 "Version of the live snapshot; rises by one per applied change.",
             )?,
             genai: GenAiMetrics::new(&registry)?,
+            cost: CostMetrics::new(&registry)?,
             rollout: RolloutMetrics::new(&registry)?,
             resp: RespMetrics::new(&registry)?,
             faults: FaultMetrics::new(&registry)?,

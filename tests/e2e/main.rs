@@ -11,6 +11,7 @@ mod alert_rules;
 mod capacity;
 mod cli;
 mod control_isolation;
+mod cost;
 mod demo;
 mod faults;
 mod fit;

@@ -180,29 +180,45 @@ pub(super) fn summary(r: &CapacityReport) -> String {
 
 /// The rollout's `gates:` this result implies: the SLAs it was searched
 /// under, with what each measured at the recommended rate as a comment,
-/// and the cost bound.
+/// and the cost bound (a rollout gate too, priced by the canary
+/// cluster's `cost:`).
 pub(super) fn rollout_gates(r: &CapacityReport) -> String {
     let at = r
         .recommended_arrival_rate
         .and_then(|rate| r.stages.iter().rev().find(|s| s.rate == rate && s.passed));
-    let mut lines = vec![match r.recommended_rate {
+    let mut gates: Vec<(Gate, f64, Option<f64>)> = r
+        .sla
+        .iter()
+        .map(|b| {
+            let measured = at
+                .and_then(|s| s.sla.iter().find(|c| c.gate == b.gate))
+                .and_then(|c| c.value);
+            (b.gate, b.bound, measured)
+        })
+        .collect();
+    if let Some(max) = r.bounds.cost_per_1k_max {
+        gates.push((Gate::CostPer1kMax, max, at.and_then(|s| s.cost_per_1k)));
+    }
+    gates_block(&r.scenario, r.recommended_rate, &gates)
+}
+
+/// The `gates:` block of [`rollout_gates`]: each gate's bound, and what
+/// it measured as a comment.
+pub(super) fn gates_block(
+    scenario: &str,
+    recommended_rate: Option<f64>,
+    gates: &[(Gate, f64, Option<f64>)],
+) -> String {
+    let mut lines = vec![match recommended_rate {
         Some(rate) => format!(
-            "# from sluice capacity on `{}`: recommended {rate:.2} req/s; measured there in comments",
-            r.scenario
+            "# from sluice capacity on `{scenario}`: recommended {rate:.2} req/s; measured there in comments"
         ),
-        None => format!("# from sluice capacity on `{}`: no rate held every SLA", r.scenario),
+        None => format!("# from sluice capacity on `{scenario}`: no rate held every SLA"),
     }];
     lines.push("gates:".to_owned());
-    for b in &r.sla {
-        let measured = at
-            .and_then(|s| s.sla.iter().find(|c| c.gate == b.gate))
-            .and_then(|c| c.value)
-            .map_or(String::new(), |v| format!("  # {}", value(b.gate, v)));
-        lines.push(format!(
-            "  {}: {}{measured}",
-            b.gate.as_str(),
-            bound(b.gate, b.bound)
-        ));
+    for &(gate, b, measured) in gates {
+        let measured = measured.map_or(String::new(), |v| format!("  # {}", value(gate, v)));
+        lines.push(format!("  {}: {}{measured}", gate.as_str(), bound(gate, b)));
     }
     lines.join("\n")
 }
@@ -220,6 +236,7 @@ fn value(gate: Gate, v: f64) -> String {
         GateUnit::Ms => format!("{v:.0}ms"),
         GateUnit::Percent => format!("{v:.2}%"),
         GateUnit::Ratio | GateUnit::Requests => format!("{v:.2}"),
+        GateUnit::Usd => format!("${v:.5}"),
     }
 }
 
@@ -228,6 +245,6 @@ fn bound(gate: Gate, v: f64) -> String {
     match gate.unit() {
         GateUnit::Ms => format_duration(Duration::from_secs_f64(v / 1000.0)),
         GateUnit::Percent => format!("{v}%"),
-        GateUnit::Ratio | GateUnit::Requests => format!("{v}"),
+        GateUnit::Ratio | GateUnit::Requests | GateUnit::Usd => format!("{v}"),
     }
 }

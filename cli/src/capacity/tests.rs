@@ -20,7 +20,7 @@ fn a_bad_sla_is_said_whole() {
         split_sla("ttft_p95=800ms,tokens=5,cost_per_1k_max=free").unwrap_err(),
         [
             "--sla: cost_per_1k_max: `free` is not a price in USD > 0 like 0.012",
-            "--sla: tokens: unknown gate `tokens` (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max)",
+            "--sla: tokens: unknown gate `tokens` (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max)",
         ]
     );
     assert_eq!(
@@ -73,5 +73,39 @@ fn a_live_reading_shows_the_stage_its_signals_and_slas() {
     assert_eq!(
         render::progress_line(&bare),
         "capacity:   probe 12.00 req/s  8/20 s  backlog 14  11.9 req/s ended  1430 tok/s"
+    );
+}
+
+#[test]
+fn into_rollout_writes_the_cost_bound_as_a_gate() {
+    let text = render::gates_block(
+        "chat",
+        Some(14.13),
+        &[
+            (Gate::TtftP95, 250.0, Some(245.0)),
+            (Gate::CostPer1kMax, 0.012, Some(0.004114)),
+        ],
+    );
+    assert_eq!(
+        text,
+        "# from sluice capacity on `chat`: recommended 14.13 req/s; measured there in comments\n\
+         gates:\n  ttft_p95: 250ms  # 245ms\n  cost_per_1k_max: 0.012  # $0.00411"
+    );
+    // What it writes reads back as a rollout's gates.
+    let yaml = format!(
+        "listeners: [{{ name: public, listen: 127.0.0.1:0, protocol: http }}]\n\
+         clusters:\n  - {{ name: a, kind: llm, endpoints: [127.0.0.1:1] }}\n\
+         \x20 - {{ name: b, kind: llm, endpoints: [127.0.0.1:2], cost: {{ gpu_hour: 2 }} }}\n\
+         routes: [{{ name: chat, listener: public, split: {{ a: 100, b: 0 }} }}]\n\
+         rollouts:\n  - name: r\n    route: chat\n    stable: a\n    canary: b\n{}",
+        text.lines()
+            .skip(1)
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    );
+    let config = sluice_control::Config::from_yaml(&yaml).unwrap();
+    assert_eq!(
+        config.rollouts[0].gates.bounds(),
+        [(Gate::TtftP95, 250.0), (Gate::CostPer1kMax, 0.012)]
     );
 }

@@ -201,6 +201,10 @@ pub struct RawCluster {
     /// `llm`: the model server's own Prometheus path (e.g. `/metrics`), scraped into `sluice_upstream_*`.
     pub metrics_path: Option<String>,
     pub metrics_interval: Option<String>,
+    /// What the cluster's tokens cost: `{gpu_hour: 2.5, gpus: 1}` or
+    /// `{models: {NAME: {input_per_1k, output_per_1k}}}`, the table
+    /// `sluice capacity` reads too.
+    pub cost: Option<sluice_filters::RawPrice>,
 }
 
 #[skip_serializing_none]

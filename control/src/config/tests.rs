@@ -3,6 +3,7 @@
 use super::*;
 
 mod by_model;
+mod cost;
 mod faults;
 mod load;
 mod mirror;

@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher};
+use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher, Price};
 
 use super::RawConfig;
 
@@ -294,7 +294,7 @@ impl Default for Timeouts {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClusterConfig {
     pub name: String,
     pub kind: ClusterKind,
@@ -307,6 +307,9 @@ pub struct ClusterConfig {
     /// The model server's own Prometheus path, scraped every `metrics_interval`.
     pub metrics_path: Option<String>,
     pub metrics_interval: Duration,
+    /// The price table: `sluice_cost_usd_total` and the `cost_per_1k_max`
+    /// gate read it.
+    pub cost: Option<Price>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

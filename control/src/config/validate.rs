@@ -16,6 +16,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sluice_filters::{Price, RawPrice};
+
 use super::raw::{
     RawCluster, RawClusterKind, RawListener, RawProtocol, RawSize, RawTimeouts,
     RawUpstreamProtocol, RawUpstreamTls,
@@ -41,7 +43,7 @@ impl RawConfig {
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
-        let rollouts = rollout::rollouts(&self.rollouts, &routes, &mut errs);
+        let rollouts = rollout::rollouts(&self.rollouts, &routes, &clusters, &mut errs);
         let known = fault::Known {
             listeners: &self.listeners,
             routes: &routes,
@@ -223,9 +225,24 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     c.metrics_interval.as_deref(),
                     Duration::from_secs(5),
                 ),
+                cost: c.cost.as_ref().and_then(|p| price(&at, p, errs)),
             }
         })
         .collect()
+}
+
+/// `cost:`, checked by the table's own rules (the ones `sluice capacity`
+/// applies to a scenario's), its errors under the cluster's path.
+fn price(at: &str, raw: &RawPrice, errs: &mut Errors) -> Option<Price> {
+    match raw.validate(&format!("{at}.cost")) {
+        Ok(price) => Some(price),
+        Err(e) => {
+            for e in e.0 {
+                errs.push(e.path, e.message);
+            }
+            None
+        }
+    }
 }
 
 fn endpoint(path: String, text: &str, errs: &mut Errors) -> Option<Endpoint> {

@@ -4,10 +4,13 @@
 //! or as figures from Prometheus), the policy acts on the readings.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{Gate, Gates, Unit};
+use sluice_filters::{cost_per_1k, Price, Usage};
+
+use crate::config::{Gate, Gates, RolloutConfig, Unit};
 use crate::stats::{Measure, WindowView};
 
 /// Everything the gates are judged on, gathered at one instant.
@@ -65,44 +68,48 @@ impl GateReading {
     }
 
     /// `ttft_p95 400ms > 150ms (120 samples)`, for events and logs.
+    /// `cost_per_1k_max $0.0213 > $0.012 (150 samples)`, too.
     pub fn describe(&self) -> String {
-        let unit = match self.unit {
-            Unit::Ms | Unit::Percent => self.unit.as_str(),
-            Unit::Ratio | Unit::Requests => "",
+        let show = |v: f64| match self.unit {
+            Unit::Ms | Unit::Percent => format!("{}{}", round(v, 3), self.unit.as_str()),
+            Unit::Ratio | Unit::Requests => round(v, 3).to_string(),
+            // Prices per 1k tokens are fractions of a cent.
+            Unit::Usd => format!("${}", round(v, 6)),
         };
-        let value = self
-            .value
-            .map_or_else(|| "n/a".to_string(), |v| format!("{}{unit}", round(v)));
+        let value = self.value.map_or_else(|| "n/a".to_string(), show);
         let cmp = match self.ok {
             Some(true) => "<=",
             Some(false) => ">",
             None => "vs",
         };
         format!(
-            "{} {value} {cmp} {}{unit} ({} samples)",
+            "{} {value} {cmp} {} ({} samples)",
             self.gate.as_str(),
-            round(self.bound),
+            show(self.bound),
             self.samples
         )
     }
 }
 
-/// Three decimals at most: readings are for people.
-fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+/// `decimals` at most: readings are for people.
+fn round(v: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (v * scale).round() / scale
 }
 
 /// Reads every configured gate. A gate is judged only with at least
 /// `min_requests` canary samples (relative gates: stable samples too) and
 /// a value to compare; it passes when the value is at most the bound.
-pub(super) fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> Vec<GateReading> {
-    gates
+pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateReading> {
+    let min_requests = config.min_requests;
+    config
+        .gates
         .bounds()
         .into_iter()
         .map(|(gate, bound)| {
             let f = match obs {
                 Observation::Figures(figures) => figures.get(&gate).copied().unwrap_or_default(),
-                Observation::Windows { .. } => windows_figure(gate, obs),
+                Observation::Windows { .. } => windows_figure(gate, config, obs),
             };
             let enough =
                 f.samples >= min_requests && f.stable_samples.is_none_or(|s| s >= min_requests);
@@ -120,7 +127,7 @@ pub(super) fn judge(gates: &Gates, min_requests: u64, obs: &Observation<'_>) -> 
 }
 
 /// One gate's figure from this instance's windows and observers.
-fn windows_figure(gate: Gate, obs: &Observation<'_>) -> Figure {
+fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> Figure {
     let Observation::Windows {
         canary,
         stable,
@@ -168,11 +175,49 @@ fn windows_figure(gate: Gate, obs: &Observation<'_>) -> Figure {
         ),
         Gate::GpuMemoryMax => (gpu_memory_percent, canary.requests, None),
         Gate::UpstreamQueueMax => (upstream_waiting, canary.requests, None),
+        Gate::CostPer1kMax => match &config.canary_price {
+            Some(p @ Price::GpuHour { .. }) => (
+                window_cost_per_1k(p, canary, config.window),
+                canary.token_requests,
+                None,
+            ),
+            Some(p @ Price::PerToken(_)) => (
+                window_cost_per_1k(p, canary, config.window),
+                canary.priced_requests,
+                None,
+            ),
+            None => (None, 0, None),
+        },
     };
     Figure {
         value,
         samples,
         stable_samples,
+    }
+}
+
+/// USD per 1k tokens of a window of the canary. Per-token prices: what
+/// the data plane charged over the tokens it priced (a model the table
+/// lacks is left out of both, as `sluice capacity` never lets a partial
+/// sum pass for the whole). A GPU-hour price: the window's length over
+/// every token, since the canary's GPUs are paid whether or not tokens
+/// flow.
+fn window_cost_per_1k(
+    price: &Price,
+    view: &WindowView,
+    window: Duration,
+) -> Option<f64> {
+    match price {
+        Price::PerToken(_) => cost_per_1k(view.cost_usd, view.priced_tokens),
+        Price::GpuHour { .. } => {
+            let usd = price.cost_usd(&Usage {
+                model: "",
+                input_tokens: view.input_tokens,
+                output_tokens: view.output_tokens,
+                seconds: window.as_secs_f64(),
+            })?;
+            cost_per_1k(usd, view.tokens())
+        }
     }
 }
 
@@ -186,7 +231,9 @@ pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
             Gate::GapP99 => Measure::Gap,
             Gate::TpotP95 => Measure::Tpot,
             Gate::LatencyP99 | Gate::P99VsStable => Measure::Latency,
-            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::UpstreamQueueMax => continue,
+            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::UpstreamQueueMax | Gate::CostPer1kMax => {
+                continue
+            }
         };
         if !canary.contains(&measure) {
             canary.push(measure);
@@ -202,3 +249,6 @@ fn ratio(canary: Option<f64>, stable: Option<f64>) -> Option<f64> {
     let (c, s) = (canary?, stable?);
     (s > 0.0).then(|| c / s)
 }
+
+#[cfg(test)]
+mod tests;

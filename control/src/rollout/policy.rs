@@ -142,7 +142,7 @@ impl Policy {
         now: Instant,
         obs: &Observation<'_>,
     ) -> (Vec<GateReading>, Option<Transition>) {
-        let readings = judge(&self.config.gates, self.config.min_requests, obs);
+        let readings = judge(&self.config, obs);
         let transition = match self.state {
             State::Pending => Some(self.start(now, "started".into())),
             State::Progressing => self.progress(now, &readings),

@@ -15,14 +15,15 @@
 //! A query must come back with one series (or a scalar). Time gates are
 //! read in seconds, Prometheus's unit, and shown in milliseconds;
 //! `error_rate` and `gpu_memory_max` in percent; relative gates as the
-//! ratio; `upstream_queue_max` in requests; `requests` as a count.
+//! ratio; `upstream_queue_max` in requests; `cost_per_1k_max` in USD;
+//! `requests` as a count.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_filters::{
-    StatusClass, GAP_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
-    TPOT_METRIC, TTFT_METRIC,
+    Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC, REQUESTS_METRIC,
+    REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
 };
 
 use crate::config::{Gate, QueryKey, RolloutConfig, Unit};
@@ -50,7 +51,10 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>)
         .bounds()
         .into_iter()
         .map(|(gate, _)| {
-            let template = pick(QueryKey::Gate(gate), template(gate));
+            let template = pick(
+                QueryKey::Gate(gate),
+                template(gate, c.canary_price.as_ref(), c.window),
+            );
             (gate, fill(&template, &c.canary))
         })
         .collect();
@@ -67,12 +71,13 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>)
 pub(crate) fn scale(gate: Gate) -> f64 {
     match gate.unit() {
         Unit::Ms => 1000.0,
-        Unit::Percent | Unit::Ratio | Unit::Requests => 1.0,
+        Unit::Percent | Unit::Ratio | Unit::Requests | Unit::Usd => 1.0,
     }
 }
 
-/// The generated query of one gate, placeholders unfilled.
-pub(crate) fn template(gate: Gate) -> String {
+/// The generated query of one gate, placeholders unfilled. `price` (the
+/// canary's table) and `window` shape `cost_per_1k_max` only.
+pub(crate) fn template(gate: Gate, price: Option<&Price>, window: Duration) -> String {
     match gate {
         Gate::TtftP95 => quantile(0.95, TTFT_METRIC, "$cluster"),
         Gate::TtftP99 => quantile(0.99, TTFT_METRIC, "$cluster"),
@@ -102,6 +107,33 @@ pub(crate) fn template(gate: Gate) -> String {
         // endpoint (the largest), then summed over the endpoints.
         Gate::UpstreamQueueMax => {
             format!("sum(max by (endpoint) ({WAITING_METRIC}{{cluster=\"$cluster\"}}))")
+        }
+        // The cost counters have no `source` label: load traffic counts
+        // here whatever `exclude_load` says.
+        Gate::CostPer1kMax => {
+            let sum = |family: &str| {
+                format!("sum(increase({family}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+            };
+            match price {
+                // The canary's GPUs cost the same over the window however
+                // many instances scrape them: a constant, not a sum, over
+                // every token they served.
+                Some(p @ Price::GpuHour { .. }) => {
+                    let usage = sluice_filters::Usage {
+                        model: "",
+                        input_tokens: 0,
+                        output_tokens: 0,
+                        seconds: window.as_secs_f64(),
+                    };
+                    let usd = p.cost_usd(&usage).unwrap_or(0.0);
+                    format!("1000 * {usd} / {}", sum(&format!("{TOKEN_USAGE_METRIC}_sum")))
+                }
+                Some(Price::PerToken(_)) | None => format!(
+                    "1000 * {} / {}",
+                    sum(COST_METRIC),
+                    sum(COST_TOKENS_METRIC)
+                ),
+            }
         }
     }
 }

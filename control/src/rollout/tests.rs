@@ -160,6 +160,7 @@ impl Harness {
                 tpot: Some(Duration::from_millis(20)),
                 gaps: vec![Duration::from_millis(20); 2],
                 output_tokens: 10,
+                ..TokenSample::default()
             }),
         }
     }

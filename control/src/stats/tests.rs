@@ -47,6 +47,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
                 tpot: Some(Duration::from_millis(20)),
                 gaps: vec![Duration::from_millis(10); 4],
                 output_tokens: 5,
+                ..TokenSample::default()
             }),
         });
     }
@@ -83,6 +84,7 @@ fn sample(key: StatsKey, status: u16, ttft_ms: u64) -> Sample {
             tpot: Some(Duration::from_millis(10)),
             gaps: vec![Duration::from_millis(10), Duration::from_millis(30)],
             output_tokens: 3,
+            ..TokenSample::default()
         }),
     }
 }

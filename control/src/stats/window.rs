@@ -20,6 +20,14 @@ pub struct WindowView {
     /// Answers with a 5xx status.
     pub errors: u64,
     pub output_tokens: u64,
+    pub input_tokens: u64,
+    /// Requests the meter counted input or output tokens of.
+    pub token_requests: u64,
+    /// Of those, the requests the cluster's per-token table priced, their
+    /// tokens and what they cost.
+    pub priced_requests: u64,
+    pub priced_tokens: u64,
+    pub cost_usd: f64,
     /// Requests that contributed at least one gap between chunks.
     pub gap_requests: u64,
     latency_us: Option<Histogram<u64>>,
@@ -55,6 +63,16 @@ impl WindowView {
         record(&mut self.latency_us, s.latency);
         if let Some(t) = &s.tokens {
             self.output_tokens += t.output_tokens;
+            self.input_tokens += t.input_tokens;
+            let tokens = t.input_tokens + t.output_tokens;
+            if tokens > 0 {
+                self.token_requests += 1;
+                if let Some(usd) = t.cost_usd {
+                    self.priced_requests += 1;
+                    self.priced_tokens += tokens;
+                    self.cost_usd += usd;
+                }
+            }
             if let Some(ttft) = t.ttft {
                 record(&mut self.ttft_us, ttft);
             }
@@ -81,6 +99,11 @@ impl WindowView {
         self.requests += other.requests;
         self.errors += other.errors;
         self.output_tokens += other.output_tokens;
+        self.input_tokens += other.input_tokens;
+        self.token_requests += other.token_requests;
+        self.priced_requests += other.priced_requests;
+        self.priced_tokens += other.priced_tokens;
+        self.cost_usd += other.cost_usd;
         self.gap_requests += other.gap_requests;
         for &m in measures {
             merge(self.histogram_mut(m), other.histogram(m));
@@ -92,6 +115,11 @@ impl WindowView {
         self.requests = 0;
         self.errors = 0;
         self.output_tokens = 0;
+        self.input_tokens = 0;
+        self.token_requests = 0;
+        self.priced_requests = 0;
+        self.priced_tokens = 0;
+        self.cost_usd = 0.0;
         self.gap_requests = 0;
         for h in [
             &mut self.latency_us,
@@ -119,6 +147,11 @@ impl WindowView {
     /// How many values of `measure` were recorded (gaps: one per gap).
     pub fn count(&self, measure: Measure) -> u64 {
         self.histogram(measure).map_or(0, Histogram::len)
+    }
+
+    /// Input and output tokens together.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
     }
 
     /// Percent of requests answered 5xx; `None` with no request.

@@ -4,7 +4,8 @@
 
 use prometheus::core::Collector;
 use prometheus::{
-    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
 };
 
 /// A family of counters or gauges with labels, as prometheus builds one.
@@ -13,6 +14,12 @@ pub trait LabelledFamily: Collector + Clone + Sized + 'static {
 }
 
 impl LabelledFamily for IntCounterVec {
+    fn build(opts: Opts, labels: &[&str]) -> Result<Self, prometheus::Error> {
+        Self::new(opts, labels)
+    }
+}
+
+impl LabelledFamily for CounterVec {
     fn build(opts: Opts, labels: &[&str]) -> Result<Self, prometheus::Error> {
         Self::new(opts, labels)
     }

@@ -20,6 +20,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
     // Filled when the request reached a cluster: the stats sample is sent last,
     // so that it can take the gaps instead of copying them.
     let mut stats_key = None;
+    let mut cost_usd = None;
     let route = ctx.route.and_then(|r| snapshot.routes.get(r));
     let target = route.and_then(|r| r.targets.get(ctx.target?));
     let cluster = ctx.cluster().map(|c| &c.config);
@@ -81,6 +82,15 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                         (Some(n), true) => genai.output_tokens_estimated.observe(n as f64),
                         (None, _) => {}
                     }
+                    // The cluster's table prices the model it was sent,
+                    // which a rewrite may have changed; chunk-counted
+                    // output is priced too, the best count there is.
+                    let (input, output) = (
+                        t.summary.input_tokens.unwrap_or(0),
+                        t.summary.output_tokens.unwrap_or(0),
+                    );
+                    let model = target.rewrite_model.as_deref().unwrap_or(record.model);
+                    cost_usd = target.cost.charge(model, input, output);
                 }
             }
             stats_key = Some(target.stats);
@@ -142,6 +152,8 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             tpot,
             gaps: std::mem::take(&mut t.gaps),
             output_tokens: t.summary.output_tokens.unwrap_or(0),
+            input_tokens: t.summary.input_tokens.unwrap_or(0),
+            cost_usd,
         });
         proxy.shared.stats.record(Sample {
             key,

@@ -275,6 +275,7 @@ fn value(gate: Gate, v: f64) -> String {
         GateUnit::Percent => format!("{v:.2}%"),
         GateUnit::Ratio => format!("{v:.2}"),
         GateUnit::Requests => format!("{v:.0}"),
+        GateUnit::Usd => format!("${v:.5}"),
     }
 }
 

@@ -381,9 +381,11 @@ fn gate_value(run: &Group, gate: Gate) -> Option<f64> {
         Gate::ErrorRate => {
             (run.requests > 0).then(|| 100.0 * run.failed as f64 / run.requests as f64)
         }
-        Gate::P99VsStable | Gate::TtftVsStable | Gate::GpuMemoryMax | Gate::UpstreamQueueMax => {
-            None
-        }
+        Gate::P99VsStable
+        | Gate::TtftVsStable
+        | Gate::GpuMemoryMax
+        | Gate::UpstreamQueueMax
+        | Gate::CostPer1kMax => None,
     }
 }
 

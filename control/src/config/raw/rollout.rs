@@ -84,6 +84,8 @@ pub enum RawBound {
     Percent(RawPercent),
     Ratio(f64),
     Requests(u64),
+    /// `0.012` or `$0.012`: read as a percent is, a number or text.
+    Usd(RawPercent),
 }
 
 impl RawGates {
@@ -107,6 +109,7 @@ impl keyed::Keyed for RawBound {
             Unit::Percent => RawBound::Percent(RawPercent::deserialize(d)?),
             Unit::Ratio => RawBound::Ratio(f64::deserialize(d)?),
             Unit::Requests => RawBound::Requests(u64::deserialize(d)?),
+            Unit::Usd => RawBound::Usd(RawPercent::deserialize(d)?),
         })
     }
 }
@@ -164,6 +167,7 @@ impl Serialize for RawBound {
             RawBound::Percent(p) => p.serialize(s),
             RawBound::Ratio(r) => s.serialize_f64(*r),
             RawBound::Requests(n) => s.serialize_u64(*n),
+            RawBound::Usd(p) => p.serialize(s),
         }
     }
 }

@@ -10,7 +10,8 @@ listeners:
   - { name: public, listen: 127.0.0.1:8080, protocol: http }
 clusters:
   - { name: llm-stable, kind: llm, version: v1, endpoints: [127.0.0.1:8000] }
-  - { name: llm-canary, kind: llm, version: v2, endpoints: [127.0.0.1:8001] }
+  - { name: llm-canary, kind: llm, version: v2, endpoints: [127.0.0.1:8001],
+      cost: { gpu_hour: 2.5 } }
   - { name: other, kind: llm, endpoints: [127.0.0.1:8002] }
 routes:
   - name: chat
@@ -233,6 +234,7 @@ fn every_gate_name_round_trips_through_the_config() {
             Unit::Percent => "5%",
             Unit::Ratio => "1.5",
             Unit::Requests => "3",
+            Unit::Usd => "$0.012",
         };
         let yaml = one("").replace("ttft_p95: 800ms", &format!("{gate}: {bound}"));
         let config = Config::from_yaml(&yaml).unwrap();
@@ -274,7 +276,7 @@ fn bad_gates() {
         e[0].starts_with(
             "rollouts[0].gates.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, \
              ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, \
-             ttft_vs_stable, gpu_memory_max, upstream_queue_max) at line"
+             ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max) at line"
         ),
         "{e:?}"
     );
@@ -310,7 +312,8 @@ fn bad_fleet_fields() {
             "rollouts[0].source.prometheus.queries.error_rate: must not be empty",
             "rollouts[0].source.prometheus.queries.ttft_p96: unknown query `ttft_p96` \
              (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, \
-             p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, requests)",
+             p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
+             requests)",
             "rollouts[0].source.prometheus.url: `localhost:9090` is not an http URL like \
              http://127.0.0.1:9090",
             "rollouts[0].source.prometheus.scrape_interval: must be greater than 0",

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use sluice_filters::Price;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RolloutConfig {
@@ -30,6 +31,11 @@ pub struct RolloutConfig {
     pub targets: Vec<String>,
     /// Fleet mode: the environment variable holding the targets' token.
     pub target_token_env: String,
+    /// The canary cluster's `cost:`, resolved at validation for the
+    /// `cost_per_1k_max` gate; `None` without that gate, or when a fleet
+    /// controller does not list the canary (its PromQL reads what the
+    /// targets priced).
+    pub canary_price: Option<Price>,
 }
 
 pub(crate) const DEFAULT_STEPS: [u32; 5] = [1, 5, 20, 50, 100];

@@ -133,6 +133,28 @@ impl Errors {
         Some(value)
     }
 
+    /// A price in USD, a number or text such as `$0.012`, greater than 0.
+    pub(super) fn usd(&mut self, path: String, raw: &RawPercent) -> Option<f64> {
+        let value = match raw {
+            RawPercent::Number(v) => Some(*v),
+            RawPercent::Text(t) => t.trim().trim_start_matches('$').parse::<f64>().ok(),
+        };
+        match value {
+            Some(v) if v.is_finite() && v > 0.0 => Some(v),
+            _ => {
+                let found = match raw {
+                    RawPercent::Number(v) => v.to_string(),
+                    RawPercent::Text(t) => format!("`{t}`"),
+                };
+                self.push(
+                    path,
+                    format!("must be a price in USD > 0 like 0.012, found {found}"),
+                );
+                None
+            }
+        }
+    }
+
     /// Reports `name` as a duplicate if an earlier item (at `first`) had it.
     pub(super) fn unique<'a>(
         &mut self,

@@ -10,7 +10,7 @@ use super::super::raw::{RawBound, RawGates, RawOnBreach, RawRollout};
 use super::super::typed::*;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
-use sluice_filters::format_duration;
+use sluice_filters::{format_duration, Price};
 
 /// Prometheus keeps the history, so a window read there may be longer
 /// than the stats rings' minute.
@@ -19,6 +19,7 @@ const MAX_PROMETHEUS_WINDOW: Duration = Duration::from_secs(3600);
 pub(super) fn rollouts(
     raw: &[RawRollout],
     routes: &[RouteConfig],
+    known: &[ClusterConfig],
     errs: &mut Errors,
 ) -> Vec<RolloutConfig> {
     let mut seen = HashMap::new();
@@ -45,7 +46,7 @@ pub(super) fn rollouts(
         let remote = fleet.source.is_some() && !fleet.targets.is_empty();
         clusters(&at, r, routes, remote, errs);
         let scrape = fleet.scrape_interval();
-        out.push(RolloutConfig {
+        let mut rollout = RolloutConfig {
             name: r.name.clone(),
             route: r.route.clone(),
             stable: r.stable.clone(),
@@ -80,7 +81,10 @@ pub(super) fn rollouts(
             source: fleet.source,
             targets: fleet.targets,
             target_token_env: fleet.token_env,
-        });
+            canary_price: None,
+        };
+        rollout.canary_price = canary_price(&at, r, &rollout.gates, known, remote, errs);
+        out.push(rollout);
     }
     out
 }
@@ -116,6 +120,41 @@ fn clusters(at: &str, r: &RawRollout, routes: &[RouteConfig], remote: bool, errs
             );
         }
     }
+}
+
+/// The canary's price table, which `cost_per_1k_max` needs. A fleet
+/// controller that does not list the canary reads the cost its targets
+/// priced into `sluice_cost_usd_total`.
+fn canary_price(
+    at: &str,
+    r: &RawRollout,
+    gates: &Gates,
+    known: &[ClusterConfig],
+    remote: bool,
+    errs: &mut Errors,
+) -> Option<Price> {
+    if !gates.bounds().iter().any(|(g, _)| *g == Gate::CostPer1kMax) {
+        return None;
+    }
+    let Some((i, canary)) = known.iter().enumerate().find(|(_, c)| c.name == r.canary) else {
+        if !remote {
+            errs.push(
+                format!("{at}.gates.{}", Gate::CostPer1kMax),
+                format!("unknown canary cluster `{}` to price tokens by", r.canary),
+            );
+        }
+        return None;
+    };
+    if canary.cost.is_none() {
+        errs.push(
+            format!("{at}.gates.{}", Gate::CostPer1kMax),
+            format!(
+                "canary cluster `{}` has no `cost:` price table (clusters[{i}].cost)",
+                r.canary
+            ),
+        );
+    }
+    canary.cost.clone()
 }
 
 fn steps(at: &str, raw: Option<&[u32]>, errs: &mut Errors) -> Vec<u32> {
@@ -223,6 +262,7 @@ fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
                 RawBound::Percent(p) => errs.percent(path, Some(p)),
                 RawBound::Ratio(r) => errs.positive(path, Some(*r)),
                 RawBound::Requests(n) => Some(*n as f64),
+                RawBound::Usd(p) => errs.usd(path, p),
             }?;
             Some((gate, value))
         })

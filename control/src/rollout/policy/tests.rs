@@ -25,6 +25,7 @@ fn config(gates: Gates) -> RolloutConfig {
         source: None,
         targets: Vec::new(),
         target_token_env: "SLUICE_ADMIN_TOKEN".into(),
+        canary_price: None,
     }
 }
 
@@ -51,6 +52,7 @@ fn view(n: u64, ttft_ms: u64, status: u16) -> WindowView {
                 tpot: Some(Duration::from_millis(20)),
                 gaps: vec![Duration::from_millis(20)],
                 output_tokens: 10,
+                ..TokenSample::default()
             }),
         });
     }

@@ -177,3 +177,35 @@ fn exclude_load_reads_users_traffic_only() {
     let counted = rollout("ttft_p95: 150ms", "");
     assert_eq!(expand("x{a=\"b\"$source}", &counted, "k"), r#"x{a="b"}"#);
 }
+
+#[test]
+fn cost_per_1k_reads_the_cost_counter_or_prices_the_window() {
+    // Validation resolves the canary's table; here it is set by hand.
+    let mut c = rollout("ttft_p95: 150ms", "");
+    c.gates = crate::config::Gates::from([(Gate::CostPer1kMax, 0.012)]);
+    c.canary_price = Some(sluice_filters::Price::PerToken(BTreeMap::new()));
+    let q = queries(&c, &overrides(&c));
+    let r = r#"route="chat",cluster="canary""#;
+    assert_eq!(
+        q.gates,
+        [(
+            Gate::CostPer1kMax,
+            format!(
+                "1000 * sum(increase(sluice_cost_usd_total{{{r}}}[8s])) / \
+                 sum(increase(sluice_cost_tokens_total{{{r}}}[8s]))"
+            )
+        )]
+    );
+    // $3.60 an hour on 2 GPUs for the 8 s window: $0.016, once for the
+    // fleet, over every instance's tokens.
+    c.canary_price = Some(sluice_filters::Price::GpuHour {
+        usd_per_hour: 3.6,
+        gpus: 2.0,
+    });
+    let q = queries(&c, &overrides(&c));
+    assert_eq!(
+        q.gates[0].1,
+        format!("1000 * 0.016 / sum(increase(gen_ai_client_token_usage_sum{{{r}}}[8s]))")
+    );
+    assert_eq!(scale(Gate::CostPer1kMax), 1.0);
+}

@@ -162,7 +162,8 @@ impl LiveMeasures {
             Gate::P99VsStable
             | Gate::TtftVsStable
             | Gate::GpuMemoryMax
-            | Gate::UpstreamQueueMax => None,
+            | Gate::UpstreamQueueMax
+            | Gate::CostPer1kMax => None,
         }
     }
 }
