@@ -166,11 +166,13 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
         lo = lo.min(p[1]);
         hi = hi.max(p[1]);
     }
-    let best = fit
+    // The first of the best kind (a fit has one of each kind).
+    let best_at = fit
         .candidates
         .iter()
-        .find(|c| c.arrival.kind() == fit.best)
-        .or(fit.candidates.first());
+        .position(|c| c.arrival.kind() == fit.best)
+        .unwrap_or(0);
+    let best = fit.candidates.get(best_at);
     if !(lo.is_finite() && hi > lo) {
         if let Some(b) = best {
             lo = inverse(&b.arrival, LOW_QUANTILE);
@@ -190,10 +192,11 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
     let candidates = fit
         .candidates
         .iter()
-        .map(|c| CandidateCurve {
+        .enumerate()
+        .map(|(i, c)| CandidateCurve {
             kind: c.arrival.kind(),
             params: params_text(&c.arrival),
-            best: c.arrival.kind() == fit.best,
+            best: i == best_at,
             bic: c.bic,
             ks: c.ks,
             kl: c.kl,

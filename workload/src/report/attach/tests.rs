@@ -66,9 +66,12 @@ fn a_fit_with_sessions_gives_its_session_starts() {
 
 #[test]
 fn a_model_file_gives_its_one_kind_without_figures() {
-    let yaml = "v: 1\narrival: { kind: gamma, shape: 0.5, scale: 0.2 }\n\
-                source: { trace: t.jsonl, sha256: ab, requests: 10, fitted_at: '2026-01-01T00:00:00Z' }\n";
-    let f = read_fit_text(yaml, "model.yaml").unwrap();
+    let yaml = format!(
+        "v: 1\narrival: {{ kind: gamma, shape: 0.5, scale: 0.2 }}\n\
+         source: {{ trace: t.jsonl, sha256: {}, requests: 10, fitted_at: '2026-01-01T00:00:00Z' }}\n",
+        "a".repeat(64)
+    );
+    let f = read_fit_text(&yaml, "model.yaml").unwrap();
     assert_eq!(f.best, "gamma");
     assert_eq!(
         f.candidates,
@@ -139,7 +142,7 @@ fn bad_fits_are_named_where_they_are_bad() {
     );
     assert_eq!(
         errors(r#"{"best": "gamma", "candi"#),
-        ["the file ends early at line 1 column 22: truncated"]
+        ["the file ends early at line 1 column 24: truncated"]
     );
     assert_eq!(
         errors(r#"{"windows": []}"#),
