@@ -15,9 +15,12 @@ use crate::fit::{arrival_cdf, params_text};
 
 /// Points of each curve.
 pub(crate) const GRID: usize = 80;
-/// The grid starts at this quantile of the run's gaps: one gap of 1 µs
-/// would otherwise stretch the log axis over decades of nothing.
-const LOW_QUANTILE: f64 = 0.001;
+/// The grid starts at this quantile of the gaps (the run's, the trace's):
+/// bursty gaps of a few µs would otherwise stretch the log axis over
+/// decades where the CDFs are all but 0.
+const LOW_QUANTILE: f64 = 0.01;
+/// Without gaps, the grid runs to this quantile of the best candidate.
+const HIGH_QUANTILE: f64 = 0.999;
 
 /// One candidate's curve and figures.
 #[derive(Clone, Debug, Serialize)]
@@ -153,8 +156,8 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
         .quantiles
         .as_ref()
         .map(|q| q.iter().map(|p| [p[1] * 1000.0, p[0]]).collect());
-    // The range: the run's gaps and the trace's, else the best candidate's
-    // 0.1st to 99.9th percentile.
+    // The range: the run's gaps and the trace's, from their 1st percentile
+    // to their largest, else the best candidate's 1st to 99.9th percentile.
     let mut lo = f64::INFINITY;
     let mut hi: f64 = 0.0;
     if let (Some(first), Some(last)) = (gaps.first(), gaps.last()) {
@@ -163,7 +166,9 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
         hi = *last;
     }
     for p in fit.quantiles.iter().flatten().filter(|p| p[1] > 0.0) {
-        lo = lo.min(p[1]);
+        if p[0] >= LOW_QUANTILE {
+            lo = lo.min(p[1]);
+        }
         hi = hi.max(p[1]);
     }
     // The first of the best kind (a fit has one of each kind).
@@ -176,7 +181,7 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
     if !(lo.is_finite() && hi > lo) {
         if let Some(b) = best {
             lo = inverse(&b.arrival, LOW_QUANTILE);
-            hi = inverse(&b.arrival, 1.0 - LOW_QUANTILE);
+            hi = inverse(&b.arrival, HIGH_QUANTILE);
         }
     }
     if !(lo.is_finite() && lo > 0.0 && hi > lo) {

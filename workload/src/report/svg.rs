@@ -258,7 +258,7 @@ pub(crate) fn render(c: &Chart) -> String {
         r#"<line class="axis" x1="{LEFT}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}"/><line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{b:.1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
         LEFT + pw,
         LEFT + pw / 2.0,
-        H - 8.0,
+        h - 8.0,
         esc(&c.x_label),
         top + ph / 2.0,
         esc(&c.y_label),
