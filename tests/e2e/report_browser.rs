@@ -407,7 +407,10 @@ async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate(
         .find(|s| s.contains("Inter-arrival CDF"))
         .unwrap();
     assert_eq!(plot.matches("<path class=\"mark line").count(), 6, "{plot}");
-    assert_eq!(plot.matches("<circle class=\"mark base").count(), 21, "{plot}");
+    // Every fifth percentile of the trace, its minimum left off when it is
+    // below the axis (which starts at the 1st percentile).
+    let dots = plot.matches("<circle class=\"mark base").count();
+    assert!((20..=21).contains(&dots), "{plot}");
     assert_eq!(plot.matches(" best\"").count(), 2, "{plot}"); // the line and its key
     assert!(dom.contains("Inter-arrival times against the fit"));
     let artifacts = workspace_root().join("target").join("artifacts");

@@ -38,8 +38,20 @@ pub(super) fn arrivals(s: &mut String, a: &Arrivals) {
         };
         series.push(line(&name, &class, kind, c.points.clone()));
     }
+    // The axis is the grid's: every curve is drawn on it.
+    let grid = a.candidates.first().map_or(&a.run, |c| &c.points);
+    let (x_min, x_max) = match (grid.first(), grid.last()) {
+        (Some(f), Some(l)) => (f[0], l[0]),
+        _ => (0.001, 1.0),
+    };
     if let Some(t) = &a.trace {
-        let dots = t.iter().step_by(TRACE_DOT_EVERY).copied().collect();
+        // A dot beyond the axis would be pinned to its edge: left off.
+        let dots = t
+            .iter()
+            .step_by(TRACE_DOT_EVERY)
+            .filter(|p| p[0] >= x_min * (1.0 - 1e-9) && p[0] <= x_max * (1.0 + 1e-9))
+            .copied()
+            .collect();
         series.push(line("trace (fitted)", "base", Kind::Dots, dots));
     }
     if !a.run.is_empty() {
@@ -50,22 +62,13 @@ pub(super) fn arrivals(s: &mut String, a: &Arrivals) {
             a.run.clone(),
         ));
     }
-    let x_max = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p[0]))
-        .fold(0.0, f64::max);
-    let x_min = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p[0]))
-        .filter(|x| *x > 0.0)
-        .fold(f64::INFINITY, f64::min);
     let chart = render(&Chart {
         title: "Inter-arrival CDF".to_owned(),
         x_label: "time between arrivals, ms (log scale)".to_owned(),
         y_label: "share of gaps ≤ x".to_owned(),
         series,
         x_max: Some(x_max),
-        x_min: x_min.is_finite().then_some(x_min),
+        x_min: Some(x_min),
         y_max: Some(1.0),
         log_x: true,
         ..Chart::default()
