@@ -210,6 +210,25 @@ mod tests {
             ]
         );
         assert_eq!(metrics(&[]).unwrap().len(), DEFAULT_METRICS.len());
+        let fit = dir.join("fit.json");
+        std::fs::write(
+            &fit,
+            r#"{"best": "gamma", "candidates": [{"kind": "gamma", "params": {"shape": 0, "scale": 1}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read_fit(&fit).unwrap_err(),
+            [format!(
+                "{}: candidates[0].params.shape: must be a finite number > 0, found 0",
+                fit.display()
+            )]
+        );
+        let model = dir.join("model.yaml");
+        std::fs::write(&model, "v: 1\narrival: { kind: exponential, rate: 2 }\n").unwrap();
+        assert_eq!(
+            read_fit(&model).unwrap_err(),
+            [format!("{}: missing field `source`", model.display())]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

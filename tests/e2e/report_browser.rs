@@ -319,9 +319,14 @@ async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate(
     if !require("chromium", have("chromium")) {
         return;
     }
-    let m = MockLlm::start(MockLlmOptions::paced_ms(5, 2, 4)).await.unwrap();
+    let m = MockLlm::start(MockLlmOptions::paced_ms(5, 2, 4))
+        .await
+        .unwrap();
     let tmp = TempDir::new("report-fitplot");
-    let (trace, model) = (tmp.path().join("trace.jsonl"), tmp.path().join("model.yaml"));
+    let (trace, model) = (
+        tmp.path().join("trace.jsonl"),
+        tmp.path().join("model.yaml"),
+    );
     gamma_trace(&trace, 1500);
     let o = sluice(vec![
         "fit".into(),
@@ -335,7 +340,11 @@ async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate(
     let fit_json = tmp.path().join("fit.json");
     std::fs::write(&fit_json, &o.stdout).unwrap();
     let fitted: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(fitted["candidates"].as_array().unwrap().len(), 5, "{fitted}");
+    assert_eq!(
+        fitted["candidates"].as_array().unwrap().len(),
+        5,
+        "{fitted}"
+    );
     assert_eq!(fitted["iat_quantiles"].as_array().unwrap().len(), 101);
     let best = fitted["best"].as_str().unwrap().to_owned();
 
@@ -364,7 +373,12 @@ async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate(
     // The twin: the run's own fit, then every candidate with `--fit`.
     let twin = tmp.path().join("report.json");
     let json_of = |extra: &[&str]| -> Value {
-        let mut args = vec![run.to_str().unwrap(), "--json", "-o", twin.to_str().unwrap()];
+        let mut args = vec![
+            run.to_str().unwrap(),
+            "--json",
+            "-o",
+            twin.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let o = run_report(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -379,9 +393,10 @@ async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate(
     let gaps = all["gaps"].as_u64().unwrap();
     // About 25 arrivals a second for 4 s.
     assert!((40..=200).contains(&gaps), "{all}");
-    // The schedule follows the model: the best candidate is within a
-    // generous KS bound of the run's gaps (the 5% critical value is
-    // 1.36/√n, about 0.14 at n = 100).
+    // The run's gaps are read in the fit's units: the best candidate is
+    // within twice the 5% KS critical value (1.36/√n) of them. Four seconds
+    // of a bursty process is a small sample (this seed draws 61 gaps, KS
+    // 0.28); gaps read in ms as s would put the KS near 1.
     let picked = candidates.iter().find(|c| c["best"] == true).unwrap();
     assert_eq!(picked["kind"], best.as_str());
     let ks = picked["ks_run"].as_f64().unwrap();

@@ -358,11 +358,17 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
             Input::Capacity(c, _) => Some((**c).clone()),
             Input::Load(_) => None,
         },
-        arrivals: options
-            .fit
-            .as_ref()
-            .or(run.arrival_fit.as_ref())
-            .map(|f| arrivals::arrivals(f, run.rows.as_deref(), &run.shard)),
+        arrivals: options.fit.as_ref().or(run.arrival_fit.as_ref()).map(|f| {
+            let mut a = arrivals::arrivals(f, run.rows.as_deref(), &run.shard);
+            if let Some(note) = options
+                .fit
+                .as_ref()
+                .and_then(|given| arrivals::mismatch(given, run.arrival_fit.as_ref()?))
+            {
+                a.notes.push(note);
+            }
+            a
+        }),
     }
 }
 

@@ -93,7 +93,9 @@ pub(crate) fn ks_statistic(sorted: &[f64], a: &Arrival) -> Option<f64> {
         let x = sorted[i];
         let j = sorted[i..].partition_point(|v| *v <= x) + i;
         let f = arrival_cdf(a, x);
-        d = d.max((j as f64 / n - f).abs()).max((f - i as f64 / n).abs());
+        d = d
+            .max((j as f64 / n - f).abs())
+            .max((f - i as f64 / n).abs());
         i = j;
     }
     Some(d)
@@ -223,6 +225,26 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
         candidates,
         notes,
     }
+}
+
+/// A note when the run's own model is none of a given fit's candidates:
+/// the two may come from different traces (or the model was edited).
+pub(crate) fn mismatch(given: &AttachedFit, own: &AttachedFit) -> Option<String> {
+    let used = &own
+        .candidates
+        .iter()
+        .find(|c| c.arrival.kind() == own.best)?
+        .arrival;
+    (!given.candidates.iter().any(|c| &c.arrival == used)).then(|| {
+        format!(
+            "the run's model ({}: {} {}) is none of the candidates of {}: they may come from \
+             different traces, or the model was edited",
+            own.source,
+            used.kind(),
+            params_text(used),
+            given.source
+        )
+    })
 }
 
 #[cfg(test)]

@@ -277,8 +277,8 @@ fn candidate(c: &Value, at: &str) -> Result<FitCandidate, String> {
         None => return Err(format!("{at}.params: missing")),
     };
     fields.insert("kind".to_owned(), Value::String(kind));
-    let arrival: Arrival = serde_json::from_value(Value::Object(fields))
-        .map_err(|e| format!("{at}.params: {e}"))?;
+    let arrival: Arrival =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| format!("{at}.params: {e}"))?;
     if let Err(list) = arrival.validate() {
         let first = list.into_iter().next().unwrap_or_default();
         return Err(format!("{at}.params.{first}"));

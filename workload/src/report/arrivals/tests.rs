@@ -180,17 +180,28 @@ fn without_rows_the_candidates_are_drawn_over_the_best_ones_range() {
 fn the_traces_quantiles_are_drawn_in_ms_and_widen_the_grid() {
     let mut f = fit(vec![Arrival::Exponential { rate: RATE }], "exponential");
     // Its minimum is below the 1st percentile and is left off the grid.
-    f.quantiles = Some(vec![[0.0, 0.000_001], [0.01, 0.0001], [0.5, 0.02], [1.0, 2.0]]);
+    f.quantiles = Some(vec![
+        [0.0, 0.000_001],
+        [0.01, 0.0001],
+        [0.5, 0.02],
+        [1.0, 2.0],
+    ]);
     let rows = poisson_rows(200, 3);
     let a = arrivals(&f, Some(&rows), "0/1");
     let trace = a.trace.as_deref().unwrap();
     let want = [[0.001, 0.0], [0.1, 0.01], [20.0, 0.5], [2000.0, 1.0]];
     assert_eq!(trace.len(), want.len());
     for (got, want) in trace.iter().zip(want) {
-        assert!((got[0] - want[0]).abs() < 1e-9 && got[1] == want[1], "{trace:?}");
+        assert!(
+            (got[0] - want[0]).abs() < 1e-9 && got[1] == want[1],
+            "{trace:?}"
+        );
     }
     let x: Vec<f64> = a.candidates[0].points.iter().map(|p| p[0]).collect();
-    assert!((x[0] - 0.1).abs() < 1e-9 && (x[GRID - 1] - 2000.0).abs() < 1e-6, "{x:?}");
+    assert!(
+        (x[0] - 0.1).abs() < 1e-9 && (x[GRID - 1] - 2000.0).abs() < 1e-6,
+        "{x:?}"
+    );
     // Evenly spaced in log.
     let ratio = x[1] / x[0];
     assert!(x.windows(2).all(|w| (w[1] / w[0] - ratio).abs() < 1e-9));
@@ -239,7 +250,10 @@ fn a_run_with_arrival_fit_draws_the_plot_and_an_old_one_does_not() {
     assert_eq!(old.run().arrival_fit, None);
     let report = build(&old, None, &Options::default());
     assert!(report.arrivals.is_none());
-    assert!(serde_json::to_value(&report).unwrap().get("arrivals").is_none());
+    assert!(serde_json::to_value(&report)
+        .unwrap()
+        .get("arrivals")
+        .is_none());
     assert!(!render_html(&report).contains("Inter-arrival"));
     // The run's own fit.
     let input = Input::read(&run_file(&rows, Some(&f))).unwrap();
@@ -258,11 +272,22 @@ fn a_run_with_arrival_fit_draws_the_plot_and_an_old_one_does_not() {
     let svg = svg.split("</svg>").next().unwrap();
     // Two candidates and the run: one path each, the best drawn bold.
     assert_eq!(svg.matches("<path class=\"mark").count(), 3, "{svg}");
-    assert_eq!(svg.matches("class=\"mark line c1 best\"").count(), 1, "{svg}");
-    assert_eq!(svg.matches("class=\"mark line c2 dashed\"").count(), 1, "{svg}");
+    assert_eq!(
+        svg.matches("class=\"mark line c1 best\"").count(),
+        1,
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches("class=\"mark line c2 dashed\"").count(),
+        1,
+        "{svg}"
+    );
     assert!(svg.contains("this run (499 gaps)") && svg.contains("exponential (best)"));
     // A log axis: ticks at 1, 2 and 5 of each decade.
-    assert!(svg.contains(">10</text>") && svg.contains(">100</text>"), "{svg}");
+    assert!(
+        svg.contains(">10</text>") && svg.contains(">100</text>"),
+        "{svg}"
+    );
     // `--fit` replaces the run's own.
     let other = fit(vec![Arrival::Exponential { rate: 1.0 }], "exponential");
     let options = Options {
@@ -270,7 +295,25 @@ fn a_run_with_arrival_fit_draws_the_plot_and_an_old_one_does_not() {
         ..Options::default()
     };
     let report = build(&input, None, &options);
-    assert_eq!(report.arrivals.unwrap().candidates.len(), 1);
+    let given = report.arrivals.unwrap();
+    assert_eq!(given.candidates.len(), 1);
+    // … and says so when the run's model is none of its candidates.
+    assert_eq!(
+        given.notes,
+        [
+            "the run's model (fit.json: exponential rate=40/s) is none of the candidates of \
+          fit.json: they may come from different traces, or the model was edited"
+        ]
+    );
+    let same = Options {
+        fit: Some(f.clone()),
+        ..Options::default()
+    };
+    assert!(build(&input, None, &same)
+        .arrivals
+        .unwrap()
+        .notes
+        .is_empty());
     // A bad `arrival_fit` is named where it is bad.
     let mut bad = run_file(&rows, Some(&f));
     bad["arrival_fit"]["candidates"][1]["params"]["shape"] = serde_json::json!(0);

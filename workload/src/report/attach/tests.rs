@@ -44,7 +44,10 @@ fn the_json_of_sluice_fit_reads_back_with_every_candidate() {
     ).unwrap() });
     let back = read_fit_text(&run.to_string(), "run.json").unwrap();
     assert_eq!(back.source, "fit.json");
-    assert_eq!(back.candidates, read_fit_text(&text, "x").unwrap().candidates);
+    assert_eq!(
+        back.candidates,
+        read_fit_text(&text, "x").unwrap().candidates
+    );
 }
 
 #[test]
@@ -59,7 +62,10 @@ fn a_fit_with_sessions_gives_its_session_starts() {
         }}
     });
     let f = read_fit_text(&text.to_string(), "fit.json").unwrap();
-    assert_eq!((f.of, f.best.as_str(), f.samples), ("session starts", "gamma", Some(9)));
+    assert_eq!(
+        (f.of, f.best.as_str(), f.samples),
+        ("session starts", "gamma", Some(9))
+    );
     assert_eq!(f.candidates[0].bic, Some(6.4));
     assert_eq!(f.candidates[0].kl, None);
 }
@@ -95,17 +101,18 @@ fn a_model_file_gives_its_one_kind_without_figures() {
 
 #[test]
 fn bad_fits_are_named_where_they_are_bad() {
-    let one = |c: serde_json::Value| {
-        errors(&json!({ "best": "gamma", "candidates": [c] }).to_string())
-    };
+    let one =
+        |c: serde_json::Value| errors(&json!({ "best": "gamma", "candidates": [c] }).to_string());
     assert_eq!(
         one(json!({ "kind": "gamma", "params": { "shape": -1, "scale": 0.2 } })),
         ["candidates[0].params.shape: must be a finite number > 0, found -1"]
     );
     assert_eq!(
         one(json!({ "kind": "gama", "params": {} })),
-        ["candidates[0].kind: unknown kind `gama` (expected one of exponential, gamma, \
-          weibull, lognormal, weibull_mixture)"]
+        [
+            "candidates[0].kind: unknown kind `gama` (expected one of exponential, gamma, \
+          weibull, lognormal, weibull_mixture)"
+        ]
     );
     assert_eq!(
         one(json!({ "kind": "gamma", "params": { "shape": 1.0 } })),
@@ -117,8 +124,10 @@ fn bad_fits_are_named_where_they_are_bad() {
     );
     assert_eq!(
         one(json!({ "kind": "gamma", "params": { "shape": 1.0, "scale": 1.0 }, "p": 1 })),
-        ["candidates[0]: unknown field `p` (expected one of kind, params, loglik, aic, bic, \
-          ks, kl)"]
+        [
+            "candidates[0]: unknown field `p` (expected one of kind, params, loglik, aic, bic, \
+          ks, kl)"
+        ]
     );
     assert_eq!(
         errors(
@@ -146,8 +155,10 @@ fn bad_fits_are_named_where_they_are_bad() {
     );
     assert_eq!(
         errors(r#"{"windows": []}"#),
-        ["neither a `sluice fit --json` report (no `candidates`), a model file (no \
-          `arrival`) nor a run file with `arrival_fit`"]
+        [
+            "neither a `sluice fit --json` report (no `candidates`), a model file (no \
+          `arrival`) nor a run file with `arrival_fit`"
+        ]
     );
     assert_eq!(
         errors(r#"{"arrival_fit": {"v": 2}}"#),
