@@ -148,6 +148,13 @@ pub(crate) fn arrivals(fit: &AttachedFit, rows: Option<&[Row]>, shard: &str) -> 
         )),
         Some(_) => {}
     }
+    // `sluice load merge` keeps the rows of the first file it is given.
+    if let Some(n) = shard.strip_prefix("merged ").filter(|_| rows.is_some()) {
+        notes.push(format!(
+            "this file merges {n} shards and keeps the per-request rows of one of them, one \
+             arrival in {n}: its gaps are about {n} times the model's"
+        ));
+    }
     if let Some((_, n)) = shard.split_once('/').filter(|(_, n)| *n != "1") {
         notes.push(format!(
             "this file is shard {shard}: it holds one arrival in {n} of the schedule, so its \

@@ -125,6 +125,18 @@ fn a_journey_arrives_at_its_first_intended_send() {
     );
     // 2 ms, then 0 (left out and counted, as the fit leaves them out).
     assert_eq!((a.gaps, a.zero_gaps), (1, 1));
+    let merged = arrivals(
+        &fit(vec![Arrival::Exponential { rate: 1.0 }], "exponential"),
+        Some(&rows),
+        "merged 2",
+    );
+    assert_eq!(
+        merged.notes,
+        [
+            "this file merges 2 shards and keeps the per-request rows of one of them, one \
+          arrival in 2: its gaps are about 2 times the model's"
+        ]
+    );
 }
 
 #[test]
