@@ -359,3 +359,58 @@ fn legend_rows(series: &[Series], width: f64) -> Vec<Vec<&Series>> {
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn chart(points: Vec<[f64; 2]>, log_x: bool) -> Chart {
+        Chart {
+            series: vec![Series {
+                name: "s".to_owned(),
+                points,
+                class: "c0".to_owned(),
+                kind: Kind::Line,
+            }],
+            log_x,
+            ..Chart::default()
+        }
+    }
+
+    #[test]
+    fn a_log_axis_puts_each_decade_the_same_width_apart() {
+        let c = Chart {
+            x_min: Some(1.0),
+            x_max: Some(100.0),
+            ..chart(vec![[1.0, 0.0], [100.0, 1.0]], true)
+        };
+        let s = Scale::of(&c);
+        assert_eq!(s, Scale::Log(1.0, 100.0));
+        assert_eq!(s.frac(10.0), Some(0.5));
+        assert_eq!(s.frac(1000.0), Some(1.0));
+        assert_eq!(s.frac(0.0), None);
+        assert_eq!(s.ticks(), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        // Past four decades, one tick a decade; the smallest x > 0 is the
+        // start when none is given, and a point at 0 is not drawn.
+        let wide = chart(vec![[0.0, 0.0], [0.03, 0.1], [700.0, 1.0]], true);
+        let s = Scale::of(&Chart {
+            x_max: Some(700.0),
+            ..wide.clone()
+        });
+        assert_eq!(s, Scale::Log(0.03, 700.0));
+        let ticks = s.ticks();
+        assert_eq!(ticks.len(), 4, "{ticks:?}");
+        for (t, want) in ticks.iter().zip([0.1, 1.0, 10.0, 100.0]) {
+            assert!((t / want - 1.0).abs() < 1e-12, "{ticks:?}");
+        }
+        let svg = render(&wide);
+        assert_eq!(svg.matches("<path class=\"mark").count(), 1);
+        assert!(svg.contains(r#"d="M62.0,"#), "{svg}");
+        // A linear axis is unchanged: from 0, round steps.
+        assert_eq!(
+            Scale::of(&chart(vec![[10.0, 1.0]], false)),
+            Scale::Linear(10.5)
+        );
+    }
+}
