@@ -174,8 +174,31 @@ fn read_model(text: &str, source: &str) -> Result<AttachedFit, Vec<String>> {
         .map_err(|e| e.0.iter().map(ToString::to_string).collect())
 }
 
-/// A run file's `arrival_fit` at `at` (`arrival_fit.`).
+/// A run file's `arrival_fit` at `at` (`arrival_fit.`): sluice's own
+/// format, so an unknown key is refused (a `sluice fit --json` report has
+/// many more, which are not read).
 pub(crate) fn read_arrival_fit(v: &Value, at: &str) -> Result<AttachedFit, String> {
+    const KEYS: [&str; 7] = [
+        "v",
+        "source",
+        "of",
+        "best",
+        "samples",
+        "candidates",
+        "iat_quantiles",
+    ];
+    let obj = v.as_object().ok_or_else(|| {
+        format!(
+            "{}: expected an object, found {v}",
+            at.trim_end_matches('.')
+        )
+    })?;
+    if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "{at}{k}: unknown field (expected one of {})",
+            KEYS.join(", ")
+        ));
+    }
     match v.get("v") {
         Some(n) if n.as_u64() == Some(u64::from(ARRIVAL_FIT_VERSION)) => {}
         Some(n) => {

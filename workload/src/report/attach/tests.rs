@@ -164,4 +164,15 @@ fn bad_fits_are_named_where_they_are_bad() {
         errors(r#"{"arrival_fit": {"v": 2}}"#),
         ["arrival_fit.v: unsupported version 2 (this sluice reads 1)"]
     );
+    assert_eq!(
+        errors(r#"{"arrival_fit": {"v": 1, "fitted": true}}"#),
+        [
+            "arrival_fit.fitted: unknown field (expected one of v, source, of, best, samples, \
+          candidates, iat_quantiles)"
+        ]
+    );
+    assert_eq!(
+        errors(r#"{"arrival_fit": [1]}"#),
+        ["arrival_fit: expected an object, found [1]"]
+    );
 }
