@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use sluice_workload::{
-    build_report, newest_baseline, parse_json, render_html, write_atomically, Metric, ReportInput,
-    ReportOptions, DEFAULT_METRICS, THRESHOLDS_FAILED,
+    build_report, newest_baseline, parse_json, read_fit_text, render_html, write_atomically,
+    AttachedFit, Metric, ReportInput, ReportOptions, DEFAULT_METRICS, THRESHOLDS_FAILED,
 };
 
 /// Where `baseline save` keeps runs by default.
@@ -43,6 +43,12 @@ pub(crate) struct ReportArgs {
     /// even beyond noise.
     #[arg(long, default_value_t = 5.0)]
     min_change: f64,
+    /// A fit to draw the run's inter-arrival times against: the output of
+    /// `sluice fit TRACE --json` (every candidate), a model file of
+    /// `sluice fit -o`, or a run file with `arrival_fit`. Replaces the
+    /// run's own `arrival_fit` (a `from_model:` run's).
+    #[arg(long)]
+    fit: Option<PathBuf>,
 }
 
 /// A file read as a run or a capacity result; the error names the file.
@@ -50,6 +56,14 @@ pub(crate) fn read_input(path: &Path) -> Result<ReportInput, String> {
     let at = |e: String| format!("{}: {e}", path.display());
     let text = std::fs::read(path).map_err(|e| at(e.to_string()))?;
     ReportInput::read(&parse_json(&text).map_err(at)?).map_err(at)
+}
+
+/// A fit file read, each error naming the file.
+pub(crate) fn read_fit(path: &Path) -> Result<AttachedFit, Vec<String>> {
+    let name = path.display().to_string();
+    let at = |e: String| format!("{name}: {e}");
+    let text = std::fs::read_to_string(path).map_err(|e| vec![at(e.to_string())])?;
+    read_fit_text(&text, &name).map_err(|errors| errors.into_iter().map(at).collect())
 }
 
 /// The headline metrics the flags name, or every error.
@@ -119,9 +133,14 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let fit = match args.fit.as_deref().map(read_fit).transpose() {
+        Ok(f) => f,
+        Err(e) => return Ok(fail(&e)),
+    };
     let options = ReportOptions {
         metrics,
         min_change_pct: args.min_change,
+        fit,
     };
     let report = build_report(&input, baseline.as_ref(), &options);
     for w in &report.warnings {
@@ -191,6 +210,25 @@ mod tests {
             ]
         );
         assert_eq!(metrics(&[]).unwrap().len(), DEFAULT_METRICS.len());
+        let fit = dir.join("fit.json");
+        std::fs::write(
+            &fit,
+            r#"{"best": "gamma", "candidates": [{"kind": "gamma", "params": {"shape": 0, "scale": 1}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read_fit(&fit).unwrap_err(),
+            [format!(
+                "{}: candidates[0].params.shape: must be a finite number > 0, found 0",
+                fit.display()
+            )]
+        );
+        let model = dir.join("model.yaml");
+        std::fs::write(&model, "v: 1\narrival: { kind: exponential, rate: 2 }\n").unwrap();
+        assert_eq!(
+            read_fit(&model).unwrap_err(),
+            [format!("{}: missing field `source`", model.display())]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,7 +2,9 @@
 //! LLM and a real redis-server): the page loads in headless Chromium with
 //! the network off, with no console error and marks in every plot (the
 //! screenshot is kept in target/artifacts/report.png), and a model slowed
-//! by 30% is marked in the model layer and not in the cache.
+//! by 30% is marked in the model layer and not in the cache. A run of a
+//! model fitted by `sluice fit` draws its inter-arrival times against every
+//! candidate (target/artifacts/report-fitplot.png).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,6 +91,41 @@ fn chromium(profile: &Path, extra: &[String]) -> std::process::Output {
         .unwrap()
 }
 
+/// Each `<svg>` of a page, its body.
+fn plots(dom: &str) -> Vec<&str> {
+    dom.split("<svg")
+        .skip(1)
+        .map(|s| s.split("</svg>").next().unwrap_or(""))
+        .collect()
+}
+
+/// A plot's drawn data marks (the class `mark` the SVG helpers give them).
+fn marks(svg: &str) -> usize {
+    [
+        "<path class=\"mark",
+        "<circle class=\"mark",
+        "<rect class=\"mark",
+    ]
+    .iter()
+    .map(|m| svg.matches(m).count())
+    .sum()
+}
+
+/// The page loaded in chromium: its DOM after load, with no console
+/// message or failed load in chromium's log.
+fn dump_dom(profile: &Path, page: &Path) -> String {
+    let dom = chromium(
+        profile,
+        &["--dump-dom".into(), format!("file://{}", page.display())],
+    );
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(dom.status.success(), "{log}");
+    for bad in ["CONSOLE", "Failed to load resource", "net::ERR"] {
+        assert!(!log.contains(bad), "chromium logged {bad}:\n{log}");
+    }
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_off() {
     if !require("redis-server", redis_available()) || !require("chromium", have("chromium")) {
@@ -125,20 +162,11 @@ async fn the_report_of_a_real_run_renders_in_headless_chromium_with_the_network_
         assert!(!log.contains(bad), "chromium logged {bad}:\n{log}");
     }
     let dom = String::from_utf8_lossy(&dom.stdout);
-    let svgs: Vec<&str> = dom.split("<svg").skip(1).collect();
+    let svgs = plots(&dom);
     // The three CDFs, the dispatch lag and the timeline.
     assert_eq!(svgs.len(), 5, "{dom}");
     for (i, svg) in svgs.iter().enumerate() {
-        let body = svg.split("</svg>").next().unwrap_or("");
-        let marks = [
-            "<path class=\"mark",
-            "<circle class=\"mark",
-            "<rect class=\"mark",
-        ]
-        .iter()
-        .map(|m| body.matches(m).count())
-        .sum::<usize>();
-        assert!(marks > 0, "plot {i} has no marks: {body}");
+        assert!(marks(svg) > 0, "plot {i} has no marks: {svg}");
     }
     assert!(dom.contains("Against the baseline") && dom.contains("Attribution by layer"));
     let artifacts = workspace_root().join("target").join("artifacts");
@@ -274,4 +302,156 @@ async fn a_redis_slowed_by_an_l4_latency_fault_is_marked_in_the_cache_layer() {
         .find(|d| d["metric"] == "median_itl_ms")
         .unwrap();
     assert_ne!(median_gap["verdict"], "regressed", "{model}");
+}
+
+/// A trace of `n` requests whose gaps are gamma (shape 0.5, mean 40 ms:
+/// bursty), seeded, in sluice's trace schema.
+fn gamma_trace(path: &Path, n: usize) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(16);
+    let gamma = rand_distr::Gamma::new(0.5, 0.08).unwrap();
+    let mut t = 0.0f64;
+    let mut text = String::new();
+    for i in 0..n {
+        t += rng.sample(gamma);
+        text.push_str(&format!(
+            "{{\"v\":1,\"request_id\":\"r{i}\",\"arrival_us\":{}}}\n",
+            (t * 1e6) as u64
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// `sluice fit` on a seeded trace, a 4 s `from_model:` load of its model
+/// against the mock LLM, and the report: the run file carries the model's
+/// kind, `--fit` with the fit's JSON draws every candidate, and the page
+/// shows the inter-arrival plot with its marks in headless chromium.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_from_model_run_draws_its_inter_arrival_times_against_every_candidate() {
+    if !require("chromium", have("chromium")) {
+        return;
+    }
+    let m = MockLlm::start(MockLlmOptions::paced_ms(5, 2, 4))
+        .await
+        .unwrap();
+    let tmp = TempDir::new("report-fitplot");
+    let (trace, model) = (
+        tmp.path().join("trace.jsonl"),
+        tmp.path().join("model.yaml"),
+    );
+    gamma_trace(&trace, 1500);
+    let o = sluice(vec![
+        "fit".into(),
+        trace.display().to_string(),
+        "-o".into(),
+        model.display().to_string(),
+        "--json".into(),
+    ])
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fit_json = tmp.path().join("fit.json");
+    std::fs::write(&fit_json, &o.stdout).unwrap();
+    let fitted: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        fitted["candidates"].as_array().unwrap().len(),
+        5,
+        "{fitted}"
+    );
+    assert_eq!(fitted["iat_quantiles"].as_array().unwrap().len(), 101);
+    let best = fitted["best"].as_str().unwrap().to_owned();
+
+    let path = tmp.path().join("scenario.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "scenario: fitplot-e2e\n\
+             target: {{ base_url: 'http://{}' }}\n\
+             workload: {{ from_model: model.yaml, duration: 4s, seed: 3 }}\n\
+             steps:\n\
+             \x20 - {{ name: answer, service: llm, model: m, prompt: hi, max_tokens: 4 }}\n",
+            m.addr()
+        ),
+    )
+    .unwrap();
+    let run = tmp.path().join("run.json");
+    load(&path, &run).await;
+    let r: Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+    let carried = &r["arrival_fit"];
+    assert_eq!(carried["v"], 1, "{carried}");
+    assert_eq!(carried["source"], "model.yaml");
+    assert_eq!(carried["best"], best.as_str());
+    assert_eq!(carried["candidates"].as_array().unwrap().len(), 1);
+
+    // The twin: the run's own fit, then every candidate with `--fit`.
+    let twin = tmp.path().join("report.json");
+    let json_of = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            run.to_str().unwrap(),
+            "--json",
+            "-o",
+            twin.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run_report(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(&twin).unwrap()).unwrap()
+    };
+    let own = json_of(&[]);
+    assert_eq!(own["arrivals"]["candidates"].as_array().unwrap().len(), 1);
+    let all = json_of(&["--fit", fit_json.to_str().unwrap()])["arrivals"].clone();
+    let candidates = all["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 5, "{all}");
+    assert_eq!(all["trace"].as_array().unwrap().len(), 101);
+    let gaps = all["gaps"].as_u64().unwrap();
+    // About 25 arrivals a second for 4 s.
+    assert!((40..=200).contains(&gaps), "{all}");
+    // The run's gaps are read in the fit's units: the best candidate is
+    // within twice the 5% KS critical value (1.36/√n) of them. Four seconds
+    // of a bursty process is a small sample (this seed draws 61 gaps, KS
+    // 0.28); gaps read in ms as s would put the KS near 1.
+    let picked = candidates.iter().find(|c| c["best"] == true).unwrap();
+    assert_eq!(picked["kind"], best.as_str());
+    let ks = picked["ks_run"].as_f64().unwrap();
+    assert!(ks < 2.0 * 1.36 / (gaps as f64).sqrt(), "KS {ks}: {all}");
+
+    // The page, in chromium: the five plots of a `--detailed` run and the
+    // inter-arrival plot, with the five candidates, the trace's dots and
+    // the run's line drawn.
+    let page = tmp.path().join("report.html");
+    let o = run_report(&[
+        run.to_str().unwrap(),
+        "--fit",
+        fit_json.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dom = dump_dom(&tmp.path().join("profile-dom"), &page);
+    let svgs = plots(&dom);
+    assert_eq!(svgs.len(), 6, "{dom}");
+    let plot = svgs
+        .iter()
+        .find(|s| s.contains("Inter-arrival CDF"))
+        .unwrap();
+    assert_eq!(plot.matches("<path class=\"mark line").count(), 6, "{plot}");
+    // Every fifth percentile of the trace, its minimum left off when it is
+    // below the axis (which starts at the 1st percentile).
+    let dots = plot.matches("<circle class=\"mark base").count();
+    assert!((20..=21).contains(&dots), "{plot}");
+    assert_eq!(plot.matches(" best\"").count(), 2, "{plot}"); // the line and its key
+    assert!(dom.contains("Inter-arrival times against the fit"));
+    let artifacts = workspace_root().join("target").join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report-fitplot.png");
+    let _ = std::fs::remove_file(&shot);
+    let o = chromium(
+        &tmp.path().join("profile-shot"),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2600".into(),
+            format!("file://{}", page.display()),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(&std::fs::read(&shot).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
 }

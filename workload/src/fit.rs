@@ -30,9 +30,11 @@ use crate::trace::{for_each_row, seconds_text, Format, Refused, TraceError, Trac
 use sessions::Turn;
 
 pub use arrival::{ArrivalFit, Candidate};
+pub(crate) use dist::cdf as arrival_cdf;
 pub use gof::KL_DEFINITION;
 pub use lengths::{Cap, TokenLengths};
 pub use model::{ArrivalModel, RateCurve, Source, TokenCorrelation, WorkloadModel, MODEL_VERSION};
+pub(crate) use report::params_text;
 pub use report::{compare_table, Fitted, SessionsReport};
 pub use sessions::{Quantiles, SessionModel, ThinkTime};
 pub use windows::Window;

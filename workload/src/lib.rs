@@ -44,11 +44,12 @@ pub use load::{
 };
 pub use report::{
     bootstrap_quantile_diff, build as build_report, is_capacity, list_baselines, mann_whitney,
-    newest_baseline, parse_json, read_run, render_html, save_baseline, saved_baselines,
-    trend_table, two_proportions, two_rates, Attribution, Baseline, Capacity, Cdf,
-    Dist as ReportDist, DistDiff, Group as ReportGroup, Input as ReportInput, Interval, Layer,
-    Lineage as ReportLineage, MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report,
-    Row, Run, Saved, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst, DEFAULT_METRICS,
+    newest_baseline, parse_json, read_fit_text, read_run, render_html, save_baseline,
+    saved_baselines, trend_table, two_proportions, two_rates, Arrivals, AttachedFit, Attribution,
+    Baseline, CandidateCurve, Capacity, Cdf, Dist as ReportDist, DistDiff, FitCandidate,
+    Group as ReportGroup, Input as ReportInput, Interval, Layer, Lineage as ReportLineage,
+    MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report, Row, Run, Saved, StageSpan,
+    StepGroup, StepRow, Timeline, Totals, Worst, ARRIVAL_FIT_VERSION, DEFAULT_METRICS,
     HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{

@@ -3,6 +3,8 @@
 //! statistics, the attribution by layer, and the page (inline SVG and CSS,
 //! nothing from the network) with its JSON twin.
 
+mod arrivals;
+mod attach;
 mod diff;
 mod html;
 mod input;
@@ -16,6 +18,8 @@ mod sweep;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use arrivals::{Arrivals, CandidateCurve};
+pub use attach::{read_fit_text, AttachedFit, FitCandidate, ARRIVAL_FIT_VERSION};
 pub use diff::{DistDiff, Metric, MetricDiff, DEFAULT_METRICS};
 pub use html::render_page as render_html;
 pub use input::{parse_json, read_run, Dist, Group, Row, Run, StepGroup, HIST_MEASURES};
@@ -50,6 +54,9 @@ pub struct Options {
     /// A change smaller than this percent of the baseline is not a
     /// regression, even beyond noise.
     pub min_change_pct: f64,
+    /// A fit to draw the run's inter-arrival times against (`--fit`); it
+    /// replaces the run's own `arrival_fit`.
+    pub fit: Option<AttachedFit>,
 }
 
 impl Default for Options {
@@ -60,6 +67,7 @@ impl Default for Options {
                 .filter_map(|m| Metric::parse(m).ok())
                 .collect(),
             min_change_pct: 5.0,
+            fit: None,
         }
     }
 }
@@ -204,6 +212,10 @@ pub struct Report {
     pub baseline: Option<Baseline>,
     pub attribution: Attribution,
     pub capacity: Option<Capacity>,
+    /// The run's inter-arrival times against the attached fit (`--fit`, or
+    /// the run's `arrival_fit`); absent when no fit is attached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
 }
 
 impl Report {
@@ -346,6 +358,17 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
             Input::Capacity(c, _) => Some((**c).clone()),
             Input::Load(_) => None,
         },
+        arrivals: options.fit.as_ref().or(run.arrival_fit.as_ref()).map(|f| {
+            let mut a = arrivals::arrivals(f, run.rows.as_deref(), &run.shard);
+            if let Some(note) = options
+                .fit
+                .as_ref()
+                .and_then(|given| arrivals::mismatch(given, run.arrival_fit.as_ref()?))
+            {
+                a.notes.push(note);
+            }
+            a
+        }),
     }
 }
 

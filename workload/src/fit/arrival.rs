@@ -14,6 +14,11 @@ use super::single;
 /// samples to trust: the fit says so.
 const MIN_COMPONENT_SAMPLES: f64 = 50.0;
 
+/// Steps of the empirical quantiles kept with a fit (every percentile):
+/// enough for `sluice report` to draw the sample's CDF beside the
+/// candidates', small enough to keep in a run file.
+const QUANTILE_STEPS: usize = 100;
+
 /// One fitted kind and its figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
@@ -34,6 +39,9 @@ pub struct ArrivalFit {
     pub candidates: Vec<Candidate>,
     /// The inter-arrival times fitted.
     pub samples: usize,
+    /// The sample's own quantiles, (q, seconds) at q = 0, 0.01, …, 1
+    /// (nearest rank): its empirical CDF, to draw against the candidates.
+    pub quantiles: Vec<[f64; 2]>,
     pub warnings: Vec<String>,
 }
 
@@ -97,10 +105,17 @@ pub(crate) fn fit_arrivals(iats: Vec<f64>, what: &str) -> Option<ArrivalFit> {
         .min_by(|a, b| a.bic.total_cmp(&b.bic))?
         .arrival
         .clone();
+    let quantiles = (0..=QUANTILE_STEPS)
+        .map(|i| {
+            let q = i as f64 / QUANTILE_STEPS as f64;
+            [q, sig(sample.quantile(q))]
+        })
+        .collect();
     Some(ArrivalFit {
         best,
         candidates,
         samples: sample.len(),
+        quantiles,
         warnings,
     })
 }
@@ -183,10 +198,11 @@ impl Serialize for Params<'_> {
 
 impl Serialize for ArrivalFit {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
+        let mut map = s.serialize_map(Some(4))?;
         map.serialize_entry("best", self.best.kind())?;
         map.serialize_entry("samples", &self.samples)?;
         map.serialize_entry("candidates", &self.candidates)?;
+        map.serialize_entry("iat_quantiles", &self.quantiles)?;
         map.end()
     }
 }

@@ -248,6 +248,11 @@ pub struct RunReport {
     /// A replay's trace and flags (set by the caller, who has the flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRun>,
+    /// The arrival kind of the scenario's `from_model:` as a fit (`"v": 1`),
+    /// so that `sluice report` can draw the run's inter-arrival times
+    /// against it. The model file keeps only the kind it picked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival_fit: Option<crate::report::AttachedFit>,
 }
 
 impl RunReport {
@@ -365,6 +370,20 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
             .map(|r| r.recording.warnings.clone())
             .unwrap_or_default(),
         replay: None,
+        arrival_fit: arrival_fit(scenario),
+    }
+}
+
+/// The model's arrivals, when the scenario's come from one.
+fn arrival_fit(scenario: &Scenario) -> Option<crate::report::AttachedFit> {
+    let file = scenario.from_model.as_deref()?;
+    match &scenario.plan.process {
+        super::schedule::Process::Renewal(a) => Some(crate::report::AttachedFit::of_arrival(
+            file,
+            a.clone(),
+            scenario.sessions.is_some(),
+        )),
+        super::schedule::Process::Constant => None,
     }
 }
 

@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, render, Chart, Kind, Series};
 use super::{Cdf, MetricDiff, Report};
 
+mod arrivals;
 mod capacity;
 
+use arrivals::arrivals;
 use capacity::capacity;
 
 const CSS: &str = include_str!("page.css");
@@ -377,6 +379,9 @@ pub fn render_page(r: &Report) -> String {
     baseline(&mut s, r);
     layers(&mut s, r);
     plots(&mut s, r);
+    if let Some(a) = &r.arrivals {
+        arrivals(&mut s, a);
+    }
     details(&mut s, r);
     tables(&mut s, r);
     let _ = writeln!(

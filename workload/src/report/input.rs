@@ -171,6 +171,9 @@ pub struct Run {
     pub journeys: u64,
     /// `--detailed` rows, warm-up left out; `None` without them.
     pub rows: Option<Vec<Row>>,
+    /// The fit of the scenario's `from_model:` (`arrival_fit`); `None` in
+    /// other runs and in files from before it.
+    pub arrival_fit: Option<super::AttachedFit>,
 }
 
 impl Run {
@@ -332,6 +335,10 @@ pub fn read_run(v: &Value) -> Result<Run, String> {
             .and_then(Value::as_u64)
             .unwrap_or(0),
         rows,
+        arrival_fit: match v.get("arrival_fit") {
+            None | Some(Value::Null) => None,
+            Some(f) => Some(super::attach::read_arrival_fit(f, "arrival_fit.")?),
+        },
     })
 }
 

@@ -1,4 +1,5 @@
-//! Plots as inline SVG, drawn here: linear axes with round ticks, lines,
+//! Plots as inline SVG, drawn here: linear axes with round ticks (or a
+//! log-scaled x axis with ticks at 1, 2 and 5 of each decade), lines,
 //! dots, shaded bands and marked verticals. Data marks carry the class
 //! `mark` (the browser test counts them); colours come from the page's CSS.
 
@@ -47,6 +48,10 @@ pub(crate) struct Chart {
     /// Forced ranges; else from the data, from 0.
     pub x_max: Option<f64>,
     pub y_max: Option<f64>,
+    /// A log10 x axis from `x_min` (else the smallest x > 0) to `x_max`:
+    /// values ≤ 0 are left out.
+    pub log_x: bool,
+    pub x_min: Option<f64>,
     /// The page's whole width.
     pub wide: bool,
 }
@@ -133,9 +138,70 @@ fn upper(c: &Chart, axis: usize) -> f64 {
     }
 }
 
+/// How x values map to the plot's width.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scale {
+    /// From 0 to the bound.
+    Linear(f64),
+    /// log10 of the value, between two values > 0.
+    Log(f64, f64),
+}
+
+impl Scale {
+    fn of(c: &Chart) -> Scale {
+        let hi = upper(c, 0);
+        if !c.log_x {
+            return Scale::Linear(hi);
+        }
+        let lo = c.x_min.filter(|v| *v > 0.0).unwrap_or_else(|| {
+            c.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p[0]))
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .fold(f64::INFINITY, f64::min)
+        });
+        // One decade at least, so that a single value still has an axis.
+        let lo = if lo.is_finite() && lo < hi { lo } else { hi };
+        Scale::Log(lo.min(hi / 10.0), hi)
+    }
+
+    /// Where `v` falls, from 0 (left) to 1 (right); `None` for a value a
+    /// log axis cannot show.
+    fn frac(self, v: f64) -> Option<f64> {
+        match self {
+            Scale::Linear(m) => Some(v / m),
+            Scale::Log(_, _) if v <= 0.0 => None,
+            Scale::Log(lo, hi) => Some((v / lo).log10() / (hi / lo).log10()),
+        }
+        .map(|f| f.clamp(0.0, 1.0))
+    }
+
+    /// Round ticks: multiples of a round step, or 1, 2 and 5 of each
+    /// decade (1 alone past four decades, so that the labels do not
+    /// crowd).
+    fn ticks(self) -> Vec<f64> {
+        match self {
+            Scale::Linear(m) => {
+                let step = tick_step(m, 6.0);
+                (0..=((m / step).floor() as usize).min(50))
+                    .map(|i| i as f64 * step)
+                    .collect()
+            }
+            Scale::Log(lo, hi) => {
+                let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+                let steps: &[f64] = if b - a > 4 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+                (a..=b)
+                    .flat_map(|k| steps.iter().map(move |m| m * 10f64.powi(k)))
+                    .filter(|v| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9))
+                    .collect()
+            }
+        }
+    }
+}
+
 /// The chart as an `<svg>` element.
 pub(crate) fn render(c: &Chart) -> String {
-    let (xm, ym) = (upper(c, 0), upper(c, 1));
+    let (scale, ym) = (Scale::of(c), upper(c, 1));
     // A wide chart spans the page at the same type size.
     let w = if c.wide { 2.0 * W + 18.0 } else { W };
     let (pw, ph) = (w - LEFT - RIGHT, H - TOP - BOTTOM);
@@ -144,7 +210,7 @@ pub(crate) fn render(c: &Chart) -> String {
     let rows = legend_rows(&c.series, pw);
     let extra = LEGEND_ROW * rows.len().saturating_sub(1) as f64;
     let (top, h) = (TOP + extra, H + extra);
-    let x = |v: f64| LEFT + (v / xm).clamp(0.0, 1.0) * pw;
+    let x = |v: f64| LEFT + scale.frac(v).unwrap_or(0.0) * pw;
     let y = |v: f64| top + ph - (v / ym).clamp(0.0, 1.0) * ph;
     let mut s = String::new();
     let _ = write!(
@@ -163,7 +229,7 @@ pub(crate) fn render(c: &Chart) -> String {
             esc(label)
         );
     }
-    let (xs, ys) = (tick_step(xm, 6.0), tick_step(ym, 5.0));
+    let ys = tick_step(ym, 5.0);
     for i in 0..=((ym / ys).floor() as usize).min(50) {
         let v = i as f64 * ys;
         let _ = write!(
@@ -176,8 +242,7 @@ pub(crate) fn render(c: &Chart) -> String {
             yy = y(v)
         );
     }
-    for i in 0..=((xm / xs).floor() as usize).min(50) {
-        let v = i as f64 * xs;
+    for v in scale.ticks() {
         let _ = write!(
             s,
             r#"<line class="axis" x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}"/><text class="tick" x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -215,7 +280,7 @@ pub(crate) fn render(c: &Chart) -> String {
         let pts: Vec<&[f64; 2]> = sr
             .points
             .iter()
-            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .filter(|p| p[0].is_finite() && p[1].is_finite() && scale.frac(p[0]).is_some())
             .collect();
         if pts.is_empty() {
             continue;
@@ -295,4 +360,59 @@ fn legend_rows(series: &[Series], width: f64) -> Vec<Vec<&Series>> {
         }
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn chart(points: Vec<[f64; 2]>, log_x: bool) -> Chart {
+        Chart {
+            series: vec![Series {
+                name: "s".to_owned(),
+                points,
+                class: "c0".to_owned(),
+                kind: Kind::Line,
+            }],
+            log_x,
+            ..Chart::default()
+        }
+    }
+
+    #[test]
+    fn a_log_axis_puts_each_decade_the_same_width_apart() {
+        let c = Chart {
+            x_min: Some(1.0),
+            x_max: Some(100.0),
+            ..chart(vec![[1.0, 0.0], [100.0, 1.0]], true)
+        };
+        let s = Scale::of(&c);
+        assert_eq!(s, Scale::Log(1.0, 100.0));
+        assert_eq!(s.frac(10.0), Some(0.5));
+        assert_eq!(s.frac(1000.0), Some(1.0));
+        assert_eq!(s.frac(0.0), None);
+        assert_eq!(s.ticks(), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        // Past four decades, one tick a decade; the smallest x > 0 is the
+        // start when none is given, and a point at 0 is not drawn.
+        let wide = chart(vec![[0.0, 0.0], [0.03, 0.1], [700.0, 1.0]], true);
+        let s = Scale::of(&Chart {
+            x_max: Some(700.0),
+            ..wide.clone()
+        });
+        assert_eq!(s, Scale::Log(0.03, 700.0));
+        let ticks = s.ticks();
+        assert_eq!(ticks.len(), 4, "{ticks:?}");
+        for (t, want) in ticks.iter().zip([0.1, 1.0, 10.0, 100.0]) {
+            assert!((t / want - 1.0).abs() < 1e-12, "{ticks:?}");
+        }
+        let svg = render(&wide);
+        assert_eq!(svg.matches("<path class=\"mark").count(), 1);
+        assert!(svg.contains(r#"d="M62.0,"#), "{svg}");
+        // A linear axis is unchanged: from 0, round steps.
+        assert_eq!(
+            Scale::of(&chart(vec![[10.0, 1.0]], false)),
+            Scale::Linear(10.5)
+        );
+    }
 }

@@ -318,3 +318,40 @@ fn shards_merge_exactly_into_the_one_run() {
         "file 3: shard 1/4 is given twice"
     );
 }
+
+#[test]
+fn a_from_model_run_carries_the_models_arrivals_and_another_run_none() {
+    let dir = std::env::temp_dir().join(format!("sluice-summary-fit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("model.yaml"),
+        format!(
+            "v: 1\narrival: {{ kind: gamma, shape: 0.5, scale: 0.2 }}\n\
+             source: {{ trace: t.jsonl, sha256: {}, requests: 9, fitted_at: \
+             2026-01-01T00:00:00Z }}\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let text = "scenario: s\ntarget: { base_url: 'http://127.0.0.1:1' }\n\
+                workload: { from_model: model.yaml, duration: 2s }\n\
+                steps: [ { name: answer, service: llm, prompt: hi } ]\n";
+    let s = Scenario::from_yaml(text, &dir, &|_| None).unwrap();
+    let r = summarize(
+        &s,
+        &output(vec![answer(0, 0, 50)]),
+        info(Goodput::default()),
+    );
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["arrival_fit"],
+        serde_json::json!({ "v": 1, "source": "model.yaml", "of": "requests", "best": "gamma",
+            "candidates": [{ "kind": "gamma", "params": { "shape": 0.5, "scale": 0.2 } }] })
+    );
+    // A run of an `arrival:` scenario writes no `arrival_fit` at all.
+    let other = summarize(&scenario(""), &output(Vec::new()), info(Goodput::default()));
+    assert!(serde_json::to_value(&other)
+        .unwrap()
+        .get("arrival_fit")
+        .is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
