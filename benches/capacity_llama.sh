@@ -11,7 +11,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-stage=20
+stage=40
 budget=300
 sla="ttft_p95=2s,error_rate=1%"
 install=0
@@ -49,7 +49,7 @@ admin_port=$(free_port)
 proxy_port=$(free_port)
 {
     sluice_config_head 1 "$admin_port" "$proxy_port"
-    echo "  - { name: llama, kind: llm, version: smollm2-q8, endpoints: [\"127.0.0.1:$llama_port\"], timeouts: { first_byte: 60s } }"
+    echo "  - { name: llama, kind: llm, version: smollm2-q4_1, endpoints: [\"127.0.0.1:$llama_port\"], timeouts: { first_byte: 60s } }"
     echo "routes:"
     echo "  - { name: chat, listener: public, split: { llama: 100 } }"
 } >"$work/proxy.yaml"
@@ -63,7 +63,7 @@ target: { base_url: "http://127.0.0.1:$proxy_port" }
 workload: { arrival: { kind: poisson, rate: 1 }, duration: 10s, warmup: 2s, seed: 5 }
 steps:
   - { name: answer, service: llm, model: smollm2, prompt: "Tell me about {{topic}}.",
-      max_tokens: 16-64, ignore_eos: true, stream: true, timeout: 60s }
+      max_tokens: 8-40, ignore_eos: true, stream: true, timeout: 60s }
 data: { topic: { values: [rivers, bridges, caches, queues, lighthouses] } }
 cost: { gpu_hour: 2.5, gpus: 1 }
 EOT
@@ -113,8 +113,8 @@ PY
     echo
     echo "Machine: $(machine). Revision: $(sluice_revision). Pinning: $pinning."
     echo "Command: \`benches/capacity_llama.sh --stage $stage --budget $budget --sla $sla\`"
-    echo "(llama.cpp server through xllamacpp: SmolLM2-135M Q8 GGUF, 2 slots, 1 thread, behind \`sluice run\`;"
-    echo "Poisson arrivals, 16-64 output tokens a request with \`ignore_eos\`)."
+    echo "(llama.cpp server through xllamacpp: SmolLM2-135M-Instruct Q4_1 GGUF, 2 slots, 1 thread, behind \`sluice run\`;"
+    echo "Poisson arrivals, 8-40 output tokens a request with \`ignore_eos\`)."
     echo
     echo "| stage / figure | value | verdict / against |"
     echo "|---|---|---|"

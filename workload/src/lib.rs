@@ -21,7 +21,7 @@ pub use capacity::{
     CapacityOptions, CapacityReport, Knee, KneeResult, Next, Observer, Pchip, Probe, Purpose,
     Recommendation, Scored, SearchRules, SlaBound, SlaCheck, StageProgress, StageResult,
     StageSignals, TokenBin, TokenSlope, Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND,
-    DEFAULT_SLOPE_BOUND_MS,
+    DEFAULT_SLOPE_BOUND_MS, SLOPE_MIN_REQUESTS,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{

@@ -202,11 +202,7 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
 /// sum pass for the whole). A GPU-hour price: the window's length over
 /// every token, since the canary's GPUs are paid whether or not tokens
 /// flow.
-fn window_cost_per_1k(
-    price: &Price,
-    view: &WindowView,
-    window: Duration,
-) -> Option<f64> {
+fn window_cost_per_1k(price: &Price, view: &WindowView, window: Duration) -> Option<f64> {
     match price {
         Price::PerToken(_) => cost_per_1k(view.cost_usd, view.priced_tokens),
         Price::GpuHour { .. } => {

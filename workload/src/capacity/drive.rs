@@ -319,6 +319,7 @@ fn conclude(
             p99_excess_ms_per_token: s.p99_excess_ms_per_token,
             cost_per_1k: s.cost_per_1k,
             sla: s.sla.clone(),
+            early_stop: s.early_stop,
         })
         .collect();
     let scored: Vec<_> = signals

@@ -90,6 +90,21 @@ pub struct StageSignals {
     pub p99_excess_ms_per_token: Option<f64>,
     pub cost_per_1k: Option<f64>,
     pub sla: Vec<SlaCheck>,
+    /// Why the stage was cut short (`over_saturated`), if it was: such a
+    /// stage did not hold, whatever its SLAs read over the part that ran.
+    pub early_stop: Option<&'static str>,
+}
+
+impl StageSignals {
+    /// Whether the stage held: it ran to its end, every SLA held, and its
+    /// cost was within the hard bound when one is given.
+    fn held(&self, bounds: &Bounds) -> bool {
+        let cost_ok = match (bounds.cost_per_1k_max, self.cost_per_1k) {
+            (Some(max), Some(v)) => v <= max,
+            _ => true,
+        };
+        self.early_stop.is_none() && cost_ok && self.sla.iter().all(|c| c.passed)
+    }
 }
 
 /// The bounds of the soft signals.
@@ -170,7 +185,7 @@ pub fn recommend(
     rates.sort_by(f64::total_cmp);
     rates.dedup();
     let at = |r: f64| stages.iter().filter(move |s| s.0.rate == r);
-    let holds = |r: f64| at(r).all(|s| s.0.sla.iter().all(|c| c.passed));
+    let holds = |r: f64| at(r).all(|s| s.0.held(bounds));
     let scores_ok = |r: f64| at(r).all(|s| s.1.score >= 0.0);
     let max_rate = rates.iter().rev().copied().find(|&r| holds(r));
     let recommended = rates
@@ -215,9 +230,23 @@ fn why_not<'a>(
     knee: Option<f64>,
     bounds: &Bounds,
 ) -> String {
+    if let Some(why) = stages.clone().find_map(|s| s.0.early_stop) {
+        return format!(
+            "the stage was stopped early ({}): its backlog grew without bound",
+            why.replace('_', "-")
+        );
+    }
     let failed = stages
         .clone()
         .find_map(|s| s.0.sla.iter().find(|c| !c.passed));
+    let over_cost = |s: &&(StageSignals, Scored)| matches!((bounds.cost_per_1k_max, s.0.cost_per_1k), (Some(max), Some(v)) if v > max);
+    if let (None, Some(s)) = (failed, stages.clone().find(over_cost)) {
+        return format!(
+            "1k tokens cost ${:.4}, over its ${:.4} bound",
+            s.0.cost_per_1k.unwrap_or(0.0),
+            bounds.cost_per_1k_max.unwrap_or(0.0)
+        );
+    }
     if let Some(c) = failed {
         return match c.value {
             Some(v) => format!(

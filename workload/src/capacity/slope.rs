@@ -9,6 +9,8 @@
 const MIN_PER_BIN: usize = 20;
 /// Bins at least: fewer give a slope from one or two points' noise.
 const MIN_BINS: usize = 3;
+/// Answered model requests a stage needs for a slope.
+pub const SLOPE_MIN_REQUESTS: usize = MIN_PER_BIN * MIN_BINS;
 /// Bins at most.
 const MAX_BINS: usize = 10;
 

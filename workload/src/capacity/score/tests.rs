@@ -17,6 +17,7 @@ fn stage(rate: f64, excess: f64, ttft_p95: f64) -> StageSignals {
         p99_excess_ms_per_token: Some(excess),
         cost_per_1k: Some(0.006),
         sla: vec![check(Gate::TtftP95, ttft_p95, 800.0)],
+        early_stop: None,
     }
 }
 
@@ -200,4 +201,37 @@ fn past_the_knee_is_said_as_a_share() {
     let r = recommend(&stages, Some(20.0), &BOUNDS);
     assert_eq!(r.recommended_rate, Some(10.0));
     assert_eq!(r.binding, "10.0 req/s is the highest that qualifies: at 25.0 req/s, it is 25% past the throughput knee at 20.0 req/s (score -0.25)");
+}
+
+#[test]
+fn a_stage_stopped_early_does_not_hold_whatever_its_slas_read() {
+    // The llama.cpp bench's case: at 24.5 req/s the backlog grew and the
+    // stage was cut short while its TTFT over the part that ran was still
+    // under the bound.
+    let mut cut = stage(24.5, 0.1, 790.0);
+    cut.early_stop = Some("over_saturated");
+    let stages = scored(vec![stage(20.0, 0.0, 600.0), cut], 40.0);
+    let r = recommend(&stages, None, &BOUNDS);
+    assert_eq!((r.max_rate, r.recommended_rate), (Some(20.0), Some(20.0)));
+    assert_eq!(
+        r.binding,
+        "20.0 req/s is the highest that qualifies: at 24.5 req/s, the stage was stopped early \
+         (over-saturated): its backlog grew without bound"
+    );
+}
+
+#[test]
+fn the_hard_cost_bound_takes_a_rate_out_of_max_rate() {
+    // Every SLA holds at 20 req/s, but 1k tokens cost $0.02 there, over
+    // the $0.012 bound given in --sla.
+    let mut dear = stage(20.0, 0.0, 400.0);
+    dear.cost_per_1k = Some(0.02);
+    let stages = scored(vec![stage(10.0, 0.0, 300.0), dear], 40.0);
+    let r = recommend(&stages, None, &BOUNDS);
+    assert_eq!((r.max_rate, r.recommended_rate), (Some(10.0), Some(10.0)));
+    assert_eq!(
+        r.binding,
+        "10.0 req/s is the highest that qualifies: at 20.0 req/s, 1k tokens cost $0.0200, over \
+         its $0.0120 bound"
+    );
 }

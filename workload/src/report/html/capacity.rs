@@ -8,6 +8,7 @@ use super::super::svg::{esc, num, render, Chart, Kind};
 use super::super::sweep::Stage;
 use super::super::Capacity;
 use super::{figure, line, opt};
+use crate::capacity::SLOPE_MIN_REQUESTS;
 
 pub(super) fn capacity(s: &mut String, c: &Capacity) {
     s.push_str("<h2>Capacity</h2>");
@@ -24,7 +25,7 @@ pub(super) fn capacity(s: &mut String, c: &Capacity) {
         s,
         r#"<div class="plots">{}{}</div>"#,
         figure(achieved, "What each stage got done against what it offered: output tokens a second (requests a second when no step is a model's). The dashed line is the lowest stage's yield per arrival carried up, where a server with room would stay; the knee (red) is where the curve bends away from it most."),
-        figure(slope, "Each stage's P99 per output-token bin (dots) with its fitted slope (Theil–Sen). The raw slope is the model's time per token; its growth over the lowest rate's is what load adds to each token's cost.")
+        figure(slope, &slope_caption(c))
     );
     s.push_str("<table><tr><th>stage</th><th>offered</th><th>achieved</th><th>tok/s</th><th>slope ms/tok</th><th>excess ms/tok</th><th>$/1k tok</th><th>score</th><th>SLAs</th></tr>");
     for (i, st) in c.stages.iter().enumerate() {
@@ -172,4 +173,17 @@ fn slope_chart(c: &Capacity) -> String {
         series,
         ..Chart::default()
     })
+}
+
+fn slope_caption(c: &Capacity) -> String {
+    if c.stages.iter().all(|x| x.token_bins.is_empty()) {
+        return format!(
+            "No stage had the {SLOPE_MIN_REQUESTS} answered model requests a slope needs (three \
+             output-length bins of 20): longer stages, or a faster server, give it."
+        );
+    }
+    "Each stage's P99 per output-token bin (dots) with its fitted slope (Theil–Sen). The raw \
+     slope is the model's time per token; its growth over the lowest rate's is what load adds to \
+     each token's cost."
+        .to_owned()
 }
