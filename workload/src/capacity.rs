@@ -28,5 +28,7 @@ pub use score::{
 };
 pub use search::{next as next_stage, Next, Probe, SearchRules};
 pub use signals::StageProgress;
-pub use slope::{p99_token_slope, theil_sen, TokenBin, TokenSlope, SLOPE_MIN_REQUESTS};
+pub use slope::{
+    p99_token_slope, slope_interval, theil_sen, TokenBin, TokenSlope, SLOPE_MIN_REQUESTS,
+};
 pub use stage::{measure, worst, Purpose, StageResult};

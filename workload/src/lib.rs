@@ -17,9 +17,9 @@ mod trace;
 
 pub use capacity::{
     knee, margin, measure, next_stage, over_saturated, p99_token_slope, recommend, score,
-    search as capacity_search, stalled, theil_sen, trend, worst, Bounds, CapacityError,
-    CapacityOptions, CapacityReport, Knee, KneeResult, Next, Observer, Pchip, Probe, Purpose,
-    Recommendation, Scored, SearchRules, SlaBound, SlaCheck, StageProgress, StageResult,
+    search as capacity_search, slope_interval, stalled, theil_sen, trend, worst, Bounds,
+    CapacityError, CapacityOptions, CapacityReport, Knee, KneeResult, Next, Observer, Pchip, Probe,
+    Purpose, Recommendation, Scored, SearchRules, SlaBound, SlaCheck, StageProgress, StageResult,
     StageSignals, TokenBin, TokenSlope, Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND,
     DEFAULT_SLOPE_BOUND_MS, SLOPE_MIN_REQUESTS,
 };

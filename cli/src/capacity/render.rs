@@ -158,6 +158,20 @@ pub(super) fn summary(r: &CapacityReport) -> String {
             }
         ));
     }
+    let bound = r.bounds.p99_excess_ms_per_token;
+    let noisy: Vec<String> = r
+        .stages
+        .iter()
+        .filter(|s| s.p99_slope_ms_per_token.is_some() && !s.slope_readable(bound))
+        .map(|s| format!("{:.2}", s.rate))
+        .collect();
+    if !noisy.is_empty() {
+        lines.push(format!(
+            "p99 slope too noisy to read (90% interval wider than 2 × {bound} ms/token), left out of \
+             the score at: {} req/s",
+            noisy.join(", ")
+        ));
+    }
     lines.push(format!(
         "throughput knee: {}",
         r.knee

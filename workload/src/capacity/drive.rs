@@ -160,7 +160,7 @@ pub fn search(
             rate,
             purpose,
             length,
-            base: base_slope(&stages),
+            base: base_slope(&stages, opts.bounds.p99_excess_ms_per_token),
         };
         let result = run_stage(scenario, opts, &stage, interrupt, &mut *observer.progress)?;
         let passed = result.passed;
@@ -197,10 +197,12 @@ pub(super) struct StageRun {
     pub base: Option<(f64, f64)>,
 }
 
-/// The slope at the lowest rate that has one, and that rate.
-fn base_slope(stages: &[StageResult]) -> Option<(f64, f64)> {
+/// The slope at the lowest rate that has one that can be read against
+/// `bound`, and that rate.
+fn base_slope(stages: &[StageResult], bound: f64) -> Option<(f64, f64)> {
     stages
         .iter()
+        .filter(|s| s.slope_readable(bound))
         .filter_map(|s| Some((s.p99_slope_ms_per_token?, s.rate)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
@@ -291,11 +293,15 @@ fn conclude(
     stopped: Option<&'static str>,
     elapsed: Duration,
 ) -> CapacityReport {
-    // The excess slope: over the slope at the lowest rate that has one.
-    let base = base_slope(&stages).map(|b| b.0);
+    // The excess slope: over the slope at the lowest rate that has a
+    // readable one.
+    // A slope too noisy to read has no excess: the signal is left out of
+    // the stage's score rather than read as what load did.
+    let bound = opts.bounds.p99_excess_ms_per_token;
+    let base = base_slope(&stages, bound).map(|b| b.0);
     for s in &mut stages {
         s.p99_excess_ms_per_token = match (s.p99_slope_ms_per_token, base) {
-            (Some(v), Some(b)) => Some(v - b),
+            (Some(v), Some(b)) if s.slope_readable(bound) => Some(v - b),
             _ => None,
         };
     }

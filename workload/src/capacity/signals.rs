@@ -18,6 +18,9 @@ pub(crate) struct ModelSignals {
     pub output_tokens: u64,
     pub slope: Option<TokenSlope>,
     pub cost_per_1k: Option<f64>,
+    /// `(output tokens, E2E ms)` of each answered model request: the
+    /// slope's input, for its interval.
+    pub points: Vec<(u64, f64)>,
 }
 
 /// The signals of `answers` over `seconds` of measured time. Only
@@ -45,6 +48,7 @@ pub(crate) fn model_signals(scenario: &Scenario, answers: &[Answer], seconds: f6
         output_tokens,
         slope: p99_token_slope(&points),
         cost_per_1k,
+        points,
     }
 }
 

@@ -4,6 +4,8 @@
 //! per-token cost (its TPOT); the signal is its growth under load, the
 //! excess over the slope at the lowest probed rate.
 
+use rand::{Rng, SeedableRng};
+
 /// Requests per bin at least. Below 100 the nearest-rank P99 of a bin is
 /// its largest value, so this makes it the worst of at least 20.
 const MIN_PER_BIN: usize = 20;
@@ -69,6 +71,39 @@ pub fn p99_token_slope(requests: &[(u64, f64)]) -> Option<TokenSlope> {
     })
 }
 
+/// Bootstrap resamples behind a slope's interval.
+const RESAMPLES: usize = 200;
+
+/// The 90% percentile-bootstrap interval of [`p99_token_slope`] over
+/// `requests`: the requests resampled with replacement (seeded, so a result
+/// file is reproducible), the slope read again each time. A stage's P99s
+/// come from the worst of 20 requests a bin, so a few queueing outliers
+/// can swing the slope by more than the signal's bound: the interval says
+/// whether it can be read at all. `None` when fewer than half the
+/// resamples give a slope.
+pub fn slope_interval(requests: &[(u64, f64)], seed: u64) -> Option<(f64, f64)> {
+    if requests.is_empty() {
+        return None;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut slopes = Vec::with_capacity(RESAMPLES);
+    let mut sample = Vec::with_capacity(requests.len());
+    for _ in 0..RESAMPLES {
+        sample.clear();
+        sample.extend((0..requests.len()).map(|_| requests[rng.random_range(0..requests.len())]));
+        if let Some(fit) = p99_token_slope(&sample) {
+            slopes.push(fit.ms_per_token);
+        }
+    }
+    if slopes.len() < RESAMPLES / 2 {
+        return None;
+    }
+    slopes.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| slopes[((q * (slopes.len() - 1) as f64).round() as usize).min(slopes.len() - 1)];
+    Some((at(0.05), at(0.95)))
+}
+
 /// Theil–Sen: the median of the slopes of every pair with distinct `x`,
 /// and the median of `y − slope·x`. Up to 29% of the points may be wild
 /// without moving it. `None` when no two points differ in `x`.
@@ -104,8 +139,6 @@ pub(crate) fn median(values: &[f64]) -> f64 {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
-    use rand::{Rng, SeedableRng};
-
     use super::*;
 
     #[test]
@@ -147,6 +180,38 @@ mod tests {
             let line = fit.intercept_ms + fit.ms_per_token * b.tokens;
             assert!((b.p99_ms - line).abs() < 15.0, "{b:?} against {line}");
         }
+    }
+
+    #[test]
+    fn the_interval_is_tight_on_a_steady_server_and_wide_under_queueing() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        // 400 requests of a mock with 5 ms a token and 30 ms of jitter:
+        // the interval holds the truth and is narrow.
+        let steady: Vec<(u64, f64)> = (0..400)
+            .map(|_| {
+                let tokens: u64 = rng.random_range(16..=256);
+                let jitter: f64 = rng.random_range(0.0..30.0);
+                (tokens, 40.0 + 5.0 * tokens as f64 + jitter)
+            })
+            .collect();
+        let (low, high) = slope_interval(&steady, 1).unwrap();
+        assert!(low <= 5.0 && 5.0 <= high, "{low}..{high}");
+        assert!(high - low < 0.8, "{low}..{high}");
+        // 70 requests of a two-slot server near saturation: the same
+        // 5 ms a token, plus a queueing wait (exponential, mean 800 ms)
+        // that has nothing to do with the length. The slope of one sample
+        // can land anywhere; its interval says so.
+        let queued: Vec<(u64, f64)> = (0..70)
+            .map(|_| {
+                let tokens: u64 = rng.random_range(8..=40);
+                let wait = -800.0 * (1.0 - rng.random::<f64>()).ln();
+                (tokens, 40.0 + 5.0 * tokens as f64 + wait)
+            })
+            .collect();
+        let (low, high) = slope_interval(&queued, 1).unwrap();
+        assert!(high - low > 20.0, "{low}..{high}");
+        assert_eq!(slope_interval(&queued, 1), Some((low, high)), "seeded");
+        assert_eq!(slope_interval(&queued[..30], 1), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use sluice_filters::Gate;
 
 use super::score::{Scored, SlaCheck};
 use super::signals::{model_signals, ModelSignals};
-use super::slope::TokenBin;
+use super::slope::{slope_interval, TokenBin};
 use crate::load::{Answer, Outcome, RunOutput, RunReport, Scenario};
 
 /// Why a stage is a probe or a confirmation.
@@ -46,9 +46,12 @@ pub struct StageResult {
     pub output_tokens: u64,
     /// P99 E2E against output tokens of the model steps, ms per token.
     pub p99_slope_ms_per_token: Option<f64>,
+    /// The slope's 90% bootstrap interval, ms per token.
+    pub p99_slope_interval: Option<[f64; 2]>,
     pub p99_intercept_ms: Option<f64>,
     pub token_bins: Vec<TokenBin>,
-    /// The slope less the slope at the lowest rate probed.
+    /// The slope less the slope at the lowest rate probed, of stages whose
+    /// slope can be read (see [`StageResult::slope_readable`]).
     pub p99_excess_ms_per_token: Option<f64>,
     /// USD per 1k tokens (input and output) by the scenario's `cost:`.
     pub cost_per_1k: Option<f64>,
@@ -62,6 +65,21 @@ pub struct StageResult {
     pub scored: Option<Scored>,
     /// The stage's own load result.
     pub run: RunReport,
+}
+
+/// The seed of the slope's bootstrap: a stage's result is reproducible
+/// from its requests.
+const SLOPE_SEED: u64 = 0x5107_e5ee;
+
+impl StageResult {
+    /// Whether the P99 slope can be read against `bound` (the excess's,
+    /// ms per token): its 90% interval is no wider than twice the bound.
+    /// A wider one means the stage's few requests let queueing outliers
+    /// set the slope, and the signal is left out rather than read as load.
+    pub fn slope_readable(&self, bound: f64) -> bool {
+        self.p99_slope_interval
+            .is_some_and(|[low, high]| high - low <= 2.0 * bound)
+    }
 }
 
 /// Measures a stage's run. `report` was summarised with the SLAs as its
@@ -103,7 +121,12 @@ pub fn measure(
         output_tokens,
         slope,
         cost_per_1k,
+        points,
     } = model_signals(scenario, &answers, measured_s);
+    let interval = slope
+        .as_ref()
+        .and_then(|_| slope_interval(&points, SLOPE_SEED))
+        .map(|(low, high)| [low, high]);
     let sla: Vec<SlaCheck> = report
         .thresholds
         .iter()
@@ -138,6 +161,7 @@ pub fn measure(
         input_tokens,
         output_tokens,
         p99_slope_ms_per_token: slope.as_ref().map(|s| s.ms_per_token),
+        p99_slope_interval: interval,
         p99_intercept_ms: slope.as_ref().map(|s| s.intercept_ms),
         token_bins: slope.map(|s| s.bins).unwrap_or_default(),
         p99_excess_ms_per_token: None,

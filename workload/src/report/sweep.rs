@@ -32,6 +32,9 @@ pub struct Stage {
     pub token_throughput: Option<f64>,
     #[serde(default)]
     pub p99_slope_ms_per_token: Option<f64>,
+    /// Its 90% bootstrap interval (files before it have none).
+    #[serde(default)]
+    pub p99_slope_interval: Option<[f64; 2]>,
     #[serde(default)]
     pub p99_excess_ms_per_token: Option<f64>,
     #[serde(default)]

@@ -27,7 +27,7 @@ pub(super) fn capacity(s: &mut String, c: &Capacity) {
         figure(achieved, "What each stage got done against what it offered: output tokens a second (requests a second when no step is a model's). The dashed line is the lowest stage's yield per arrival carried up, where a server with room would stay; the knee (red) is where the curve bends away from it most."),
         figure(slope, &slope_caption(c))
     );
-    s.push_str("<table><tr><th>stage</th><th>offered</th><th>achieved</th><th>tok/s</th><th>slope ms/tok</th><th>excess ms/tok</th><th>$/1k tok</th><th>score</th><th>SLAs</th></tr>");
+    s.push_str("<table><tr><th>stage</th><th>offered</th><th>achieved</th><th>tok/s</th><th>slope ms/tok (90%)</th><th>excess ms/tok</th><th>$/1k tok</th><th>score</th><th>SLAs</th></tr>");
     for (i, st) in c.stages.iter().enumerate() {
         let sla: Vec<String> = st
             .sla
@@ -48,7 +48,7 @@ pub(super) fn capacity(s: &mut String, c: &Capacity) {
             num(st.rate),
             num(st.achieved_rate),
             opt(st.token_throughput, ""),
-            opt(st.p99_slope_ms_per_token, ""),
+            slope_cell(st),
             opt(st.p99_excess_ms_per_token, ""),
             opt(st.cost_per_1k, ""),
             opt(st.score, ""),
@@ -186,4 +186,12 @@ fn slope_caption(c: &Capacity) -> String {
      slope is the model's time per token; its growth over the lowest rate's is what load adds to \
      each token's cost."
         .to_owned()
+}
+
+/// `6.02 (5.71–6.40)`: the slope and its 90% interval.
+fn slope_cell(st: &Stage) -> String {
+    match (st.p99_slope_ms_per_token, st.p99_slope_interval) {
+        (Some(m), Some([low, high])) => format!("{} ({}–{})", num(m), num(low), num(high)),
+        (m, _) => opt(m, ""),
+    }
 }
