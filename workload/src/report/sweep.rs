@@ -45,6 +45,9 @@ pub struct Stage {
     pub score: Option<f64>,
     #[serde(default)]
     pub sla: Vec<SlaResult>,
+    /// Why the stage was cut short (`over_saturated`): it did not hold.
+    #[serde(default)]
+    pub early_stop: Option<String>,
     /// The slope's line through the bins: the median of p99 − slope·tokens
     /// (Theil–Sen's intercept).
     #[serde(default, skip_deserializing)]

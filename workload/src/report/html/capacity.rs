@@ -41,6 +41,10 @@ pub(super) fn capacity(s: &mut String, c: &Capacity) {
                 )
             })
             .collect();
+        let verdict = match &st.early_stop {
+            Some(why) => format!("stopped early ({}); ", why.replace('_', "-")),
+            None => String::new(),
+        };
         let _ = write!(
             s,
             "<tr><td>{i} · {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
@@ -52,7 +56,7 @@ pub(super) fn capacity(s: &mut String, c: &Capacity) {
             opt(st.p99_excess_ms_per_token, ""),
             opt(st.cost_per_1k, ""),
             opt(st.score, ""),
-            esc(&sla.join(", "))
+            esc(&format!("{verdict}{}", sla.join(", ")))
         );
     }
     let _ = write!(
