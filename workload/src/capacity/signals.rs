@@ -103,47 +103,52 @@ pub struct StageProgress {
     pub sla: Vec<(Gate, Option<f64>)>,
 }
 
-/// Where a stage stands, for [`StageProgress`].
-pub(crate) struct Reading<'a> {
-    pub index: usize,
-    pub rate: f64,
-    pub purpose: Purpose,
-    pub elapsed_s: f64,
-    pub length_s: f64,
-    pub backlog: u64,
-    /// The slope of the lowest-rate stage already run, and its rate.
-    pub base: Option<(f64, f64)>,
-    pub sla: Vec<(Gate, Option<f64>)>,
-    pub answers: &'a [Answer],
-}
-
-/// The live reading of a stage from the requests that ended so far.
-pub(crate) fn progress(scenario: &Scenario, r: Reading<'_>) -> StageProgress {
-    let m = model_signals(scenario, r.answers, r.elapsed_s);
-    let per_s = |n: f64| {
-        if r.elapsed_s > 0.0 {
-            n / r.elapsed_s
-        } else {
-            0.0
+impl StageProgress {
+    /// A stage `elapsed_s` into its measured part, before its signals are
+    /// read.
+    pub(crate) fn at(index: usize, rate: f64, purpose: Purpose, elapsed_s: f64) -> StageProgress {
+        StageProgress {
+            index,
+            rate,
+            purpose,
+            elapsed_s,
+            length_s: 0.0,
+            backlog: 0,
+            request_rate: 0.0,
+            token_throughput: 0.0,
+            p99_slope_ms_per_token: None,
+            p99_excess_ms_per_token: None,
+            cost_per_1k: None,
+            sla: Vec::new(),
         }
-    };
-    let slope = m.slope.map(|s| s.ms_per_token);
-    StageProgress {
-        index: r.index,
-        rate: r.rate,
-        purpose: r.purpose,
-        elapsed_s: r.elapsed_s,
-        length_s: r.length_s,
-        backlog: r.backlog,
-        request_rate: per_s(r.answers.len() as f64),
-        token_throughput: per_s(m.output_tokens as f64),
-        p99_slope_ms_per_token: slope,
-        p99_excess_ms_per_token: match (slope, r.base) {
-            (Some(v), Some((b, at))) if at < r.rate => Some(v - b),
+    }
+
+    /// Reads the signals from the measured requests that ended so far;
+    /// `base` is the slope of the lowest-rate stage already run, and its
+    /// rate.
+    pub(crate) fn read(
+        &mut self,
+        scenario: &Scenario,
+        answers: &[Answer],
+        base: Option<(f64, f64)>,
+    ) {
+        let m = model_signals(scenario, answers, self.elapsed_s);
+        let per_s = |n: f64| {
+            if self.elapsed_s > 0.0 {
+                n / self.elapsed_s
+            } else {
+                0.0
+            }
+        };
+        let slope = m.slope.map(|s| s.ms_per_token);
+        self.request_rate = per_s(answers.len() as f64);
+        self.token_throughput = per_s(m.output_tokens as f64);
+        self.p99_slope_ms_per_token = slope;
+        self.p99_excess_ms_per_token = match (slope, base) {
+            (Some(v), Some((b, at))) if at < self.rate => Some(v - b),
             _ => None,
-        },
-        cost_per_1k: m.cost_per_1k,
-        sla: r.sla,
+        };
+        self.cost_per_1k = m.cost_per_1k;
     }
 }
 

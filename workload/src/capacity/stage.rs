@@ -186,4 +186,4 @@ pub fn worst(sla: &[SlaCheck]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::drive::{CapacityOptions, StageRun};
 use super::saturation::{over_saturated, stalled};
-use super::signals::{progress, Reading, StageProgress};
+use super::signals::StageProgress;
 use crate::load::{Answer, Live, Scenario};
 
 /// How often a running stage is sampled for the early stop.
@@ -31,26 +31,22 @@ impl Reader<'_> {
         if let Some(tap) = live.answers.get() {
             tap.drain(&mut self.answers);
         }
-        let p = progress(
-            self.scenario,
-            Reading {
-                index: self.stage.index,
-                rate: self.stage.rate,
-                purpose: self.stage.purpose,
-                elapsed_s: measured.as_secs_f64(),
-                length_s: self.stage.length.as_secs_f64(),
-                backlog: live.in_flight.load(Ordering::Acquire)
-                    + live.waiting.load(Ordering::Acquire),
-                base: self.stage.base,
-                sla: self
-                    .opts
-                    .sla
-                    .iter()
-                    .map(|&(gate, _)| (gate, live.measures.gate_value(gate)))
-                    .collect(),
-                answers: &self.answers,
-            },
+        let stage = self.stage;
+        let mut p = StageProgress::at(
+            stage.index,
+            stage.rate,
+            stage.purpose,
+            measured.as_secs_f64(),
         );
+        p.length_s = stage.length.as_secs_f64();
+        p.backlog = live.in_flight.load(Ordering::Acquire) + live.waiting.load(Ordering::Acquire);
+        p.sla = self
+            .opts
+            .sla
+            .iter()
+            .map(|&(gate, _)| (gate, live.measures.gate_value(gate)))
+            .collect();
+        p.read(self.scenario, &self.answers, stage.base);
         (self.on_progress)(&p);
     }
 }

@@ -6,7 +6,8 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::capacity::stage::measure;
-use crate::load::{summarize, Goodput, Lineage, Outcome, RunInfo, RunOutput};
+use crate::capacity::stage::tests::{report, run};
+use crate::load::Outcome;
 
 /// A model step (`m`, priced per token) and a cache step, or one step
 /// priced by the GPU-hour.
@@ -82,18 +83,14 @@ fn a_gpu_hour_is_paid_by_the_time_and_an_unpriced_model_gives_no_cost() {
     assert_eq!(model_signals(&other, &answers, 10.0).cost_per_1k, None);
 }
 
-fn reading<'a>(answers: &'a [Answer], rate: f64, base: Option<(f64, f64)>) -> Reading<'a> {
-    Reading {
-        index: 3,
-        rate,
-        purpose: Purpose::Probe,
-        elapsed_s: 8.0,
-        length_s: 20.0,
-        backlog: 4,
-        base,
-        sla: vec![(Gate::TtftP95, Some(120.0))],
-        answers,
-    }
+/// Stage 3 at `rate`, 8 s into 20, with the requests that ended so far.
+fn reading(s: &Scenario, answers: &[Answer], rate: f64, base: Option<(f64, f64)>) -> StageProgress {
+    let mut p = StageProgress::at(3, rate, Purpose::Probe, 8.0);
+    p.length_s = 20.0;
+    p.backlog = 4;
+    p.sla = vec![(Gate::TtftP95, Some(120.0))];
+    p.read(s, answers, base);
+    p
 }
 
 #[test]
@@ -104,7 +101,7 @@ fn a_reading_is_per_second_of_the_measured_part_with_the_excess_over_a_lower_sta
     let answers: Vec<Answer> = (0..80)
         .map(|i| answer(&mut rng, i * 100_000, 10 * (i % 10 + 1), 6.0))
         .collect();
-    let p = progress(&s, reading(&answers, 10.0, Some((5.0, 4.0))));
+    let p = reading(&s, &answers, 10.0, Some((5.0, 4.0)));
     assert_eq!(p.request_rate, 10.0);
     assert_eq!(
         p.token_throughput,
@@ -117,10 +114,10 @@ fn a_reading_is_per_second_of_the_measured_part_with_the_excess_over_a_lower_sta
     // A base from a stage at this rate or above is no base: the lowest
     // rate's slope is the reference, and this stage may become it.
     assert_eq!(
-        progress(&s, reading(&answers, 10.0, Some((5.0, 12.0)))).p99_excess_ms_per_token,
+        reading(&s, &answers, 10.0, Some((5.0, 12.0))).p99_excess_ms_per_token,
         None
     );
-    let none = progress(&s, reading(&[], 10.0, None));
+    let none = reading(&s, &[], 10.0, None);
     assert_eq!((none.request_rate, none.token_throughput), (0.0, 0.0));
     assert_eq!(
         (none.p99_slope_ms_per_token, none.cost_per_1k),
@@ -150,54 +147,16 @@ fn the_last_reading_of_a_stage_agrees_with_its_result() {
             }
         })
         .collect();
-    let out = RunOutput {
-        outcomes: outcomes.clone(),
-        closed: None,
-        journeys: 200,
-        span_us: 20_000_000,
-        ran_us: 20_000_000,
-        queued: 0,
-        cut_in_flight: 0,
-        cut_waiting: 0,
-        elapsed: std::time::Duration::from_secs(20),
-        interrupted: false,
-        setup: Vec::new(),
-        teardown: Vec::new(),
-    };
-    let info = RunInfo {
-        run_id: "r".into(),
-        shard: "0/1".into(),
-        started_at: "2026-01-01T00:00:00Z".into(),
-        lineage: Lineage {
-            scenario_sha256: "0".repeat(64),
-            target: "http://127.0.0.1:1".into(),
-            sluice_version: "0".into(),
-            from_model: None,
-        },
-        goodput: Goodput::default(),
-        detailed: false,
-    };
-    let result = measure(
-        &s,
-        10.0,
-        Purpose::Probe,
-        &out,
-        summarize(&s, &out, info),
-        None,
-    );
+    let out = run(outcomes.clone(), 20_000_000);
+    let result = measure(&s, 10.0, Purpose::Probe, &out, report(&s, &out), None);
     // What the tap would have handed the reader by the stage's end.
     let answers: Vec<Answer> = outcomes
         .iter()
         .filter(|o| o.end_us <= out.ran_us)
         .map(Answer::of)
         .collect();
-    let last = progress(
-        &s,
-        Reading {
-            elapsed_s: result.duration_s,
-            ..reading(&answers, 10.0, None)
-        },
-    );
+    let mut last = StageProgress::at(0, 10.0, Purpose::Probe, result.duration_s);
+    last.read(&s, &answers, None);
     assert_eq!(last.p99_slope_ms_per_token, result.p99_slope_ms_per_token);
     assert_eq!(last.cost_per_1k, result.cost_per_1k);
     assert_eq!(last.token_throughput, result.token_throughput);

@@ -33,7 +33,7 @@ fn answer(i: u64, tokens: u64) -> Outcome {
     }
 }
 
-fn run(outcomes: Vec<Outcome>, ran_us: u64) -> RunOutput {
+pub(crate) fn run(outcomes: Vec<Outcome>, ran_us: u64) -> RunOutput {
     RunOutput {
         outcomes,
         closed: None,
@@ -50,7 +50,7 @@ fn run(outcomes: Vec<Outcome>, ran_us: u64) -> RunOutput {
     }
 }
 
-fn report(s: &Scenario, out: &RunOutput) -> RunReport {
+pub(crate) fn report(s: &Scenario, out: &RunOutput) -> RunReport {
     summarize(
         s,
         out,
