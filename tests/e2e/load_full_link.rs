@@ -165,3 +165,83 @@ async fn redis_get(redis: &RedisServer, key: &str) -> String {
     }
     panic!("no reply to GET {key}: {:?}", String::from_utf8_lossy(&got));
 }
+
+/// A redis step's target as a `redis://` URL whose password comes from
+/// the environment: the run authenticates with it to a real redis-server
+/// that requires it, and the password is nowhere in the result; unset,
+/// the scenario is refused with the step's path; wrong, every command
+/// fails and is counted, and the run still ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_url_with_a_password_from_the_environment_authenticates() {
+    if !require("redis-server", redis_available()) {
+        return;
+    }
+    const PASSWORD: &str = "s3cret-pw-7731";
+    let redis = RedisServer::start_with_password(PASSWORD).await.unwrap();
+    let tmp = TempDir::new("load-redis-auth");
+    let scenario = tmp.path().join("scenario.yaml");
+    let target = format!("redis://:${{SLUICE_E2E_REDIS_PW}}@{}/0", redis.addr());
+    std::fs::write(
+        &scenario,
+        format!(
+            "scenario: redis-auth\n\
+             target: {{ base_url: 'http://127.0.0.1:1' }}\n\
+             workload: {{ arrival: {{ kind: constant, rate: 10 }}, duration: 1s, seed: 1 }}\n\
+             steps:\n\
+             \x20 - {{ name: put, service: redis, command: [SET, k, v], target: '{target}' }}\n\
+             \x20 - {{ name: get, service: redis, command: [GET, k], depends_on: put, target: '{target}' }}\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run.json");
+    let load = |password: Option<&str>| {
+        let mut cmd = std::process::Command::new(crate::cli::sluice_bin());
+        cmd.arg("load")
+            .arg(&scenario)
+            .arg("-o")
+            .arg(&out)
+            .env_remove("SLUICE_E2E_REDIS_PW");
+        if let Some(p) = password {
+            cmd.env("SLUICE_E2E_REDIS_PW", p);
+        }
+        cmd.output().unwrap()
+    };
+    let o = load(Some(PASSWORD));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains(PASSWORD), "the password is in the result");
+    let run: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let step = |name: &str| {
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let (put, get) = (step("put"), step("get"));
+    assert_eq!(put["failed"], 0, "{put}");
+    assert!(put["completed"].as_u64().unwrap() >= 5, "{put}");
+    // Every GET read what the authenticated SET wrote.
+    assert_eq!(get["cache_hits"], get["completed"], "{get}");
+    assert!(get["completed"].as_u64().unwrap() >= 5, "{get}");
+
+    let o = load(None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("steps[0].target: environment variable `SLUICE_E2E_REDIS_PW` is not set"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let _ = std::fs::remove_file(&out);
+    let o = load(Some("wrong"));
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(!text.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let put = &run["steps"][0];
+    assert_eq!(put["completed"], 0, "{put}");
+    assert!(put["failed"].as_u64().unwrap() >= 5, "{put}");
+}

@@ -30,12 +30,22 @@ impl RedisServer {
     /// Starts it and waits until it accepts connections. A port taken between
     /// [`free_port`] and redis binding it makes redis exit; that is retried on a new port.
     pub(crate) async fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// One that refuses every command until `AUTH password`.
+    pub(crate) async fn start_with_password(password: &str) -> anyhow::Result<Self> {
+        Self::start_with(&["--requirepass", password]).await
+    }
+
+    async fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
         let mut last = None;
         for _ in 0..3 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
             let child = Command::new("redis-server")
                 .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no"])
+                .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -10,6 +10,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{RedisError, Value};
 
 use super::{since, Failure, Outcome};
+use crate::load::scenario::expand_env;
 
 /// A cache lookup's result, counted per step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -22,7 +23,18 @@ pub enum Cache {
 /// How long making a target's connection may take at the start.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The run's connections, by `HOST:PORT`; `None` where none could be made
+/// What to open for a step's `target`: `HOST:PORT` as `redis://HOST:PORT`,
+/// a `redis://` URL with its `${VAR}`s read from the environment now (the
+/// scenario checked they are set; the values are never kept).
+fn connect_url(target: &str) -> String {
+    if target.starts_with("redis://") {
+        expand_env(target, &|name| std::env::var(name).ok()).unwrap_or_default()
+    } else {
+        format!("redis://{target}")
+    }
+}
+
+/// The run's connections, by the step's `target` as written; `None` where none could be made
 /// (its commands then fail as transport errors).
 #[derive(Clone, Default)]
 pub(crate) struct Redis {
@@ -37,7 +49,7 @@ impl Redis {
             if conns.contains_key(&t) {
                 continue;
             }
-            let conn = match redis::Client::open(format!("redis://{t}")) {
+            let conn = match redis::Client::open(connect_url(&t)) {
                 Ok(client) => {
                     tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
                         .await

@@ -7,7 +7,7 @@ use std::path::Path;
 use sluice_filters::{parse_duration, parse_percent, Gate, GateUnit};
 
 use super::dist::{read as read_dist, Kind};
-use super::raw::{RawScenario, RawValue};
+use super::raw::{RawScenario, RawStep, RawValue};
 use sluice_filters::{PathError, PathErrors};
 
 use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
@@ -123,6 +123,13 @@ pub(crate) fn validate(
     }
     let setup = steps::hooks(&raw.setup, "setup", dir, &hook_known, &mut e);
     let teardown = steps::hooks(&raw.teardown, "teardown", dir, &hook_known, &mut e);
+    for (list, name) in [
+        (raw_steps, "steps"),
+        (&raw.setup[..], "setup"),
+        (&raw.teardown[..], "teardown"),
+    ] {
+        redis_secrets(list, name, env, &mut e);
+    }
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
     let cost = raw.cost.as_ref().and_then(|c| match c.validate("cost") {
         Ok(price) => Some(price),
@@ -152,12 +159,7 @@ pub(crate) fn validate(
 }
 
 /// The names that `extract` of `raw` (at `prefix`) makes, into `known`.
-fn extract_names(
-    raw: &[super::raw::RawStep],
-    prefix: &str,
-    known: &mut BTreeSet<String>,
-    e: &mut Errors,
-) {
+fn extract_names(raw: &[RawStep], prefix: &str, known: &mut BTreeSet<String>, e: &mut Errors) {
     for (i, step) in raw.iter().enumerate() {
         for name in step.extract.keys() {
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -218,8 +220,29 @@ fn target(
     })
 }
 
+/// Every `${VAR}` of a redis step's URL (its password, say) must be set;
+/// the value stays out of the scenario and is read when the run connects.
+fn redis_secrets(
+    steps: &[RawStep],
+    list: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    e: &mut Errors,
+) {
+    for (i, s) in steps.iter().enumerate() {
+        let Some(t) = s.target.as_deref().filter(|_| s.service == "redis") else {
+            continue;
+        };
+        if let Err(m) = expand_env(t, env) {
+            e.add(format!("{list}[{i}].target"), m);
+        }
+    }
+}
+
 /// `${VAR}` replaced by the variable's value.
-fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn expand_env(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(open) = rest.find("${") {

@@ -72,21 +72,33 @@ fn a_redis_step_needs_a_command_and_its_server_and_takes_no_http_keys() {
             "steps[0].body: is not for redis steps (they send `command`)",
             "steps[0].stream: is not for redis steps (they send `command`)",
             "steps[0].command: a redis step needs a command like [GET, key]",
-            "steps[0].target: a redis step needs the server's HOST:PORT, like 127.0.0.1:6379",
+            "steps[0].target: a redis step needs the server's HOST:PORT (like 127.0.0.1:6379) or a redis:// URL",
         ]
     );
+    let must = |t: &str| {
+        format!(
+            "must be HOST:PORT like 127.0.0.1:6379, or redis://[:PASSWORD@]HOST:PORT[/DB], found `{t}`"
+        )
+    };
     for (target, error) in [
+        ("127.0.0.1", must("127.0.0.1")),
+        ("127.0.0.1:0", must("127.0.0.1:0")),
+        ("http://127.0.0.1:6380", must("http://127.0.0.1:6380")),
+        ("redis://127.0.0.1", must("redis://127.0.0.1")),
         (
-            "redis://127.0.0.1:6380",
-            "must be HOST:PORT like 127.0.0.1:6379, found `redis://127.0.0.1:6380`",
+            "redis://127.0.0.1:6380/x",
+            format!(
+                "{}: the database `x` is not a number",
+                must("redis://127.0.0.1:6380/x")
+            ),
         ),
         (
-            "127.0.0.1",
-            "must be HOST:PORT like 127.0.0.1:6379, found `127.0.0.1`",
+            "rediss://127.0.0.1:6380",
+            "rediss:// (Redis over TLS) is not supported yet".to_owned(),
         ),
         (
-            "127.0.0.1:0",
-            "must be HOST:PORT like 127.0.0.1:6379, found `127.0.0.1:0`",
+            "redis://:${NOT_SET}@127.0.0.1:6380",
+            "environment variable `NOT_SET` is not set".to_owned(),
         ),
     ] {
         let text = RAG.replacen(
@@ -103,6 +115,26 @@ fn a_redis_step_needs_a_command_and_its_server_and_takes_no_http_keys() {
     );
     let text = RAG.replace(r#"[GET, "q:{{query_hash}}"]"#, "[]");
     assert_eq!(errors(&text), ["steps[0].command: is empty"]);
+}
+
+#[test]
+fn a_redis_target_may_be_a_url_with_a_password_from_the_environment() {
+    for target in [
+        "redis://127.0.0.1:6380",
+        "redis://127.0.0.1:6380/2",
+        "redis://:${API_KEY}@127.0.0.1:6380/0",
+        "redis://default:p@ss/w@rd@127.0.0.1:6380",
+    ] {
+        let text = RAG.replacen(
+            r#"target: "127.0.0.1:6380""#,
+            &format!("target: \"{target}\""),
+            1,
+        );
+        let s = parse(&text).unwrap();
+        // Kept as written: the password's value is read when the run
+        // connects, never stored in the scenario or its results.
+        assert_eq!(s.steps[0].target.as_deref(), Some(target));
+    }
 }
 
 #[test]

@@ -487,11 +487,11 @@ fn redis_step(
         None => {
             e.add(
                 at("target"),
-                "a redis step needs the server's HOST:PORT, like 127.0.0.1:6379",
+                "a redis step needs the server's HOST:PORT (like 127.0.0.1:6379) or a redis:// URL",
             );
             None
         }
-        Some(t) => e.check(&at("target"), check_address(t)),
+        Some(t) => e.check(&at("target"), check_redis_target(t)),
     };
     let timeout = timeout(s, path, e);
     let thresholds = super::thresholds(&s.thresholds, &at("thresholds"), e);
@@ -524,6 +524,31 @@ fn redis_step(
         command,
         keep_text: false,
     })
+}
+
+/// `HOST:PORT`, or `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` where the
+/// user and password may be `${VAR}`s (checked set in `validate`, read at
+/// connect time, never written to a result).
+fn check_redis_target(t: &str) -> Result<String, String> {
+    let bad = || {
+        format!(
+            "must be HOST:PORT like 127.0.0.1:6379, or redis://[:PASSWORD@]HOST:PORT[/DB], found `{t}`"
+        )
+    };
+    if t.starts_with("rediss://") {
+        return Err("rediss:// (Redis over TLS) is not supported yet".to_owned());
+    }
+    let Some(url) = t.strip_prefix("redis://") else {
+        return check_address(t).map_err(|_| bad());
+    };
+    // The password may hold `@` and `/`: the host is after the last `@`.
+    let at_host = url.rsplit_once('@').map_or(url, |(_, h)| h);
+    let (address, db) = at_host.split_once('/').unwrap_or((at_host, ""));
+    check_address(address).map_err(|_| bad())?;
+    if !(db.is_empty() || db.parse::<u32>().is_ok()) {
+        return Err(format!("{}: the database `{db}` is not a number", bad()));
+    }
+    Ok(t.to_owned())
 }
 
 /// `HOST:PORT` with a port number and no scheme.
