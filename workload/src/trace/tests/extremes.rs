@@ -51,3 +51,20 @@ fn mooncake_ms_at_the_top_of_the_range() {
         .unwrap_err();
     assert_eq!(negative.message, "timestamp: -1 is not a time (ms >= 0)");
 }
+
+/// Azure's TIMESTAMP has four-digit years: an arrival past 9999 (µs since
+/// the epoch, when the line has no wall clock) was written as `248437-12-19
+/// ...`, which the reader refuses. Now the row is refused when written.
+#[test]
+fn azure_refuses_to_write_a_year_it_cannot_read() {
+    let err = convert_text("a.jsonl", &one_line(7_777_777_777_777_777_777), Format::Azure).unwrap_err();
+    assert_eq!(
+        err.message,
+        "arrival: 248437-12-19T03:09:37.777777Z is outside the years 0000 to 9999 that Azure's TIMESTAMP can hold"
+    );
+    // The last µs of 9999 is written, and reads back.
+    let last = one_line(253_402_300_799_999_999);
+    let azure = convert_text("b.jsonl", &last, Format::Azure).unwrap();
+    assert!(azure.contains("9999-12-31 23:59:59.9999990,3,2"), "{azure}");
+    assert_eq!(read("c.csv", &azure).len(), 1);
+}
