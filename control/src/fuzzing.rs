@@ -17,23 +17,29 @@ pub fn config(data: &[u8]) -> Verdict {
     let raw = match RawConfig::from_yaml(text) {
         Ok(raw) => raw,
         Err(errors) => {
-            return ensure(errors.0.iter().all(|e| !e.message.is_empty()) && !errors.0.is_empty(), || {
-                format!("an error without a message: {errors:?}")
-            })
+            return ensure(
+                errors.0.iter().all(|e| !e.message.is_empty()) && !errors.0.is_empty(),
+                || format!("an error without a message: {errors:?}"),
+            )
         }
     };
     let yaml = raw.to_yaml();
     let again = RawConfig::from_yaml(&yaml)
         .map_err(|e| format!("the config written as {yaml:?} does not read back: {e}"))?;
     let twice = again.to_yaml();
-    ensure(twice == yaml, || format!("written {yaml:?}, read and written again {twice:?}"))?;
+    ensure(twice == yaml, || {
+        format!("written {yaml:?}, read and written again {twice:?}")
+    })?;
     match (raw.validate(), again.validate()) {
         (Ok(_), Ok(_)) => Ok(()),
         (Err(first), Err(second)) => {
-            ensure(!first.0.is_empty() && first.0.iter().all(|e| !e.message.is_empty()), || {
-                format!("an error without a message: {first:?}")
-            })?;
-            ensure(first == second, || format!("validated as {first}, after a round trip as {second}"))
+            ensure(
+                !first.0.is_empty() && first.0.iter().all(|e| !e.message.is_empty()),
+                || format!("an error without a message: {first:?}"),
+            )?;
+            ensure(first == second, || {
+                format!("validated as {first}, after a round trip as {second}")
+            })
         }
         (first, second) => Err(format!(
             "validation changed over a round trip through {yaml:?}: {:?} then {:?}",

@@ -121,9 +121,7 @@ impl HeadScan {
             }
             // A lone `\r` may be the start of the blank line, which is no
             // header byte: only a header line being written counts early.
-            Some(start)
-                if partial != b"\r" && buf.len() - start > self.limits.max_header_bytes =>
-            {
+            Some(start) if partial != b"\r" && buf.len() - start > self.limits.max_header_bytes => {
                 return HeadVerdict::HeaderTooLarge;
             }
             Some(_) => {}

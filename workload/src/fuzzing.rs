@@ -39,9 +39,10 @@ pub fn trace(data: &[u8]) -> Verdict {
     // Each row consumes a line at least: more rows than lines is a loop.
     for _ in 0..=lines {
         let Some(row) = reader.next() else {
-            return stats.finish().map(|_| ()).or_else(|e| {
-                ensure(!e.is_empty(), || "an empty stats error".to_owned())
-            });
+            return stats
+                .finish()
+                .map(|_| ())
+                .or_else(|e| ensure(!e.is_empty(), || "an empty stats error".to_owned()));
         };
         let at = reader.row_line();
         ensure(at > last && at <= lines, || {
@@ -80,7 +81,9 @@ fn read_one(text: &[u8], to: Format) -> Result<TraceLine, String> {
         .next()
         .ok_or_else(|| format!("{to} written as {:?} has no row", shown()))?
         .map_err(|e| format!("{to} written as {:?} is refused: {e}", shown()))?;
-    ensure(reader.next().is_none(), || format!("{to} written as {:?} has two rows", shown()))?;
+    ensure(reader.next().is_none(), || {
+        format!("{to} written as {:?} has two rows", shown())
+    })?;
     Ok(row)
 }
 
@@ -100,7 +103,9 @@ fn round_trip(line: &TraceLine, from: Format, to: Format) -> Verdict {
         )
     })?;
     if to == Format::Sluice {
-        ensure(&again == line, || format!("sluice JSONL changed the row {line:?} into {again:?}"))?;
+        ensure(&again == line, || {
+            format!("sluice JSONL changed the row {line:?} into {again:?}")
+        })?;
     }
     Ok(())
 }
@@ -131,9 +136,10 @@ pub fn scenario(data: &[u8]) -> Verdict {
                 format!("thresholds {:?}", first.thresholds)
             })?;
         }
-        Err(errors) => ensure(!errors.0.is_empty() && errors.0.iter().all(|e| !e.message.is_empty()), || {
-            format!("an error without a message: {errors:?}")
-        })?,
+        Err(errors) => ensure(
+            !errors.0.is_empty() && errors.0.iter().all(|e| !e.message.is_empty()),
+            || format!("an error without a message: {errors:?}"),
+        )?,
     }
     match parse_sla(text) {
         Ok(gates) => {
@@ -145,7 +151,9 @@ pub fn scenario(data: &[u8]) -> Verdict {
                 format!("--sla read as {gates:?}")
             })
         }
-        Err(errors) => ensure(!errors.is_empty(), || "--sla refused without a reason".to_owned()),
+        Err(errors) => ensure(!errors.is_empty(), || {
+            "--sla refused without a reason".to_owned()
+        }),
     }
 }
 

@@ -128,7 +128,10 @@ fn micros(column: &str, text: &str) -> Result<u64, String> {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if !whole.is_empty() && whole.len() <= 14 && digits(whole) && digits(fraction) {
-        let mut us = whole.parse::<u64>().ok().and_then(|s| s.checked_mul(1_000_000));
+        let mut us = whole
+            .parse::<u64>()
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000));
         for (b, scale) in fraction.bytes().zip([100_000, 10_000, 1_000, 100, 10, 1]) {
             us = us.and_then(|us| us.checked_add(u64::from(b - b'0') * scale));
         }

@@ -52,7 +52,9 @@ fn cut(dialect: Dialect, pieces: &[&[u8]]) -> (Vec<Owned>, Option<Vec<u8>>, u32)
     for piece in pieces {
         framer.feed(piece, |e| events.push(Owned::of(e)));
     }
-    let whole = framer.finish(|e| events.push(Owned::of(e))).map(<[u8]>::to_vec);
+    let whole = framer
+        .finish(|e| events.push(Owned::of(e)))
+        .map(<[u8]>::to_vec);
     (events, whole, framer.oversized())
 }
 
@@ -72,9 +74,11 @@ fn framer(dialect: Dialect, body: &[u8], pieces: &[&[u8]]) -> Verdict {
         crate::Framing::Sse | crate::Framing::Lines => ensure(joined == body, || {
             format!("{dialect:?}: the events' raw bytes are not the body: {joined:?}")
         })?,
-        crate::Framing::Whole => ensure(events.is_empty() && whole.as_deref() == Some(body), || {
-            format!("{dialect:?}: a whole body came back as {events:?} / {whole:?}")
-        })?,
+        crate::Framing::Whole => {
+            ensure(events.is_empty() && whole.as_deref() == Some(body), || {
+                format!("{dialect:?}: a whole body came back as {events:?} / {whole:?}")
+            })?
+        }
         crate::Framing::Off => ensure(events.is_empty() && whole.is_none(), || {
             format!("{dialect:?}: framing off cut {events:?}")
         })?,
@@ -140,7 +144,10 @@ fn token_meter(dialect: Dialect, body: &[u8], pieces: &[&[u8]]) -> Verdict {
 fn consistent(s: &MeterSummary, counts: &[u32], times: &[Duration]) -> Verdict {
     let fed: u32 = counts.iter().sum();
     ensure(s.content_events >= fed, || {
-        format!("{} content events in the summary, {fed} returned by feed", s.content_events)
+        format!(
+            "{} content events in the summary, {fed} returned by feed",
+            s.content_events
+        )
     })?;
     ensure(
         s.first_content_at.is_some() == (s.content_events > 0)
@@ -148,7 +155,9 @@ fn consistent(s: &MeterSummary, counts: &[u32], times: &[Duration]) -> Verdict {
         || format!("content moments without content, or content without them: {s:?}"),
     )?;
     if let (Some(first), Some(last)) = (s.first_content_at, s.last_content_at) {
-        ensure(first <= last, || format!("TTFT after the last content: {s:?}"))?;
+        ensure(first <= last, || {
+            format!("TTFT after the last content: {s:?}")
+        })?;
         let expected_first = counts
             .iter()
             .zip(times)
@@ -183,7 +192,10 @@ fn consistent(s: &MeterSummary, counts: &[u32], times: &[Duration]) -> Verdict {
 /// A stream fault cuts events with its own framer and hands each one to the
 /// meter: the meter must read them as it reads the chunks.
 fn by_event(dialect: Dialect, body: &[u8], whole: &MeterSummary) -> Verdict {
-    if !matches!(dialect.framing(), crate::Framing::Sse | crate::Framing::Lines) {
+    if !matches!(
+        dialect.framing(),
+        crate::Framing::Sse | crate::Framing::Lines
+    ) {
         return Ok(());
     }
     let mut framer = Framer::new(dialect.framing());

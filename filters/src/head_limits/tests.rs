@@ -163,5 +163,8 @@ fn headers_at_the_limit_then_a_split_blank_line_are_complete() {
     // One byte more is over, however it arrives.
     let over = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "b".repeat(36));
     assert_eq!(whole(over.as_bytes(), small()), HeadVerdict::HeaderTooLarge);
-    assert_eq!(trickled(over.as_bytes(), small()), HeadVerdict::HeaderTooLarge);
+    assert_eq!(
+        trickled(over.as_bytes(), small()),
+        HeadVerdict::HeaderTooLarge
+    );
 }

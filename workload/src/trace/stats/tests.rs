@@ -153,7 +153,11 @@ fn dispersion_by_table(sorted: &[u64], width: u64) -> Option<f64> {
     }
     let k = windows as f64;
     let mean = counts.iter().sum::<u64>() as f64 / k;
-    let var = counts.iter().map(|c| (*c as f64 - mean).powi(2)).sum::<f64>() / (k - 1.0);
+    let var = counts
+        .iter()
+        .map(|c| (*c as f64 - mean).powi(2))
+        .sum::<f64>()
+        / (k - 1.0);
     Some(var / mean)
 }
 
@@ -165,7 +169,10 @@ fn dispersion_walks_the_windows_as_the_table_counts_them() {
         let mut sorted: Vec<u64> = (0..n).map(|_| rng.random_range(0..50_000_000)).collect();
         sorted.sort_unstable();
         let width = rng.random_range(1..5) * 1_000_000;
-        let (walked, table) = (dispersion(&sorted, width), dispersion_by_table(&sorted, width));
+        let (walked, table) = (
+            dispersion(&sorted, width),
+            dispersion_by_table(&sorted, width),
+        );
         match (walked, table) {
             (Some(w), Some(t)) => assert!((w - t).abs() <= 1e-9 * t.abs().max(1.0), "{w} vs {t}"),
             other => assert_eq!(other.0, other.1),

@@ -37,18 +37,28 @@ fn burstgpt_seconds_read_back_to_the_microsecond() {
 #[test]
 fn mooncake_ms_at_the_top_of_the_range() {
     let mooncake = convert_text("a.jsonl", &one_line(u64::MAX), Format::Mooncake).unwrap();
-    assert!(mooncake.starts_with(r#"{"timestamp":18446744073709551,"#), "{mooncake}");
+    assert!(
+        mooncake.starts_with(r#"{"timestamp":18446744073709551,"#),
+        "{mooncake}"
+    );
     let back = read("m.jsonl", &mooncake);
     assert_eq!(back[0].arrival_us, 18_446_744_073_709_551_000);
     let again = convert_text("n.jsonl", &jsonl(&back), Format::Mooncake).unwrap();
     assert_eq!(again, mooncake);
-    let exact = read("e.jsonl", r#"{"timestamp":9007199254740993,"input_length":1,"output_length":1}"#);
+    let exact = read(
+        "e.jsonl",
+        r#"{"timestamp":9007199254740993,"input_length":1,"output_length":1}"#,
+    );
     assert_eq!(exact[0].arrival_us, 9_007_199_254_740_993_000);
-    let negative = reader("f.jsonl", r#"{"timestamp":-1,"input_length":1,"output_length":1}"#, None)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap_err();
+    let negative = reader(
+        "f.jsonl",
+        r#"{"timestamp":-1,"input_length":1,"output_length":1}"#,
+        None,
+    )
+    .unwrap()
+    .next()
+    .unwrap()
+    .unwrap_err();
     assert_eq!(negative.message, "timestamp: -1 is not a time (ms >= 0)");
 }
 
@@ -57,7 +67,12 @@ fn mooncake_ms_at_the_top_of_the_range() {
 /// ...`, which the reader refuses. Now the row is refused when written.
 #[test]
 fn azure_refuses_to_write_a_year_it_cannot_read() {
-    let err = convert_text("a.jsonl", &one_line(7_777_777_777_777_777_777), Format::Azure).unwrap_err();
+    let err = convert_text(
+        "a.jsonl",
+        &one_line(7_777_777_777_777_777_777),
+        Format::Azure,
+    )
+    .unwrap_err();
     assert_eq!(
         err.message,
         "arrival: 248437-12-19T03:09:37.777777Z is outside the years 0000 to 9999 that Azure's TIMESTAMP can hold"
