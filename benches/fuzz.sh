@@ -7,7 +7,7 @@
 # its saved crash inputs (fuzz/regressions/TARGET); what it learns goes to a
 # scratch corpus, so the committed seeds stay small. Built with debug
 # assertions (integer overflow is a crash) and no sanitizer: the parsers are
-# safe Rust, and ASan would halve the executions for nothing.
+# safe Rust, so AddressSanitizer would only slow every execution.
 #
 # Per target: executions, executions per second, seconds, coverage (libFuzzer's
 # `cov` and `ft` of its last line) and crashes; a crash input is left in
