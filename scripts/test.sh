@@ -3,7 +3,8 @@
 # in the workspace. Extra arguments go to `cargo test`, e.g. `scripts/test.sh -- redis`.
 # Ends with one line adding up every test binary: `tests: N passed, N failed`.
 # Then, on a whole run (no arguments), the fuzzers: benches/fuzz.sh, 20 s per target
-# (SLUICE_FUZZ_SECONDS; 0 skips), if the nightly toolchain is there; a crash fails the run.
+# (SLUICE_FUZZ_SECONDS; 0 skips), if the nightly toolchain is there and cargo-fuzz is or
+# installs; a crash fails the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,6 +25,8 @@ if (($#)) || [[ $fuzz_seconds == 0 ]]; then
     echo "fuzz: skipped (a filtered run or SLUICE_FUZZ_SECONDS=0)"
 elif ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz: skipped: no nightly toolchain, which cargo-fuzz needs (rustup toolchain install nightly)"
+elif ! cargo +nightly fuzz --version >/dev/null 2>&1 && ! cargo install cargo-fuzz --locked; then
+    echo "fuzz: skipped: cargo-fuzz is not installed and did not install (cargo install cargo-fuzz --locked)"
 else
     began=$SECONDS
     bash benches/fuzz.sh --seconds "$fuzz_seconds" || status=$?
