@@ -8,6 +8,9 @@ mod api;
 mod config;
 mod events;
 mod fault;
+// The config fuzz target's invariants, public so that `fuzz/` can call them; not API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gpu;
 mod graceful;
 mod http_client;

@@ -92,7 +92,7 @@ impl HeadScan {
                 // Empty lines before the request line are allowed (RFC 9112 §2.2).
                 None if line.is_empty() => {}
                 None => {
-                    if uri_len(line) > self.limits.max_uri_bytes {
+                    if uri_len(line, true) > self.limits.max_uri_bytes {
                         return HeadVerdict::UriTooLong;
                     }
                     self.headers_start = Some(end);
@@ -113,17 +113,15 @@ impl HeadScan {
         let partial = buf.get(self.line_start..).unwrap_or_default();
         match self.headers_start {
             None => {
-                // An unfinished request line: the target so far, or a method
-                // longer than any target, already breaks the limit.
-                let so_far = match memchr::memchr(b' ', partial) {
-                    Some(space) => partial.len() - space - 1,
-                    None => partial.len(),
-                };
-                if so_far > self.limits.max_uri_bytes {
+                // An unfinished request line whose target (or method) is
+                // already too long, whatever comes, breaks the limit now.
+                if uri_len(partial, false) > self.limits.max_uri_bytes {
                     return HeadVerdict::UriTooLong;
                 }
             }
-            Some(start) if buf.len() - start > self.limits.max_header_bytes => {
+            // A lone `\r` may be the start of the blank line, which is no
+            // header byte: only a header line being written counts early.
+            Some(start) if partial != b"\r" && buf.len() - start > self.limits.max_header_bytes => {
                 return HeadVerdict::HeaderTooLarge;
             }
             Some(_) => {}
@@ -138,16 +136,26 @@ fn trim_line(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// The length of the target in `METHOD target VERSION`: from the first space
-/// to the last (the whole rest when there is one space only).
-fn uri_len(line: &[u8]) -> usize {
+/// What `max_uri_bytes` is checked against in `METHOD target VERSION`: the
+/// target, from the first space to the last (the whole rest when there is
+/// one space only), or the method when it is longer (a line without a space
+/// is both). Of an unfinished line (`complete` false) it is what the finished
+/// line's will be at least, so that a head fed in pieces gets the verdict it
+/// gets whole: bytes after a second space may be the version, and a last
+/// `\r` the line's end.
+fn uri_len(line: &[u8], complete: bool) -> usize {
+    let line = match line.strip_suffix(b"\r") {
+        Some(before) if !complete => before,
+        _ => line,
+    };
     let Some(first) = memchr::memchr(b' ', line) else {
         return line.len();
     };
-    match memchr::memrchr(b' ', line) {
+    let target = match memchr::memrchr(b' ', line) {
         Some(last) if last > first => last - first - 1,
         _ => line.len() - first - 1,
-    }
+    };
+    target.max(first)
 }
 
 #[cfg(test)]

@@ -8,6 +8,9 @@ mod cost;
 mod embedding;
 mod failure;
 mod fault;
+// The fuzz targets' invariants, public so that `fuzz/` can call them; not API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod gate;
 mod genai;
 mod grpc;

@@ -11,6 +11,10 @@
 mod capacity;
 mod files;
 mod fit;
+// The trace and scenario fuzz targets' invariants, public so that `fuzz/` can
+// call them; not API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod load;
 mod report;
 mod trace;

@@ -119,6 +119,32 @@ fn time(column: &str, text: &str) -> Result<f64, String> {
     }
 }
 
+/// Seconds as µs, read exactly when written as a plain decimal (`12`,
+/// `12.5`, what [`seconds_text`] writes): through an `f64`, µs past 2^53
+/// (285 years) came back changed, so a trace converted twice differed
+/// (found by the `trace` fuzzer). Other spellings (`1e3`) go through
+/// [`time`]; the 7th decimal rounds.
+fn micros(column: &str, text: &str) -> Result<u64, String> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if !whole.is_empty() && whole.len() <= 14 && digits(whole) && digits(fraction) {
+        let mut us = whole
+            .parse::<u64>()
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000));
+        for (b, scale) in fraction.bytes().zip([100_000, 10_000, 1_000, 100, 10, 1]) {
+            us = us.and_then(|us| us.checked_add(u64::from(b - b'0') * scale));
+        }
+        if fraction.as_bytes().get(6).is_some_and(|b| *b >= b'5') {
+            us = us.and_then(|us| us.checked_add(1));
+        }
+        if let Some(us) = us {
+            return Ok(us);
+        }
+    }
+    time(column, text).map(|s| (s * 1e6).round() as u64)
+}
+
 /// `µs` as decimal seconds, trailing zeros trimmed: `12`, `12.5`, `0.000001`.
 pub(crate) fn seconds_text(us: u64) -> String {
     let (whole, frac) = (us / 1_000_000, us % 1_000_000);

@@ -121,3 +121,50 @@ fn any_split_gives_the_verdict_of_the_whole() {
         }
     }
 }
+
+/// Found by the `head_scan` fuzzer: an unfinished request line was measured
+/// from its first space to its end, version included, so a target at the
+/// limit was refused when the line arrived in pieces and passed whole.
+#[test]
+fn a_target_at_the_limit_passes_in_pieces_too() {
+    let line = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(15));
+    let input = line.as_bytes();
+    let expected = HeadVerdict::Complete(input.len());
+    assert_eq!(whole(input, small()), expected);
+    assert_eq!(trickled(input, small()), expected);
+    // A `\r` that ends the line is not part of the target.
+    let one_space = format!("GET /{}\r\n\r\n", "a".repeat(15));
+    assert_eq!(
+        trickled(one_space.as_bytes(), small()),
+        whole(one_space.as_bytes(), small())
+    );
+}
+
+/// Also found by the fuzzer: a method longer than the limit was refused in
+/// pieces (no space yet) but passed whole; now it is refused both ways.
+#[test]
+fn a_method_longer_than_the_uri_limit_is_414_either_way() {
+    let input = format!("{} / HTTP/1.1\r\n\r\n", "M".repeat(17));
+    assert_eq!(whole(input.as_bytes(), small()), HeadVerdict::UriTooLong);
+    assert_eq!(trickled(input.as_bytes(), small()), HeadVerdict::UriTooLong);
+}
+
+/// Found by the fuzzer: headers exactly at `max_header_bytes` and the blank
+/// line's `\r` arriving alone counted the `\r` as a header byte (431),
+/// while the same head whole was complete.
+#[test]
+fn headers_at_the_limit_then_a_split_blank_line_are_complete() {
+    // 40 bytes of header lines: `x: ` + 35 + `\r\n`.
+    let head = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "b".repeat(35));
+    let input = head.as_bytes();
+    let expected = HeadVerdict::Complete(input.len());
+    assert_eq!(whole(input, small()), expected);
+    assert_eq!(trickled(input, small()), expected);
+    // One byte more is over, however it arrives.
+    let over = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "b".repeat(36));
+    assert_eq!(whole(over.as_bytes(), small()), HeadVerdict::HeaderTooLarge);
+    assert_eq!(
+        trickled(over.as_bytes(), small()),
+        HeadVerdict::HeaderTooLarge
+    );
+}

@@ -24,7 +24,15 @@ pub fn format_rfc3339(unix_us: i64) -> String {
 pub fn parse_wall_clock(text: &str) -> Result<i64, String> {
     let bad = |what: &str| format!("`{text}` is not a timestamp ({what})");
     let b = text.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+    // A character across byte 19 would cut the seconds' slice (a panic found
+    // by the `trace` fuzzer); the other cuts are next to the ASCII checked here.
+    if b.len() < 19
+        || !text.is_char_boundary(19)
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return Err(bad("expected YYYY-MM-DD HH:MM:SS"));
     }
     if !matches!(b[10], b'T' | b't' | b' ') {
@@ -144,5 +152,16 @@ mod tests {
         assert!(parse_wall_clock("yesterday").is_err());
         assert!(parse_wall_clock("2024-05-10 00:00:00.").is_err());
         assert!(parse_wall_clock("2024-05-10 00:00:00 PST").is_err());
+    }
+
+    /// Found by the `trace` fuzzer: a character across byte 19 (the end of
+    /// the seconds) panicked on the slice, from any trace's timestamp.
+    #[test]
+    fn a_character_across_the_seconds_is_refused() {
+        assert_eq!(
+            parse_wall_clock("2023-11-16 18:15:4é").unwrap_err(),
+            "`2023-11-16 18:15:4é` is not a timestamp (expected YYYY-MM-DD HH:MM:SS)"
+        );
+        assert!(parse_wall_clock("2023-11-16 18:15:46é").is_err());
     }
 }

@@ -10,6 +10,10 @@ use super::whole;
 
 pub(super) const HEADER: &str = "TIMESTAMP,ContextTokens,GeneratedTokens";
 
+/// `0000-01-01T00:00:00Z` and `9999-12-31T23:59:59.999999Z`, µs since the epoch.
+const FIRST_US: i64 = -62_167_219_200_000_000;
+const LAST_US: i64 = 253_402_300_799_999_999;
+
 pub(super) struct Azure {
     header: Header,
     timestamp: usize,
@@ -62,6 +66,14 @@ pub(super) fn encode(line: &TraceLine) -> Result<String, String> {
         Some(wall) => parse_wall_clock(wall).map_err(|e| format!("arrival: {e}"))?,
         None => i64::try_from(line.arrival_us).map_err(|_| "arrival_us: too large")?,
     };
+    // The reader takes four-digit years only (found by the `trace` fuzzer:
+    // µs since the epoch past 9999 were written as a 6-digit year).
+    if !(FIRST_US..=LAST_US).contains(&at) {
+        return Err(format!(
+            "arrival: {} is outside the years 0000 to 9999 that Azure's TIMESTAMP can hold",
+            format_rfc3339(at)
+        ));
+    }
     // `2023-11-16T18:15:46.680590Z` → `2023-11-16 18:15:46.6805900`
     let stamp = format_rfc3339(at).replace('T', " ").replace('Z', "0");
     let context = line

@@ -6,7 +6,7 @@
 use sluice_filters::{TraceLine, TRACE_VERSION};
 
 use super::csv::{self, Header};
-use super::{seconds_text, time, whole};
+use super::{micros, seconds_text, time, whole};
 
 pub(super) const HEADER: &str =
     "Timestamp,Session ID,Model,Request tokens,Response tokens,Total tokens,Log Type";
@@ -50,7 +50,7 @@ impl BurstGpt {
                 ));
             }
         }
-        let seconds = time("Timestamp", &fields[self.timestamp])?;
+        let arrival_us = micros("Timestamp", &fields[self.timestamp])?;
         let e2e_ms = field(self.elapsed)
             .map(|e| time("Elapsed time", e).map(|s| s * 1000.0))
             .transpose()?;
@@ -59,7 +59,7 @@ impl BurstGpt {
             request_id: format!("burstgpt:{line}"),
             session_id: field(self.session).map(str::to_owned),
             model: field(self.model).map(str::to_owned),
-            arrival_us: (seconds * 1e6).round() as u64,
+            arrival_us,
             e2e_ms,
             input_tokens: Some(input),
             output_tokens: Some(output),

@@ -8,7 +8,8 @@ use sluice_filters::{json_error, TraceLine, TRACE_VERSION};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Row {
-    timestamp: f64,
+    /// A whole number of ms is read exactly (an `f64` loses µs past 2^53).
+    timestamp: serde_json::Number,
     input_length: u64,
     output_length: u64,
     #[serde(default)]
@@ -26,16 +27,20 @@ struct Out<'a> {
 
 pub(super) fn decode(text: &str, line: usize) -> Result<TraceLine, String> {
     let row: Row = serde_json::from_str(text).map_err(|e| json_error(&e))?;
-    if !row.timestamp.is_finite() || row.timestamp < 0.0 {
-        return Err(format!(
-            "timestamp: {} is not a time (ms >= 0)",
-            row.timestamp
-        ));
-    }
+    let arrival_us = match (row.timestamp.as_u64(), row.timestamp.as_f64()) {
+        (Some(ms), _) => ms.saturating_mul(1000),
+        (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => (ms * 1000.0).round() as u64,
+        _ => {
+            return Err(format!(
+                "timestamp: {} is not a time (ms >= 0)",
+                row.timestamp
+            ))
+        }
+    };
     Ok(TraceLine {
         v: TRACE_VERSION,
         request_id: format!("mooncake:{line}"),
-        arrival_us: (row.timestamp * 1000.0).round() as u64,
+        arrival_us,
         input_tokens: Some(row.input_length),
         output_tokens: Some(row.output_length),
         hash_ids: row.hash_ids,
@@ -47,7 +52,8 @@ pub(super) fn decode(text: &str, line: usize) -> Result<TraceLine, String> {
 /// bodies); the arrival is rounded to the millisecond.
 pub(super) fn encode(line: &TraceLine) -> Result<String, String> {
     let out = Out {
-        timestamp: (line.arrival_us + 500) / 1000,
+        // Saturating: u64::MAX µs is a trace's arrival too (found by the fuzzer).
+        timestamp: line.arrival_us.saturating_add(500) / 1000,
         input_length: line
             .input_tokens
             .ok_or("no input_tokens, which Mooncake's input_length needs")?,

@@ -182,28 +182,43 @@ impl Moments {
 
 /// Variance / mean of the arrivals per window of `width` µs, over the whole
 /// windows from the first arrival (the partial last one left out, as it
-/// would count low); `None` under two windows.
+/// would count low); `None` under two windows. The windows are walked, not
+/// stored: one arrival years after the rest (a timestamp in µs read as ns)
+/// makes billions of windows, for which a table of counts was once
+/// allocated whole (found by the `trace` fuzzer).
 pub(crate) fn dispersion(sorted: &[u64], width: u64) -> Option<f64> {
     let first = *sorted.first()?;
     let windows = (sorted[sorted.len() - 1] - first) / width;
     if windows < 2 {
         return None;
     }
-    let mut counts = vec![0u64; usize::try_from(windows).ok()?];
+    // The counts of the windows that have arrivals, in order; the rest are 0.
+    let mut counts: Vec<u64> = Vec::new();
+    let mut current = None;
     for a in sorted {
-        if let Some(c) = counts.get_mut(usize::try_from((a - first) / width).ok()?) {
-            *c += 1;
+        let window = (a - first) / width;
+        if window >= windows {
+            break;
+        }
+        match counts.last_mut() {
+            Some(c) if current == Some(window) => *c += 1,
+            _ => {
+                counts.push(1);
+                current = Some(window);
+            }
         }
     }
-    let k = counts.len() as f64;
+    let k = windows as f64;
     let mean = counts.iter().sum::<u64>() as f64 / k;
     if mean == 0.0 {
         return None;
     }
-    let var = counts
+    let empty = (windows - counts.len() as u64) as f64;
+    let var = (counts
         .iter()
         .map(|c| (*c as f64 - mean).powi(2))
         .sum::<f64>()
+        + empty * mean.powi(2))
         / (k - 1.0);
     Some(var / mean)
 }

@@ -308,3 +308,5 @@ fn an_empty_csv_trace_keeps_its_header() {
     assert_eq!(seconds_text(1), "0.000001");
     assert_eq!(seconds_text(12_500_000), "12.5");
 }
+
+mod extremes;

@@ -1,0 +1,34 @@
+//! The seed corpus and the saved crash inputs of the `trace` and `scenario`
+//! fuzz targets, replayed on stable with the ordinary tests.
+
+use std::path::Path;
+
+use super::*;
+
+fn replay(target: &str, check: fn(&[u8]) -> Verdict) -> usize {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+    let mut n = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if let Err(e) = check(&std::fs::read(&path).unwrap()) {
+                panic!("{}: {e}", path.display());
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn the_trace_corpus_and_regressions_hold() {
+    assert!(replay("trace", trace) > 0);
+}
+
+#[test]
+fn the_scenario_corpus_and_regressions_hold() {
+    assert!(replay("scenario", scenario) > 0);
+}
