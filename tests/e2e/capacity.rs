@@ -166,8 +166,9 @@ async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost
 
 /// A capacity search against a real model: llama.cpp serving SmolLM2
 /// behind the proxy, with a short budget (the 5-minute run is
-/// benches/capacity_llama.sh's). Every stage answers with real tokens, the
-/// search keeps to its budget, and `sluice report` draws the result.
+/// benches/capacity_llama.sh's). Every stage answers, the first with
+/// priced real tokens; the search keeps to its budget, and `sluice report`
+/// draws the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capacity_search_against_llama_cpp_keeps_its_budget_and_gives_a_report() {
     let Some(py) = python() else {
@@ -238,10 +239,14 @@ async fn a_capacity_search_against_llama_cpp_keeps_its_budget_and_gives_a_report
     for s in stages {
         let summary = &s["run"]["summary"];
         assert!(summary["completed"].as_u64().unwrap() > 0, "{s}");
-        assert!(s["output_tokens"].as_u64().unwrap() > 0, "{s}");
-        assert!(s["token_throughput"].as_f64().unwrap() > 0.0, "{s}");
-        assert!(s["cost_per_1k"].as_f64().unwrap() > 0.0, "{s}");
     }
+    // Tokens and cost count the answers that ended inside a stage's
+    // window: a stage cut short on a loaded machine may have none, the
+    // first (1 req/s, well under capacity) always has them.
+    let first = &stages[0];
+    assert!(first["output_tokens"].as_u64().unwrap() > 0, "{first}");
+    assert!(first["token_throughput"].as_f64().unwrap() > 0.0, "{first}");
+    assert!(first["cost_per_1k"].as_f64().unwrap() > 0.0, "{first}");
     // Who answered: the model llama.cpp names, through sluice's headers.
     let seen = &stages[0]["run"]["seen"][0];
     assert_eq!(seen["cluster"], "llm", "{seen}");
