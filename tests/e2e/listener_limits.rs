@@ -123,3 +123,71 @@ async fn slow_and_idle_connections_are_closed_and_normal_keep_alive_is_untouched
         "sluice_listener_limited_total{limit=\"max_header_bytes\",listener=\"public\"} 0"
     ));
 }
+
+/// `max_connections: 2`: with two connections open, a third is accepted
+/// and closed at once with nothing written, and counted; once one of the
+/// two closes, a new connection is served again. The two open ones are
+/// served throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_max_connections_are_closed_at_accept_and_counted() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let config = TestConfig::new()
+        .listener("public", "http", "limits: { max_connections: 2 }")
+        .cluster_with("up", "http", [up.addr()], "version: v1")
+        .route_with("all", "up: 100", "match: { path_prefix: / }")
+        .yaml();
+    let sluice = start(&config);
+    let addr = listener(&sluice, "public");
+    let request = b"GET /v1/models HTTP/1.1\r\nhost: a\r\n\r\n";
+
+    // One request on a kept-alive connection: its answer's head.
+    async fn ask(s: &mut TcpStream, request: &[u8]) -> String {
+        s.write_all(request).await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    // Served: both count as open from here on.
+    assert!(ask(&mut first, request).await.starts_with("HTTP/1.1 200 "));
+    assert!(ask(&mut second, request).await.starts_with("HTTP/1.1 200 "));
+
+    let (answer, took) = exchange(addr, request).await;
+    assert_eq!(answer, "", "a third connection got an answer");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let text = metrics_when(&sluice, |t| {
+        t.contains("sluice_listener_limited_total{limit=\"max_connections\",listener=\"public\"} 1")
+    })
+    .await;
+    assert!(
+        text.contains("sluice_listener_connections{listener=\"public\"} 2"),
+        "{text}"
+    );
+    assert!(ask(&mut first, request).await.starts_with("HTTP/1.1 200 "));
+
+    // One closes: a new connection is served (its slot comes back when
+    // the server sees the close, so try for a while).
+    drop(second);
+    let mut served = false;
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let _ = s.write_all(request).await;
+        let mut buf = vec![0u8; 64 * 1024];
+        let read = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await;
+        if let Ok(Ok(n)) = read {
+            if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200 ") {
+                served = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        served,
+        "no connection was served after one of the two closed"
+    );
+}
