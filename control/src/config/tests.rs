@@ -5,6 +5,7 @@ use super::*;
 mod by_model;
 mod cost;
 mod faults;
+mod listener_limits;
 mod load;
 mod mirror;
 mod protocol;
