@@ -59,19 +59,7 @@ mod tests {
     #[test]
     fn the_config_corpus_and_regressions_hold() {
         let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-        let mut n = 0;
-        for dir in ["corpus/config", "regressions/config"] {
-            let Ok(entries) = std::fs::read_dir(fuzz.join(dir)) else {
-                continue;
-            };
-            for entry in entries {
-                let path = entry.unwrap().path();
-                if let Err(e) = config(&std::fs::read(&path).unwrap()) {
-                    panic!("{}: {e}", path.display());
-                }
-                n += 1;
-            }
-        }
+        let n = sluice_filters::fuzzing::replay(&fuzz, "config", config).unwrap();
         assert!(n >= 8, "{n} inputs");
     }
 }

@@ -29,6 +29,32 @@ pub fn ensure(ok: bool, message: impl FnOnce() -> String) -> Verdict {
     }
 }
 
+/// Runs `check` over every file of `fuzz/corpus/<target>` and
+/// `fuzz/regressions/<target>` under `fuzz` (the repository's `fuzz/`);
+/// returns how many there were, or the first file that broke an
+/// invariant. The one file reader in this crate: the crates' own tests
+/// call it (filters, control, workload each replay their targets), so it
+/// is written once here, where they all can reach it.
+pub fn replay(
+    fuzz: &std::path::Path,
+    target: &str,
+    check: fn(&[u8]) -> Verdict,
+) -> Result<usize, String> {
+    let mut n = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            check(&data).map_err(|e| format!("{}: {e}", path.display()))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// The fuzzer's bytes read as a small header and a body: a selector byte
 /// (what to check: a dialect, limits), then up to three cut points of two
 /// bytes each, then the body. Short inputs are all header, with an empty

@@ -7,25 +7,10 @@ use std::path::Path;
 
 use super::*;
 
-/// Runs `check` on every file of `fuzz/corpus/<target>` and
-/// `fuzz/regressions/<target>`; returns how many there were.
-pub(crate) fn replay(target: &str, check: fn(&[u8]) -> Verdict) -> usize {
+/// Every file of the target's corpus and regressions through `check`.
+fn replay(target: &str, check: fn(&[u8]) -> Verdict) -> usize {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-    let mut n = 0;
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let data = std::fs::read(&path).unwrap();
-            if let Err(e) = check(&data) {
-                panic!("{}: {e}", path.display());
-            }
-            n += 1;
-        }
-    }
-    n
+    super::replay(&fuzz, target, check).unwrap()
 }
 
 #[test]

@@ -336,10 +336,9 @@ fn conclude(
         })
         .collect();
     for (s, (sig, sc)) in stages.iter_mut().zip(&scored) {
-        // The cost bound is a hard SLA too when it is given.
-        if let (Some(max), Some(v)) = (opts.bounds.cost_per_1k_max, sig.cost_per_1k) {
-            s.passed &= v <= max;
-        }
+        // One rule for holding, the recommendation's: the cost bound is a
+        // hard SLA too when it is given.
+        s.passed = sig.held(&opts.bounds);
         s.scored = Some(*sc);
     }
     let answer = recommend(&scored, knee_rate, &opts.bounds);

@@ -98,7 +98,7 @@ pub struct StageSignals {
 impl StageSignals {
     /// Whether the stage held: it ran to its end, every SLA held, and its
     /// cost was within the hard bound when one is given.
-    fn held(&self, bounds: &Bounds) -> bool {
+    pub(crate) fn held(&self, bounds: &Bounds) -> bool {
         let cost_ok = match (bounds.cost_per_1k_max, self.cost_per_1k) {
             (Some(max), Some(v)) => v <= max,
             _ => true,

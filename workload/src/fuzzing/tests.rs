@@ -7,20 +7,7 @@ use super::*;
 
 fn replay(target: &str, check: fn(&[u8]) -> Verdict) -> usize {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-    let mut n = 0;
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if let Err(e) = check(&std::fs::read(&path).unwrap()) {
-                panic!("{}: {e}", path.display());
-            }
-            n += 1;
-        }
-    }
-    n
+    sluice_filters::fuzzing::replay(&fuzz, target, check).unwrap()
 }
 
 #[test]
