@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub(crate) use frame::OwnedEvent;
 pub use frame::{Framer, Framing, StreamEvent, MAX_EVENT};
 
 /// The wire format of a response, which decides how the meter reads it.

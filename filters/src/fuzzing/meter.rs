@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{ensure, Framed, Verdict};
-use crate::meter::{Dialect, Framer, MeterSummary, StreamEvent, TokenMeter};
+use crate::meter::{Dialect, Framer, MeterSummary, OwnedEvent, TokenMeter};
 
 const DIALECTS: [Dialect; 6] = [
     Dialect::OpenAi,
@@ -26,34 +26,16 @@ pub fn meter(data: &[u8]) -> Verdict {
     token_meter(dialect, input.body, &pieces)
 }
 
-/// An event as owned bytes, to compare events cut from different chunks.
-#[derive(Debug, PartialEq, Eq)]
-struct Owned {
-    raw: Vec<u8>,
-    name: Vec<u8>,
-    data: Option<Vec<u8>>,
-}
-
-impl Owned {
-    fn of(event: StreamEvent<'_>) -> Owned {
-        Owned {
-            raw: event.raw.to_vec(),
-            name: event.name.to_vec(),
-            data: event.data.map(<[u8]>::to_vec),
-        }
-    }
-}
-
 /// Every event `framer` cuts from `pieces`, those that end the body
 /// included, and what `finish` returned.
-fn cut(dialect: Dialect, pieces: &[&[u8]]) -> (Vec<Owned>, Option<Vec<u8>>, u32) {
+fn cut(dialect: Dialect, pieces: &[&[u8]]) -> (Vec<OwnedEvent>, Option<Vec<u8>>, u32) {
     let mut framer = Framer::new(dialect.framing());
     let mut events = Vec::new();
     for piece in pieces {
-        framer.feed(piece, |e| events.push(Owned::of(e)));
+        framer.feed(piece, |e| events.push(OwnedEvent::of(e)));
     }
     let whole = framer
-        .finish(|e| events.push(Owned::of(e)))
+        .finish(|e| events.push(OwnedEvent::of(e)))
         .map(<[u8]>::to_vec);
     (events, whole, framer.oversized())
 }

@@ -42,6 +42,25 @@ pub struct StreamEvent<'a> {
     pub data: Option<&'a [u8]>,
 }
 
+/// A [`StreamEvent`] with its bytes owned: what the framer's tests and its
+/// fuzz check compare events cut from different chunks by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OwnedEvent {
+    pub(crate) raw: Vec<u8>,
+    pub(crate) name: Vec<u8>,
+    pub(crate) data: Option<Vec<u8>>,
+}
+
+impl OwnedEvent {
+    pub(crate) fn of(e: StreamEvent<'_>) -> OwnedEvent {
+        OwnedEvent {
+            raw: e.raw.to_vec(),
+            name: e.name.to_vec(),
+            data: e.data.map(<[u8]>::to_vec),
+        }
+    }
+}
+
 /// Cuts one body into [`StreamEvent`]s; one per stream.
 #[derive(Debug)]
 pub struct Framer {

@@ -6,36 +6,18 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// A [`StreamEvent`] owned, to compare.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Owned {
-    raw: Vec<u8>,
-    name: Vec<u8>,
-    data: Option<Vec<u8>>,
-}
-
-impl Owned {
-    fn of(e: StreamEvent<'_>) -> Owned {
-        Owned {
-            raw: e.raw.to_vec(),
-            name: e.name.to_vec(),
-            data: e.data.map(<[u8]>::to_vec),
-        }
-    }
-}
-
 /// Feeds `bytes` cut at `cuts` (any order, any values up to the length).
-fn frame(framing: Framing, bytes: &[u8], cuts: &[usize]) -> Vec<Owned> {
+fn frame(framing: Framing, bytes: &[u8], cuts: &[usize]) -> Vec<OwnedEvent> {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| *c.min(&bytes.len())).collect();
     cuts.sort_unstable();
     let mut framer = Framer::new(framing);
     let mut out = Vec::new();
     let mut start = 0;
     for cut in cuts.into_iter().chain([bytes.len()]) {
-        framer.feed(&bytes[start..cut], |e| out.push(Owned::of(e)));
+        framer.feed(&bytes[start..cut], |e| out.push(OwnedEvent::of(e)));
         start = cut;
     }
-    assert!(framer.finish(|e| out.push(Owned::of(e))).is_none());
+    assert!(framer.finish(|e| out.push(OwnedEvent::of(e))).is_none());
     out
 }
 
@@ -76,7 +58,7 @@ fn eol(crlf: bool) -> &'static [u8] {
 
 /// The bytes of `events` and the events a reader must see, built apart from
 /// the framer.
-fn sse_stream(events: &[(Vec<Line>, bool)]) -> (Vec<u8>, Vec<Owned>) {
+fn sse_stream(events: &[(Vec<Line>, bool)]) -> (Vec<u8>, Vec<OwnedEvent>) {
     let mut bytes = Vec::new();
     let mut expected = Vec::new();
     for (lines, blank_crlf) in events {
@@ -102,7 +84,7 @@ fn sse_stream(events: &[(Vec<Line>, bool)]) -> (Vec<u8>, Vec<Owned>) {
             }
         }
         bytes.extend_from_slice(eol(*blank_crlf));
-        expected.push(Owned {
+        expected.push(OwnedEvent {
             raw: bytes[start..].to_vec(),
             name,
             data,
@@ -112,14 +94,14 @@ fn sse_stream(events: &[(Vec<Line>, bool)]) -> (Vec<u8>, Vec<Owned>) {
 }
 
 /// NDJSON: each line's text (empty for a blank line) and its end.
-fn ndjson_stream(lines: &[(String, bool)]) -> (Vec<u8>, Vec<Owned>) {
+fn ndjson_stream(lines: &[(String, bool)]) -> (Vec<u8>, Vec<OwnedEvent>) {
     let mut bytes = Vec::new();
     let mut expected = Vec::new();
     for (text, crlf) in lines {
         let start = bytes.len();
         bytes.extend_from_slice(text.as_bytes());
         bytes.extend_from_slice(eol(*crlf));
-        expected.push(Owned {
+        expected.push(OwnedEvent {
             raw: bytes[start..].to_vec(),
             name: Vec::new(),
             data: Some(text.clone().into_bytes()).filter(|t| !t.is_empty()),
@@ -200,9 +182,9 @@ fn an_oversized_event_is_dropped_whole_and_counted() {
     let mut framer = Framer::new(Framing::Sse);
     let mut out = Vec::new();
     for chunk in big.chunks(4096) {
-        framer.feed(chunk, |e| out.push(Owned::of(e)));
+        framer.feed(chunk, |e| out.push(OwnedEvent::of(e)));
     }
-    framer.finish(|e| out.push(Owned::of(e)));
+    framer.finish(|e| out.push(OwnedEvent::of(e)));
     assert_eq!(framer.oversized(), 1);
     assert_eq!(out.len(), 1, "only the event after it");
     assert_eq!(out[0].raw, b"data: after\n\n");
