@@ -19,7 +19,7 @@ pub use typed::{
     ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey,
     RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority,
     StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
-    DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
 };
 pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 

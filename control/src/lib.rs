@@ -41,7 +41,7 @@ pub use config::{
     RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
     RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
     SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
-    UpstreamTls, DEFAULT_MAX_TOKENS,
+    UpstreamTls, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -58,6 +58,8 @@ pub struct RouteRuntime {
     pub mirror: Option<Arc<MirrorRuntime>>,
     /// Rate limit budgets, when the route has `limits`.
     pub limits: Option<Arc<RouteLimits>>,
+    /// `max_body`: the longest request body, in bytes.
+    pub max_body: u64,
 }
 
 impl RouteRuntime {
@@ -223,6 +225,7 @@ impl Snapshot {
                 });
                 RouteRuntime {
                     limits,
+                    max_body: r.max_body,
                     mirror,
                     versions,
                     name: r.name.clone(),

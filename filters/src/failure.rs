@@ -22,10 +22,12 @@ pub enum Failure {
     Internal,
     /// A gRPC request routed to a cluster that speaks only HTTP/1.1.
     NeedsHttp2,
+    /// The request body is longer than the route's `max_body`.
+    BodyTooLarge,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 9] = [
+    pub const ALL: [Failure; 10] = [
         Failure::NoRoute,
         Failure::NoCluster,
         Failure::ConnectError,
@@ -35,6 +37,7 @@ impl Failure {
         Failure::BadRequest,
         Failure::Internal,
         Failure::NeedsHttp2,
+        Failure::BodyTooLarge,
     ];
 
     pub fn status(self) -> u16 {
@@ -45,6 +48,7 @@ impl Failure {
             Failure::ConnectTimeout | Failure::UpstreamTimeout => 504,
             Failure::BadRequest => 400,
             Failure::Internal => 500,
+            Failure::BodyTooLarge => 413,
         }
     }
 
@@ -60,6 +64,7 @@ impl Failure {
             Failure::BadRequest => "bad_request",
             Failure::Internal => "internal",
             Failure::NeedsHttp2 => "needs_http2",
+            Failure::BodyTooLarge => "body_too_large",
         }
     }
 
@@ -76,6 +81,7 @@ impl Failure {
             | Failure::NeedsHttp2 => 14,
             Failure::UpstreamTimeout => 4,
             Failure::BadRequest | Failure::Internal => 13,
+            Failure::BodyTooLarge => 8,
         }
     }
 
@@ -93,6 +99,7 @@ impl Failure {
             Failure::NeedsHttp2 => {
                 "gRPC needs HTTP/2 but the cluster speaks HTTP/1.1: set `protocol: h2c` on it"
             }
+            Failure::BodyTooLarge => "the request body is larger than the route's max_body",
         }
     }
 }

@@ -7,6 +7,7 @@ mod errors;
 mod faults;
 mod limits;
 mod load;
+mod max_body;
 mod metering;
 mod mirror;
 mod model_peek;
@@ -251,6 +252,12 @@ impl ProxyHttp for HttpProxy {
             return Ok(true);
         };
         ctx.route = Some(route_index);
+        if max_body::declared_too_large(session, ctx) {
+            self.respond_failure(session, ctx, Failure::BodyTooLarge)
+                .await;
+            max_body::linger(session).await;
+            return Ok(true);
+        }
         recording::on_route(ctx, self.shared.recorder.current(), session.req_header());
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
@@ -332,6 +339,7 @@ impl ProxyHttp for HttpProxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
+        max_body::on_chunk(ctx, body.as_ref())?;
         if ctx.metered {
             metering::on_request_chunk(ctx, body.as_ref(), end_of_stream);
         }
@@ -364,6 +372,8 @@ impl ProxyHttp for HttpProxy {
         ctx.endpoint = Some(i);
         ctx.upstream_timing.peer = ctx.stamp();
         mirror::on_attempt(ctx);
+        // A retried attempt sends the body again from its start.
+        ctx.request_body_bytes = 0;
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
@@ -551,12 +561,16 @@ impl ProxyHttp for HttpProxy {
             }
             Some(f) => {
                 self.respond_failure(session, ctx, f).await;
+                if f == Failure::BodyTooLarge {
+                    max_body::linger(session).await;
+                }
                 f.status()
             }
         };
         FailToProxy {
             error_code,
-            can_reuse_downstream: error_code != 0,
+            // The rest of a refused body is still on the connection.
+            can_reuse_downstream: error_code != 0 && ctx.failure != Some(Failure::BodyTooLarge),
         }
     }
 

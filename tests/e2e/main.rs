@@ -29,6 +29,7 @@ mod load_labels;
 mod load_replay;
 mod load_report_to;
 mod load_shards;
+mod max_body;
 mod mirror;
 mod model_routing;
 mod openai_sdk;

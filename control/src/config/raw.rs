@@ -249,6 +249,8 @@ pub struct RawRoute {
     pub rewrite: BTreeMap<String, RawTargetRewrite>,
     /// Token-aware rate limits, per descriptor key.
     pub limits: Option<RawLimits>,
+    /// The largest request body the route takes (default 32MiB); 413 beyond.
+    pub max_body: Option<RawSize>,
 }
 
 #[skip_serializing_none]

@@ -7,6 +7,7 @@ mod cost;
 mod faults;
 mod listener_limits;
 mod load;
+mod max_body;
 mod mirror;
 mod protocol;
 mod recorder;

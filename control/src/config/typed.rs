@@ -335,7 +335,14 @@ pub struct RouteConfig {
     /// `rewrite.<cluster>.model`: the model put in requests sent to that target.
     pub rewrite_model: BTreeMap<String, String>,
     pub limits: Option<LimitsConfig>,
+    /// The largest request body in bytes: a longer one is answered 413.
+    pub max_body: u64,
 }
+
+/// `routes[].max_body` when unset: far above a chat request's body (a
+/// 128k-token prompt is about 0.5 MiB; a few images in base64, some MiB),
+/// while bounding what the mirror and the recorder may be handed.
+pub const DEFAULT_ROUTE_MAX_BODY: u64 = 32 << 20;
 
 /// A route's `limits:` block.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,8 +19,8 @@ use std::time::Duration;
 use sluice_filters::{Price, RawPrice};
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawSize, RawTimeouts,
-    RawUpstreamProtocol, RawUpstreamTls,
+    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamProtocol,
+    RawUpstreamTls,
 };
 use super::typed::*;
 use super::{ConfigErrors, RawConfig};
@@ -151,26 +151,14 @@ fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
             ),
         );
     }
-    let max_body = match &a.max_body {
-        None => DEFAULT_ADMIN_MAX_BODY,
-        Some(size) => {
-            let bytes = match size {
-                RawSize::Bytes(n) => Ok(*n),
-                RawSize::Text(t) => sluice_filters::parse_size(t),
-            };
-            match bytes.map(usize::try_from) {
-                Ok(Ok(n)) if (1024..=MAX_ADMIN_MAX_BODY).contains(&n) => n,
-                Ok(_) => {
-                    errs.push("admin.max_body", "must be within 1KiB ..= 256MiB");
-                    DEFAULT_ADMIN_MAX_BODY
-                }
-                Err(e) => {
-                    errs.push("admin.max_body", e);
-                    DEFAULT_ADMIN_MAX_BODY
-                }
-            }
-        }
-    };
+    let max_body = errs
+        .size_within(
+            "admin.max_body".into(),
+            a.max_body.as_ref(),
+            (1024, MAX_ADMIN_MAX_BODY as u64),
+            "1KiB ..= 256MiB",
+        )
+        .map_or(DEFAULT_ADMIN_MAX_BODY, |n| n as usize);
     let max_body_depth = match a.max_body_depth {
         Some(n) if !(8..=1024).contains(&n) => {
             errs.push("admin.max_body_depth", "must be within 8 ..= 1024");

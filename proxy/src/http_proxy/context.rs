@@ -44,6 +44,8 @@ pub(crate) struct RequestCtx {
     /// The body read before the upstream was chosen (`model_peek.rs`);
     /// pingora sends it upstream from its retry buffer.
     pub peeked_body: Option<bytes::Bytes>,
+    /// Body bytes sent upstream by this attempt, against the route's `max_body`.
+    pub request_body_bytes: u64,
     /// The peeked body with the target's `rewrite.model` put in; sent in
     /// its place (`request_body_filter`), its length in `content-length`.
     pub rewritten_body: Option<bytes::Bytes>,
@@ -103,6 +105,7 @@ impl RequestCtx {
             request_head_len: 0,
             request_info: None,
             peeked_body: None,
+            request_body_bytes: 0,
             rewritten_body: None,
             admission: None,
             rate_headers: None,

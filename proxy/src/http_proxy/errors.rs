@@ -18,6 +18,8 @@ pub(crate) fn classify(e: &Error) -> Option<Failure> {
         (ErrorSource::Downstream, ReadError | WriteError | ConnectionClosed) => return None,
         (ErrorSource::Downstream, _) => Failure::BadRequest,
         (_, HTTPStatus(s)) if *s == 404 => Failure::NoRoute,
+        // Raised by the request body filter past the route's `max_body`.
+        (_, HTTPStatus(413)) => Failure::BodyTooLarge,
         _ => Failure::Internal,
     };
     Some(failure)

@@ -299,7 +299,8 @@ fn result_of(failure: Failure) -> MirrorResult {
         | Failure::NoCluster
         | Failure::BadRequest
         | Failure::Internal
-        | Failure::NeedsHttp2 => MirrorResult::Error,
+        | Failure::NeedsHttp2
+        | Failure::BodyTooLarge => MirrorResult::Error,
     }
 }
 

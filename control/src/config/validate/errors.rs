@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use sluice_filters::{parse_duration, parse_percent, HeaderMatch};
+use sluice_filters::{parse_duration, parse_percent, parse_size, HeaderMatch};
 
-use super::super::raw::RawPercent;
+use super::super::raw::{RawPercent, RawSize};
 use super::super::ConfigError;
 
 /// Collects errors while validation goes on.
@@ -36,6 +36,37 @@ impl Errors {
             return None;
         }
         Some(value)
+    }
+
+    /// A size, as a number of bytes or text such as `64KiB`.
+    pub(super) fn size(&mut self, path: String, raw: Option<&RawSize>) -> Option<u64> {
+        match raw? {
+            RawSize::Bytes(n) => Some(*n),
+            RawSize::Text(t) => match parse_size(t) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    self.push(path, e);
+                    None
+                }
+            },
+        }
+    }
+
+    /// A size within `min..=max`; `range` is how the error writes them
+    /// (`1 ..= 64MiB`).
+    pub(super) fn size_within(
+        &mut self,
+        path: String,
+        raw: Option<&RawSize>,
+        (min, max): (u64, u64),
+        range: &str,
+    ) -> Option<u64> {
+        let bytes = self.size(path.clone(), raw)?;
+        if !(min..=max).contains(&bytes) {
+            self.push(path, format!("{bytes} bytes is not within {range}"));
+            return None;
+        }
+        Some(bytes)
     }
 
     pub(super) fn duration(

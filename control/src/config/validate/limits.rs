@@ -1,9 +1,7 @@
 //! `listeners[].limits`: sizes within what pingora itself can take, positive
 //! timeouts and a connection count of at least 1.
 
-use sluice_filters::parse_size;
-
-use super::super::raw::{RawListenerLimits, RawSize};
+use super::super::raw::RawListenerLimits;
 use super::super::typed::ListenerLimits;
 use super::errors::Errors;
 
@@ -20,23 +18,21 @@ pub(super) fn limits(
     let mut out = ListenerLimits::default();
     let Some(raw) = raw else { return out };
     let at = format!("{at}.limits");
-    if let Some(n) = size(
-        errs,
+    if let Some(n) = errs.size_within(
         format!("{at}.max_uri_bytes"),
         raw.max_uri_bytes.as_ref(),
-        MAX_URI,
-        "64KiB",
+        (1, MAX_URI),
+        "1 ..= 64KiB",
     ) {
-        out.head.max_uri_bytes = n;
+        out.head.max_uri_bytes = n as usize;
     }
-    if let Some(n) = size(
-        errs,
+    if let Some(n) = errs.size_within(
         format!("{at}.max_header_bytes"),
         raw.max_header_bytes.as_ref(),
-        MAX_HEADER - MAX_URI,
-        "960KiB",
+        (1, MAX_HEADER - MAX_URI),
+        "1 ..= 960KiB",
     ) {
-        out.head.max_header_bytes = n;
+        out.head.max_header_bytes = n as usize;
     }
     out.header_timeout = errs.duration(
         format!("{at}.header_timeout"),
@@ -54,31 +50,4 @@ pub(super) fn limits(
         None => {}
     }
     out
-}
-
-fn size(
-    errs: &mut Errors,
-    path: String,
-    raw: Option<&RawSize>,
-    max: u64,
-    max_text: &str,
-) -> Option<usize> {
-    let bytes = match raw? {
-        RawSize::Bytes(n) => *n,
-        RawSize::Text(t) => match parse_size(t) {
-            Ok(n) => n,
-            Err(e) => {
-                errs.push(path, e);
-                return None;
-            }
-        },
-    };
-    if !(1..=max).contains(&bytes) {
-        errs.push(
-            path,
-            format!("{bytes} bytes is not within 1 ..= {max_text}"),
-        );
-        return None;
-    }
-    usize::try_from(bytes).ok()
 }

@@ -1,9 +1,9 @@
 //! Validation of `routes[].mirror`.
 
-use super::super::raw::{RawEmbeddings, RawMirror, RawPerturb, RawSize};
+use super::super::raw::{RawEmbeddings, RawMirror, RawPerturb};
 use super::super::typed::*;
 use super::Errors;
-use sluice_filters::{parse_size, PerturbMode, Perturbation, PERTURBED_HEADER};
+use sluice_filters::{PerturbMode, Perturbation, PERTURBED_HEADER};
 
 /// Amplification past this is a load test, not a shadow.
 const MAX_COPIES: f64 = 16.0;
@@ -109,7 +109,14 @@ pub(super) fn mirror(
             .percent(format!("{at}.percent"), raw.percent.as_ref())
             .unwrap_or(100.0),
         copies: copies(errs, format!("{at}.copies"), raw.copies),
-        max_body: max_body(errs, format!("{at}.max_body"), raw.max_body.as_ref()),
+        max_body: errs
+            .size_within(
+                format!("{at}.max_body"),
+                raw.max_body.as_ref(),
+                (1, MAX_MAX_BODY as u64),
+                "1 ..= 64MiB",
+            )
+            .map_or(DEFAULT_MAX_BODY, |n| n as usize),
         rate_limit: errs.positive(format!("{at}.rate_limit"), raw.rate_limit),
         max_in_flight: match raw.max_in_flight {
             Some(0) => {
@@ -172,27 +179,6 @@ fn copies(errs: &mut Errors, path: String, raw: Option<f64>) -> f64 {
         );
     }
     value
-}
-
-fn max_body(errs: &mut Errors, path: String, raw: Option<&RawSize>) -> usize {
-    let bytes = match raw {
-        None => return DEFAULT_MAX_BODY,
-        Some(RawSize::Bytes(n)) => *n,
-        Some(RawSize::Text(t)) => match parse_size(t) {
-            Ok(n) => n,
-            Err(e) => {
-                errs.push(path, e);
-                return DEFAULT_MAX_BODY;
-            }
-        },
-    };
-    match usize::try_from(bytes) {
-        Ok(n) if (1..=MAX_MAX_BODY).contains(&n) => n,
-        _ => {
-            errs.push(path, format!("{bytes} bytes is not within 1 ..= 64MiB"));
-            DEFAULT_MAX_BODY
-        }
-    }
 }
 
 const DEFAULT_SIMILARITY_MIN: f64 = 0.82;

@@ -3,11 +3,9 @@
 
 use std::path::PathBuf;
 
-use sluice_filters::{
-    is_secret_header, parse_size, Bodies, RedactError, RedactionConfig, Redactor, Secret,
-};
+use sluice_filters::{is_secret_header, Bodies, RedactError, RedactionConfig, Redactor, Secret};
 
-use super::super::raw::{RawBodies, RawRecorder, RawSize};
+use super::super::raw::{RawBodies, RawRecorder};
 use super::super::typed::*;
 use super::super::ConfigErrors;
 use super::Errors;
@@ -42,7 +40,8 @@ pub(super) fn recorder(
     if raw.path.trim().is_empty() {
         errs.push(path_of("path"), "must be a file path");
     }
-    let rotate_bytes = size(errs, path_of("rotate_bytes"), raw.rotate_bytes.as_ref())
+    let rotate_bytes = errs
+        .size(path_of("rotate_bytes"), raw.rotate_bytes.as_ref())
         .unwrap_or(DEFAULT_ROTATE_BYTES);
     if rotate_bytes < MIN_ROTATE_BYTES {
         errs.push(
@@ -50,8 +49,9 @@ pub(super) fn recorder(
             format!("{rotate_bytes} bytes is less than the least, 4KiB"),
         );
     }
-    let max_bytes =
-        size(errs, path_of("max_bytes"), raw.max_bytes.as_ref()).unwrap_or(DEFAULT_MAX_BYTES);
+    let max_bytes = errs
+        .size(path_of("max_bytes"), raw.max_bytes.as_ref())
+        .unwrap_or(DEFAULT_MAX_BYTES);
     if max_bytes == 0 {
         errs.push(path_of("max_bytes"), "must be greater than 0");
     }
@@ -141,18 +141,5 @@ pub(super) fn recorder(
         key_env: written.key_env,
         ttl,
         priority: raw.priority.unwrap_or_default(),
-    }
-}
-
-fn size(errs: &mut Errors, path: String, raw: Option<&RawSize>) -> Option<u64> {
-    match raw? {
-        RawSize::Bytes(n) => Some(*n),
-        RawSize::Text(t) => match parse_size(t) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                errs.push(path, e);
-                None
-            }
-        },
     }
 }

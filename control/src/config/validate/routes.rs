@@ -55,6 +55,7 @@ pub(super) fn routes(
                     .limits
                     .as_ref()
                     .map(|l| limits(&format!("{at}.limits"), l, errs)),
+                max_body: route_max_body(&at, r, errs),
             }
         })
         .collect()
@@ -185,5 +186,18 @@ fn limits(at: &str, raw: &RawLimits, errs: &mut Errors) -> LimitsConfig {
         descriptor,
         limits,
         default_max_tokens,
+    }
+}
+
+/// `max_body`: at least a byte, as large as one likes.
+fn route_max_body(at: &str, r: &RawRoute, errs: &mut Errors) -> u64 {
+    let path = format!("{at}.max_body");
+    match errs.size(path.clone(), r.max_body.as_ref()) {
+        Some(0) => {
+            errs.push(path, "must be at least 1 byte");
+            DEFAULT_ROUTE_MAX_BODY
+        }
+        Some(n) => n,
+        None => DEFAULT_ROUTE_MAX_BODY,
     }
 }
