@@ -1,7 +1,12 @@
 //! Endpoint choice inside a cluster: round robin that skips endpoints ejected
-//! after a connect failure, until their ejection ends.
+//! after a connect failure, or by outlier detection after answering 5xx too
+//! often in a row (`outlier`), until their ejection ends.
 //!
 //! Times are milliseconds on a clock the caller owns; this module never reads one.
+
+mod outlier;
+
+pub use outlier::{OutlierPolicy, DEFAULT_OUTLIER_POLICY};
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -10,6 +15,8 @@ pub struct EndpointSet {
     next: AtomicUsize,
     /// Per endpoint: the time (ms) until which it is ejected; 0 = healthy.
     ejected_until: Vec<AtomicU64>,
+    /// Per endpoint: its answers' record for outlier detection.
+    outliers: Vec<outlier::Record>,
 }
 
 impl EndpointSet {
@@ -17,6 +24,7 @@ impl EndpointSet {
         Self {
             next: AtomicUsize::new(0),
             ejected_until: (0..len).map(|_| AtomicU64::new(0)).collect(),
+            outliers: (0..len).map(|_| outlier::Record::default()).collect(),
         }
     }
 

@@ -38,7 +38,7 @@ mod units;
 mod weighted;
 
 pub use arrival::{Arrival, WeibullComponent};
-pub use balance::EndpointSet;
+pub use balance::{EndpointSet, OutlierPolicy, DEFAULT_OUTLIER_POLICY};
 pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
     Leg, NoiseFloor,

@@ -113,6 +113,8 @@ pub struct Metrics {
     pub limits: LimitMetrics,
     /// `sluice_grpc_requests_total{route,cluster,version,grpc_method,grpc_status}`.
     grpc_requests: IntCounterVec,
+    /// `sluice_outlier_ejections_total{cluster,endpoint}`.
+    pub outlier_ejections: IntCounterVec,
 }
 
 /// `x-sluice-load` headers removed before forwarding, by [`Stripped`]
@@ -261,6 +263,12 @@ impl Metrics {
                 GRPC_REQUESTS_METRIC,
                 "gRPC calls answered, by method and grpc-status (from trailers or a trailers-only answer; `unknown` when none came).",
                 &["route", "cluster", "version", "grpc_method", "grpc_status"],
+            )?,
+            outlier_ejections: register_family(
+                &registry,
+                "sluice_outlier_ejections_total",
+                "Endpoints ejected by their cluster's outlier_detection after answering 5xx (or failing after the connect) too many times in a row.",
+                &["cluster", "endpoint"],
             )?,
             registry,
         })

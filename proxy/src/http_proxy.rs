@@ -12,6 +12,7 @@ mod metering;
 mod mirror;
 mod model_peek;
 mod outcome;
+mod outlier;
 mod recording;
 mod request_id;
 mod request_view;
@@ -374,6 +375,7 @@ impl ProxyHttp for HttpProxy {
         mirror::on_attempt(ctx);
         // A retried attempt sends the body again from its start.
         ctx.request_body_bytes = 0;
+        ctx.upstream_answered = false;
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
@@ -443,10 +445,16 @@ impl ProxyHttp for HttpProxy {
     async fn upstream_response_filter(
         &self,
         _session: &mut Session,
-        _upstream_response: &mut ResponseHeader,
+        upstream_response: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         ctx.upstream_timing.header = ctx.stamp();
+        outlier::on_answer(
+            ctx,
+            upstream_response.status.as_u16(),
+            self.lifecycle.now_ms(),
+            &self.shared.metrics,
+        );
         ctx.end_attempt(None);
         Ok(())
     }
@@ -513,7 +521,12 @@ impl ProxyHttp for HttpProxy {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         if let (Some(cluster), Some(i)) = (ctx.cluster(), ctx.endpoint) {
-            cluster.endpoints.restore(i);
+            // An answer ends a connect failure's ejection; under outlier
+            // detection a 5xx is no sign of health (it may just have ejected).
+            let failed = upstream_response.status.as_u16() >= 500;
+            if !failed || cluster.config.outlier_detection.is_none() {
+                cluster.endpoints.restore(i);
+            }
         }
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
         load::on_response(upstream_response, ctx)?;
@@ -620,6 +633,7 @@ impl ProxyHttp for HttpProxy {
                 .unwrap_or(0),
         };
         limits::settle(ctx, status, self.lifecycle.now_ms());
+        outlier::on_end(ctx, self.lifecycle.now_ms(), &self.shared.metrics);
         let body_done = session.as_mut().is_body_done();
         let req = session.req_header();
         outcome::record(self, ctx, req, status);

@@ -35,6 +35,7 @@ mod model_routing;
 mod openai_sdk;
 mod openapi;
 mod otlp;
+mod outlier;
 mod prometheus;
 mod prompt_size;
 mod protocols;

@@ -205,6 +205,20 @@ pub struct RawCluster {
     /// `{models: {NAME: {input_per_1k, output_per_1k}}}`, the table
     /// `sluice capacity` reads too.
     pub cost: Option<sluice_filters::RawPrice>,
+    /// Eject an endpoint that answered 5xx too many times in a row.
+    pub outlier_detection: Option<RawOutlierDetection>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutlierDetection {
+    pub consecutive_5xx: Option<u32>,
+    pub interval: Option<String>,
+    pub base_ejection: Option<String>,
+    pub max_ejection_time: Option<String>,
+    /// The largest share of the cluster out at once (one endpoint may always be).
+    pub max_ejection: Option<RawPercent>,
 }
 
 #[skip_serializing_none]

@@ -9,6 +9,7 @@ mod listener_limits;
 mod load;
 mod max_body;
 mod mirror;
+mod outlier;
 mod protocol;
 mod recorder;
 mod rollouts;

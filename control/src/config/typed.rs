@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher, Price};
+use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price};
 
 use super::RawConfig;
 
@@ -310,6 +310,8 @@ pub struct ClusterConfig {
     /// The price table: `sluice_cost_usd_total` and the `cost_per_1k_max`
     /// gate read it.
     pub cost: Option<Price>,
+    /// `outlier_detection`: off unless set, Envoy's defaults for what is not.
+    pub outlier_detection: Option<OutlierPolicy>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

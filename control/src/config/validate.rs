@@ -6,6 +6,7 @@ mod fault;
 mod limits;
 mod load;
 mod mirror;
+mod outlier;
 mod recorder;
 mod rollout;
 mod routes;
@@ -214,6 +215,10 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     Duration::from_secs(5),
                 ),
                 cost: c.cost.as_ref().and_then(|p| price(&at, p, errs)),
+                outlier_detection: c
+                    .outlier_detection
+                    .as_ref()
+                    .and_then(|o| outlier::policy(&at, c, o, errs)),
             }
         })
         .collect()

@@ -46,6 +46,8 @@ pub(crate) struct RequestCtx {
     pub peeked_body: Option<bytes::Bytes>,
     /// Body bytes sent upstream by this attempt, against the route's `max_body`.
     pub request_body_bytes: u64,
+    /// The upstream answered (a head came back) on the last attempt.
+    pub upstream_answered: bool,
     /// The peeked body with the target's `rewrite.model` put in; sent in
     /// its place (`request_body_filter`), its length in `content-length`.
     pub rewritten_body: Option<bytes::Bytes>,
@@ -106,6 +108,7 @@ impl RequestCtx {
             request_info: None,
             peeked_body: None,
             request_body_bytes: 0,
+            upstream_answered: false,
             rewritten_body: None,
             admission: None,
             rate_headers: None,

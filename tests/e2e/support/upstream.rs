@@ -40,18 +40,27 @@ pub(crate) struct NamedUpstream {
 
 impl NamedUpstream {
     pub(crate) async fn start(name: &str) -> anyhow::Result<Self> {
-        Self::spawn(name, None).await
+        Self::spawn(name, None, StatusCode::OK).await
+    }
+
+    /// The same upstream answering every request with `status` (its echo as the body).
+    pub(crate) async fn start_answering(name: &str, status: u16) -> anyhow::Result<Self> {
+        Self::spawn(name, None, StatusCode::from_u16(status)?).await
     }
 
     /// The same upstream behind TLS (certificate from a [`TlsFixture`]; ALPN h2, http/1.1).
     pub(crate) async fn start_tls(name: &str, tls: &TlsFixture) -> anyhow::Result<Self> {
         let acceptor = TlsAcceptor::from(Arc::new(tls.server_config()?));
-        Self::spawn(name, Some(acceptor)).await
+        Self::spawn(name, Some(acceptor), StatusCode::OK).await
     }
 
-    async fn spawn(name: &str, tls: Option<TlsAcceptor>) -> anyhow::Result<Self> {
+    async fn spawn(
+        name: &str,
+        tls: Option<TlsAcceptor>,
+        status: StatusCode,
+    ) -> anyhow::Result<Self> {
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let (addr, requests, task) = spawn_server(name, tls).await?;
+        let (addr, requests, task) = spawn_server(name, tls, status).await?;
         Ok(Self {
             name: name.to_owned(),
             addr,
@@ -89,11 +98,14 @@ impl Drop for NamedUpstream {
 struct State {
     name: String,
     requests: Arc<AtomicU64>,
+    /// What every answer's status is.
+    status: StatusCode,
 }
 
 async fn spawn_server(
     name: &str,
     tls: Option<TlsAcceptor>,
+    status: StatusCode,
 ) -> anyhow::Result<(SocketAddr, Arc<AtomicU64>, JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -101,6 +113,7 @@ async fn spawn_server(
     let state = Arc::new(State {
         name: name.to_owned(),
         requests: requests.clone(),
+        status,
     });
     let task = tokio::spawn(accept_loop(listener, tls, state));
     Ok((addr, requests, task))
@@ -184,7 +197,7 @@ async fn handle(
     });
     Ok(respond(
         &state.name,
-        StatusCode::OK,
+        state.status,
         "application/json",
         echo.to_string(),
     ))
