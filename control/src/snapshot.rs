@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sluice_filters::{
-    hash_bytes, CostMeter, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView,
+    hash_bytes, Breakers, CostMeter, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView,
     RouteClusterMetrics, StickyTable, WeightedTable,
 };
 
@@ -23,6 +23,10 @@ pub struct ClusterRuntime {
     /// Round-robin position and ejections. Shared with the previous snapshot
     /// when the endpoints did not change, so a swap forgets no ejection.
     pub endpoints: Arc<EndpointSet>,
+    /// Requests in flight and waiting for a connection, under the
+    /// cluster's `circuit_breakers`. Shared with the previous snapshot's
+    /// cluster of the same name: requests still running on it count.
+    pub breakers: Arc<Breakers>,
 }
 
 /// One cluster of a route's split.
@@ -143,9 +147,13 @@ impl Snapshot {
                     Some(old) if old.config.endpoints == c.endpoints => old.endpoints.clone(),
                     _ => Arc::new(EndpointSet::new(c.endpoints.len())),
                 };
+                let breakers = reuse
+                    .get(c.name.as_str())
+                    .map_or_else(Arc::default, |old| old.breakers.clone());
                 Arc::new(ClusterRuntime {
                     config: c.clone(),
                     endpoints,
+                    breakers,
                 })
             })
             .collect();

@@ -24,10 +24,12 @@ pub enum Failure {
     NeedsHttp2,
     /// The request body is longer than the route's `max_body`.
     BodyTooLarge,
+    /// A circuit breaker of the cluster is open.
+    Overflow,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 10] = [
+    pub const ALL: [Failure; 11] = [
         Failure::NoRoute,
         Failure::NoCluster,
         Failure::ConnectError,
@@ -38,12 +40,13 @@ impl Failure {
         Failure::Internal,
         Failure::NeedsHttp2,
         Failure::BodyTooLarge,
+        Failure::Overflow,
     ];
 
     pub fn status(self) -> u16 {
         match self {
             Failure::NoRoute => 404,
-            Failure::NoCluster => 503,
+            Failure::NoCluster | Failure::Overflow => 503,
             Failure::ConnectError | Failure::UpstreamError | Failure::NeedsHttp2 => 502,
             Failure::ConnectTimeout | Failure::UpstreamTimeout => 504,
             Failure::BadRequest => 400,
@@ -65,6 +68,7 @@ impl Failure {
             Failure::Internal => "internal",
             Failure::NeedsHttp2 => "needs_http2",
             Failure::BodyTooLarge => "body_too_large",
+            Failure::Overflow => "overflow",
         }
     }
 
@@ -78,10 +82,20 @@ impl Failure {
             | Failure::ConnectError
             | Failure::ConnectTimeout
             | Failure::UpstreamError
-            | Failure::NeedsHttp2 => 14,
+            | Failure::NeedsHttp2
+            | Failure::Overflow => 14,
             Failure::UpstreamTimeout => 4,
             Failure::BadRequest | Failure::Internal => 13,
             Failure::BodyTooLarge => 8,
+        }
+    }
+
+    /// The `retry-after` (seconds) the answer carries: a breaker closes
+    /// as soon as some request ends, which nothing here can foresee.
+    pub fn retry_after_secs(self) -> Option<u64> {
+        match self {
+            Failure::Overflow => Some(1),
+            _ => None,
         }
     }
 
@@ -100,6 +114,9 @@ impl Failure {
                 "gRPC needs HTTP/2 but the cluster speaks HTTP/1.1: set `protocol: h2c` on it"
             }
             Failure::BodyTooLarge => "the request body is larger than the route's max_body",
+            Failure::Overflow => {
+                "the cluster has too many requests in flight (circuit breaker open)"
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod arrival;
 mod balance;
+mod breaker;
 mod compare;
 mod cost;
 mod embedding;
@@ -39,6 +40,7 @@ mod weighted;
 
 pub use arrival::{Arrival, WeibullComponent};
 pub use balance::{EndpointSet, OutlierPolicy, DEFAULT_OUTLIER_POLICY};
+pub use breaker::{Breaker, BreakerLimits, BreakerSlot, Breakers, DEFAULT_BREAKER_LIMIT};
 pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,
     Leg, NoiseFloor,

@@ -115,6 +115,8 @@ pub struct Metrics {
     grpc_requests: IntCounterVec,
     /// `sluice_outlier_ejections_total{cluster,endpoint}`.
     pub outlier_ejections: IntCounterVec,
+    /// `sluice_circuit_breaker_overflow_total{cluster,breaker}`.
+    pub breaker_overflow: IntCounterVec,
 }
 
 /// `x-sluice-load` headers removed before forwarding, by [`Stripped`]
@@ -269,6 +271,12 @@ impl Metrics {
                 "sluice_outlier_ejections_total",
                 "Endpoints ejected by their cluster's outlier_detection after answering 5xx (or failing after the connect) too many times in a row.",
                 &["cluster", "endpoint"],
+            )?,
+            breaker_overflow: register_family(
+                &registry,
+                "sluice_circuit_breaker_overflow_total",
+                "Requests refused (503) because a circuit breaker of their cluster was open: max_requests in flight, or max_pending waiting for a connection.",
+                &["cluster", "breaker"],
             )?,
             registry,
         })

@@ -2,6 +2,7 @@
 //! live snapshot once, keeps it in its context, picks a route, a cluster and
 //! an endpoint from tables built with the snapshot, and records one outcome.
 
+mod breakers;
 mod context;
 mod errors;
 mod faults;
@@ -102,6 +103,9 @@ impl HttpProxy {
         let _ = resp.insert_header("content-length", body.len());
         let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
         let _ = resp.insert_header("x-sluice-error", failure.reason());
+        if let Some(secs) = failure.retry_after_secs() {
+            let _ = resp.insert_header("retry-after", secs);
+        }
         if session
             .write_response_header(Box::new(resp), false)
             .await
@@ -274,6 +278,10 @@ impl ProxyHttp for HttpProxy {
                 return Ok(true);
             }
         }
+        if !breakers::enter_request(ctx, &self.shared.metrics) {
+            self.respond_failure(session, ctx, Failure::Overflow).await;
+            return Ok(true);
+        }
         if ctx.grpc
             && ctx
                 .cluster()
@@ -371,6 +379,7 @@ impl ProxyHttp for HttpProxy {
             return Error::e_explain(ErrorType::ConnectError, "every endpoint failed");
         };
         ctx.endpoint = Some(i);
+        breakers::enter_pending(ctx, &self.shared.metrics)?;
         ctx.upstream_timing.peer = ctx.stamp();
         mirror::on_attempt(ctx);
         // A retried attempt sends the body again from its start.
@@ -435,6 +444,7 @@ impl ProxyHttp for HttpProxy {
         _digest: Option<&pingora::protocols::Digest>,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
+        breakers::leave_pending(ctx);
         if let Some(at) = ctx.stamp() {
             ctx.upstream_timing.connected = Some(at);
             ctx.upstream_timing.reused = Some(reused);
@@ -489,6 +499,7 @@ impl ProxyHttp for HttpProxy {
         ctx: &mut RequestCtx,
         mut e: Box<Error>,
     ) -> Box<Error> {
+        breakers::leave_pending(ctx);
         if let Some(trace) = ctx.trace.as_mut() {
             // A failed connect is an attempt too: nothing was sent, but it cost time.
             let now = std::time::SystemTime::now();

@@ -8,6 +8,7 @@ mod proxy_basics;
 mod split;
 
 mod alert_rules;
+mod breakers;
 mod capacity;
 mod cli;
 mod control_isolation;

@@ -207,6 +207,16 @@ pub struct RawCluster {
     pub cost: Option<sluice_filters::RawPrice>,
     /// Eject an endpoint that answered 5xx too many times in a row.
     pub outlier_detection: Option<RawOutlierDetection>,
+    /// Requests in flight and waiting for a connection, at most (1024 each).
+    pub circuit_breakers: Option<RawCircuitBreakers>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCircuitBreakers {
+    pub max_requests: Option<u64>,
+    pub max_pending: Option<u64>,
 }
 
 #[skip_serializing_none]

@@ -9,10 +9,10 @@ mod listener_limits;
 mod load;
 mod max_body;
 mod mirror;
-mod outlier;
 mod protocol;
 mod recorder;
 mod rollouts;
+mod upstream_health;
 
 const GOOD: &str = r#"
 runtime: { threads: 2, grace_period: 10s }

@@ -19,7 +19,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price};
+use sluice_filters::{
+    BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price,
+};
 
 use super::RawConfig;
 
@@ -312,6 +314,8 @@ pub struct ClusterConfig {
     pub cost: Option<Price>,
     /// `outlier_detection`: off unless set, Envoy's defaults for what is not.
     pub outlier_detection: Option<OutlierPolicy>,
+    /// `circuit_breakers`, Envoy's 1024 each unless set.
+    pub circuit_breakers: BreakerLimits,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod breakers;
 mod errors;
 mod fault;
 mod limits;
@@ -219,6 +220,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     .outlier_detection
                     .as_ref()
                     .and_then(|o| outlier::policy(&at, c, o, errs)),
+                circuit_breakers: breakers::limits(&at, c, errs),
             }
         })
         .collect()

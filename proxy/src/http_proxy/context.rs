@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use sluice_control::{Admission, ClusterRuntime, RouteLimits, Snapshot};
 use sluice_filters::{
-    Failure, Operation, RateHeaders, RequestInfo, Source, TokenMeter, TokenOutcome, UpstreamTiming,
+    BreakerSlot, Failure, Operation, RateHeaders, RequestInfo, Source, TokenMeter, TokenOutcome,
+    UpstreamTiming,
 };
 
 use super::mirror::MirrorCapture;
@@ -48,6 +49,10 @@ pub(crate) struct RequestCtx {
     pub request_body_bytes: u64,
     /// The upstream answered (a head came back) on the last attempt.
     pub upstream_answered: bool,
+    /// A place among the cluster's `max_requests`, to the request's end.
+    pub request_slot: Option<BreakerSlot>,
+    /// A place among its `max_pending`, while waiting for a connection.
+    pub pending_slot: Option<BreakerSlot>,
     /// The peeked body with the target's `rewrite.model` put in; sent in
     /// its place (`request_body_filter`), its length in `content-length`.
     pub rewritten_body: Option<bytes::Bytes>,
@@ -109,6 +114,8 @@ impl RequestCtx {
             peeked_body: None,
             request_body_bytes: 0,
             upstream_answered: false,
+            request_slot: None,
+            pending_slot: None,
             rewritten_body: None,
             admission: None,
             rate_headers: None,

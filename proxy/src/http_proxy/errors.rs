@@ -20,6 +20,7 @@ pub(crate) fn classify(e: &Error) -> Option<Failure> {
         (_, HTTPStatus(s)) if *s == 404 => Failure::NoRoute,
         // Raised by the request body filter past the route's `max_body`.
         (_, HTTPStatus(413)) => Failure::BodyTooLarge,
+        (_, Custom(super::breakers::OVERFLOW)) => Failure::Overflow,
         _ => Failure::Internal,
     };
     Some(failure)

@@ -300,7 +300,8 @@ fn result_of(failure: Failure) -> MirrorResult {
         | Failure::BadRequest
         | Failure::Internal
         | Failure::NeedsHttp2
-        | Failure::BodyTooLarge => MirrorResult::Error,
+        | Failure::BodyTooLarge
+        | Failure::Overflow => MirrorResult::Error,
     }
 }
 

@@ -1,4 +1,4 @@
-//! `clusters[].outlier_detection`: off unless set, Envoy's defaults for
+//! `clusters[].outlier_detection` and `circuit_breakers`: Envoy's defaults for
 //! what is not, and every error with its path.
 
 use super::*;
@@ -63,5 +63,53 @@ fn every_bad_outlier_setting_is_named_with_its_path() {
             "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379], outlier_detection: {} }"
         ),
         ["clusters[2].outlier_detection: not allowed on a cache cluster (its answers have no HTTP status)"]
+    );
+}
+
+#[test]
+fn circuit_breakers_default_to_1024_and_refuse_0_and_cache_clusters() {
+    let c = Config::from_yaml(GOOD).unwrap();
+    assert_eq!(
+        c.clusters[0].circuit_breakers,
+        sluice_filters::BreakerLimits {
+            max_requests: 1024,
+            max_pending: 1024
+        }
+    );
+    let stable = "timeouts: { connect: 1s, first_byte: 120s, idle: 4s } }";
+    let with = |block: &str| {
+        GOOD.replacen(
+            stable,
+            &format!("timeouts: {{ connect: 1s, first_byte: 120s, idle: 4s }}, circuit_breakers: {block} }}"),
+            1,
+        )
+    };
+    let c = Config::from_yaml(&with("{ max_requests: 8 }")).unwrap();
+    assert_eq!(
+        (
+            c.clusters[0].circuit_breakers.max_requests,
+            c.clusters[0].circuit_breakers.max_pending
+        ),
+        (8, 1024)
+    );
+    assert_eq!(
+        errors_in(&with("{ max_requests: 0, max_pending: 0 }")),
+        [
+            "clusters[0].circuit_breakers.max_requests: must be at least 1",
+            "clusters[0].circuit_breakers.max_pending: must be at least 1",
+        ]
+    );
+    assert_eq!(
+        errors_in(&with("{ max_connections: 10 }")).len(),
+        1,
+        "max_connections is not built: refused as an unknown key"
+    );
+    let cache = "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379] }";
+    assert_eq!(
+        errors_of(
+            cache,
+            "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379], circuit_breakers: {} }"
+        ),
+        ["clusters[2].circuit_breakers: not allowed on a cache cluster (tcp listeners do not apply them)"]
     );
 }

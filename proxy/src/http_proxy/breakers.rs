@@ -1,0 +1,64 @@
+//! The cluster's circuit breakers on the request's path: a place among the
+//! cluster's `max_requests` once the cluster is chosen, held to the
+//! request's end, and a place among its `max_pending` from the pick of an
+//! endpoint until the connection is made or failed. A request that finds a
+//! breaker open is answered 503 `overflow` with `retry-after`.
+
+use pingora::prelude::*;
+use sluice_filters::{Breaker, Metrics};
+
+use super::RequestCtx;
+
+/// The error `upstream_peer` returns when `max_pending` is reached;
+/// `errors::classify` reads it as `Failure::Overflow`.
+pub(super) const OVERFLOW: &str = "overflow";
+
+/// Takes a place among the cluster's requests in flight; false (counted)
+/// when the breaker is open.
+pub(super) fn enter_request(ctx: &mut RequestCtx, metrics: &Metrics) -> bool {
+    let Some(cluster) = ctx.cluster() else {
+        return true;
+    };
+    let max = cluster.config.circuit_breakers.max_requests;
+    match cluster.breakers.try_enter(Breaker::Requests, max) {
+        Some(slot) => {
+            ctx.request_slot = Some(slot);
+            true
+        }
+        None => {
+            count(ctx, Breaker::Requests, metrics);
+            false
+        }
+    }
+}
+
+/// Takes a place among the cluster's requests waiting for a connection.
+pub(super) fn enter_pending(ctx: &mut RequestCtx, metrics: &Metrics) -> Result<()> {
+    let Some(cluster) = ctx.cluster() else {
+        return Ok(());
+    };
+    let max = cluster.config.circuit_breakers.max_pending;
+    match cluster.breakers.try_enter(Breaker::Pending, max) {
+        Some(slot) => {
+            ctx.pending_slot = Some(slot);
+            Ok(())
+        }
+        None => {
+            count(ctx, Breaker::Pending, metrics);
+            Error::e_explain(ErrorType::Custom(OVERFLOW), "max_pending reached")
+        }
+    }
+}
+
+/// The connection is made, or failed: the request no longer waits for one.
+pub(super) fn leave_pending(ctx: &mut RequestCtx) {
+    ctx.pending_slot = None;
+}
+
+fn count(ctx: &RequestCtx, breaker: Breaker, metrics: &Metrics) {
+    let cluster = ctx.cluster().map_or("", |c| c.config.name.as_str());
+    metrics
+        .breaker_overflow
+        .with_label_values(&[cluster, breaker.name()])
+        .inc();
+}
