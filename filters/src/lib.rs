@@ -29,6 +29,7 @@ mod path_error;
 mod perturb;
 mod record;
 mod redact;
+mod redis_url;
 mod request_scan;
 mod resp;
 mod sampling;
@@ -68,8 +69,9 @@ pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
 pub use limit::{
     estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Bucket, Cost,
-    Decision, Descriptor, KeyState, LimitKind, LimitMetrics, LimitRouteMetrics, Limits,
-    RateHeaders, Settled, STREAM_RETRY_MS, WINDOW_MS,
+    Decision, Descriptor, FleetBucket, FleetKey, KeyState, Lease, LeaseAsk, LeaseGrant, LimitKind,
+    LimitMetrics, LimitRouteMetrics, LimitStoreMetrics, Limits, RateHeaders, Settled, FLEET_KINDS,
+    STREAM_RETRY_MS, WINDOW_MS,
 };
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
@@ -91,6 +93,7 @@ pub use path_error::{PathError, PathErrors};
 pub use perturb::{PerturbMode, Perturbation, PERTURBED_HEADER};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
+pub use redis_url::{check_redis_target, expand_env, redis_connect_url};
 pub use request_scan::{scan_request, with_model, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,

@@ -3,9 +3,11 @@
 //! with what the answer cost. Callers pass the time in (`now_ms`) and keep
 //! the state; nothing here reads a clock or takes a lock.
 
+mod fleet;
 mod metrics;
 
-pub use metrics::{LimitMetrics, LimitRouteMetrics};
+pub use fleet::{FleetBucket, FleetKey, Lease, LeaseAsk, LeaseGrant, FLEET_KINDS};
+pub use metrics::{LimitMetrics, LimitRouteMetrics, LimitStoreMetrics};
 
 /// Every limit is per minute; a bucket refills continuously at `limit`
 /// per 60 s and holds at most `limit`.
@@ -210,6 +212,11 @@ pub enum Decision {
         retry_after_ms: u64,
         headers: RateHeaders,
     },
+    /// A fleet-wide budget whose store cannot be reached, on a route whose
+    /// `on_unavailable` is `closed`: refused until the store answers again.
+    StoreUnavailable {
+        retry_after_ms: u64,
+    },
 }
 
 /// A settled answer: the tokens charged beyond the reservation, and the
@@ -304,6 +311,26 @@ impl KeyState {
         }
         self.streams += 1;
         Decision::Allowed(self.headers(limits))
+    }
+
+    /// Takes a request that a fleet lease admitted from these buckets too,
+    /// without asking them, so that they stand as this sluice's own traffic
+    /// left them when the route falls back to local decisions.
+    pub fn charge(&mut self, limits: &Limits, reserved: Cost, now_ms: u64) {
+        for (_, limit, bucket, cost) in self.buckets(limits, reserved) {
+            if let Some(limit) = limit {
+                bucket.refill(limit, now_ms);
+                bucket.take(cost);
+            }
+        }
+        self.streams += 1;
+    }
+
+    /// Whether every stream slot is taken.
+    pub fn streams_full(&self, limits: &Limits) -> bool {
+        limits
+            .concurrent_streams
+            .is_some_and(|max| self.streams >= max)
     }
 
     /// Ends an admitted request: each token bucket is charged what the
