@@ -26,6 +26,7 @@ use crate::config::LimitsConfig;
 use fleet::{Fleet, Mode};
 
 pub(crate) use sync::run_limit_sync;
+pub use sync::SCRIPT as LIMIT_STORE_SCRIPT;
 
 /// Keys beyond this many are not kept: their requests share one overflow
 /// budget, so that a flood of distinct header values cannot grow memory

@@ -424,5 +424,19 @@ pub fn limited_body(kind: LimitKind, retry_after_ms: u64) -> String {
     .to_string()
 }
 
+/// The body of a request refused because a fleet-wide budget's store cannot
+/// be reached and the route fails closed (a 503, not the client's budget).
+pub fn store_down_body() -> String {
+    serde_json::json!({
+        "error": {
+            "message": "The rate limit store is unavailable. Please try again shortly.",
+            "type": "ratelimit_store_unavailable",
+            "param": null,
+            "code": "ratelimit_store_unavailable",
+        }
+    })
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests;

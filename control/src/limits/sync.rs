@@ -22,11 +22,11 @@ use crate::store::SnapshotStore;
 /// One sync of the buckets named by `KEYS[2..]`, after a heartbeat in the
 /// route's set of peers `KEYS[1]`; `FleetBucket::sync` is its model, step
 /// for step. ARGV: this sluice's id, how long a peer counts (ms), how long
-/// an untouched bucket is kept (ms), then six numbers per bucket: limit,
-/// held_before, held_now, returned, debt, want. Returns the peers, then the
+/// an untouched bucket is kept (ms), then seven numbers per bucket: limit,
+/// held_before, held_now, returned, debt, want, least. Returns the peers, then the
 /// grant and the pool of each bucket. The time is the store's own, so that
 /// the sluices' clocks need not agree.
-pub(crate) const SCRIPT: &str = r"
+pub const SCRIPT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
@@ -36,7 +36,7 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 local out = { tostring(redis.call('ZCARD', KEYS[1])) }
 local f = function(x) return string.format('%.17g', x) end
 for i = 2, #KEYS do
-  local a = 4 + (i - 2) * 6
+  local a = 4 + (i - 2) * 7
   local limit = tonumber(ARGV[a])
   local s = redis.call('HMGET', KEYS[i], 'pool', 'leased', 'at')
   local pool = tonumber(s[1]) or limit
@@ -46,7 +46,10 @@ for i = 2, #KEYS do
   pool = pool + tonumber(ARGV[a + 3]) - tonumber(ARGV[a + 4])
   pool = math.min(pool + limit * math.max(0, now - at) / 60000, limit - leased)
   at = math.max(at, now)
-  local granted = math.min(tonumber(ARGV[a + 5]), math.max(pool, 0))
+  local granted = 0
+  if pool >= tonumber(ARGV[a + 6]) then
+    granted = math.min(tonumber(ARGV[a + 5]), math.max(pool, 0))
+  end
   pool = pool - granted
   leased = leased + granted
   redis.call('HSET', KEYS[i], 'pool', f(pool), 'leased', f(leased), 'at', f(at))
@@ -151,7 +154,15 @@ async fn sync_route(
     let prefix = format!("{}{}:", fleet.store.key_prefix, fleet.route);
     let mut names = Vec::new();
     let mut pending = Vec::new();
-    for (key, entry) in limits.keys.read().iter() {
+    // The map's read lock only while its entries are copied out: new keys
+    // on the hot path wait for nothing longer.
+    let entries: Vec<(String, Arc<Mutex<KeyEntry>>)> = limits
+        .keys
+        .read()
+        .iter()
+        .map(|(k, e)| (k.clone(), e.clone()))
+        .collect();
+    for (key, entry) in entries {
         let mut e = entry.lock();
         if e.idle_syncs > keep_idle {
             continue;
@@ -159,11 +170,9 @@ async fn sync_route(
         e.idle_syncs += 1;
         let Some(leases) = &mut e.fleet else { continue };
         let asks = leases.asks(&limits.config.limits, peers);
-        names.push(key.clone());
-        pending.push(Pending {
-            entry: entry.clone(),
-            asks,
-        });
+        drop(e);
+        names.push(key);
+        pending.push(Pending { entry, asks });
     }
     let peer_ttl = (5 * fleet.sync_ms()).max(1_000);
     let mut pipe = redis::pipe();
@@ -191,6 +200,7 @@ async fn sync_route(
                             ask.returned,
                             ask.debt,
                             ask.want,
+                            ask.least,
                         ]
                         .map(|x| x.to_string()),
                     );

@@ -55,6 +55,10 @@ pub struct LeaseAsk {
     pub debt: f64,
     /// Asked from the pool.
     pub want: f64,
+    /// A grant smaller than this is no use: it would not pay for one more
+    /// request (the largest seen). The pool keeps such crumbs for whoever
+    /// can use them, so that its refill is not spread thin over the fleet.
+    pub least: f64,
 }
 
 /// The store's answer to a [`LeaseAsk`].
@@ -118,12 +122,14 @@ impl Lease {
         let target = self.target(limit, peers);
         let excess = (self.level - target).max(0.0);
         self.level -= excess;
+        let want = (target - self.level).max(0.0);
         let ask = LeaseAsk {
             held_before: self.held,
             held_now: self.level,
             returned: excess + std::mem::take(&mut self.refunded),
             debt,
-            want: (target - self.level).max(0.0),
+            want,
+            least: (self.largest.min(limit as f64) - self.level).clamp(0.0, want),
         };
         self.held = self.level;
         self.demand = 0.0;
@@ -172,7 +178,7 @@ impl FleetBucket {
 
     /// One sluice's sync: its lease recounted, its returns and debts, the
     /// refill since the last sync (never past `limit - leased`), then the
-    /// grant, at most what the pool has.
+    /// grant: at most what the pool has, nothing if that is less than `least`.
     pub fn sync(&mut self, limit: u64, ask: &LeaseAsk, now_ms: u64) -> LeaseGrant {
         let limit = limit as f64;
         self.leased = (self.leased - ask.held_before + ask.held_now).max(0.0);
@@ -180,7 +186,11 @@ impl FleetBucket {
         let elapsed = now_ms.saturating_sub(self.at_ms) as f64;
         self.pool = (self.pool + limit * elapsed / WINDOW_MS as f64).min(limit - self.leased);
         self.at_ms = self.at_ms.max(now_ms);
-        let granted = ask.want.min(self.pool.max(0.0));
+        let granted = if self.pool >= ask.least {
+            ask.want.min(self.pool.max(0.0))
+        } else {
+            0.0
+        };
         self.pool -= granted;
         self.leased += granted;
         LeaseGrant {

@@ -42,6 +42,7 @@ fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
                 returned: 0.0,
                 debt: 10.0,
                 want: 2.0,
+                least: 0.0,
             }
         )]
     );
@@ -306,4 +307,28 @@ fn a_sluice_meeting_a_spent_key_overshoots_by_its_first_share_at_most() {
         admitted > 33,
         "the late sluice's share was spent: {admitted}"
     );
+}
+
+#[test]
+fn the_pool_keeps_its_crumbs_for_a_sluice_that_can_use_them() {
+    // 30 a minute: 1 s of refill is half a request.
+    let mut bucket = FleetBucket::full(30, 0);
+    let spend_all = LeaseAsk {
+        debt: 30.0,
+        ..LeaseAsk::default()
+    };
+    bucket.sync(30, &spend_all, 0);
+    let ask = LeaseAsk {
+        want: 2.0,
+        least: 1.0,
+        ..LeaseAsk::default()
+    };
+    assert_eq!(bucket.sync(30, &ask, 1_000).granted, 0.0);
+    // Another second: one whole request, granted whole.
+    let grant = bucket.sync(30, &ask, 2_000);
+    assert_eq!((grant.granted, grant.pool), (1.0, 0.0));
+    // A lease that can already pay for a request takes any crumb.
+    let mut key = FleetKey::new(&RPM_30, 3);
+    assert!(allowed(key.admit(&RPM_30, one(), 100)));
+    assert_eq!(key.asks(&RPM_30, 3)[0].2.least, 0.0);
 }
