@@ -69,9 +69,9 @@ pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
 pub use limit::{
     estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs,
-    store_down_body, Bucket, Cost, Decision, Descriptor, FleetBucket, FleetKey, KeyState, Lease,
-    LeaseAsk, LeaseGrant, LimitKind, LimitMetrics, LimitRouteMetrics, LimitStoreMetrics, Limits,
-    RateHeaders, Settled, FLEET_KINDS, STREAM_RETRY_MS, WINDOW_MS,
+    store_down_body, Bucket, Cost, Decision, Descriptor, FleetAsks, FleetBucket, FleetKey,
+    KeyState, Lease, LeaseAsk, LeaseGrant, LimitKind, LimitMetrics, LimitRouteMetrics,
+    LimitStoreMetrics, Limits, RateHeaders, Settled, FLEET_KINDS, STREAM_RETRY_MS, WINDOW_MS,
 };
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,

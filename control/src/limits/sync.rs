@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
-use sluice_filters::{redis_connect_url, LeaseAsk, LeaseGrant, LimitKind, WINDOW_MS};
+use sluice_filters::{redis_connect_url, FleetAsks, LeaseGrant, WINDOW_MS};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -138,7 +138,7 @@ async fn connection(
 /// One key's share of a sync: its leases' asks.
 struct Pending {
     entry: Arc<Mutex<KeyEntry>>,
-    asks: Vec<(LimitKind, u64, LeaseAsk)>,
+    asks: FleetAsks,
 }
 
 /// Syncs one route; the peers the store counted.

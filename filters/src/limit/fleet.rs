@@ -207,6 +207,9 @@ pub struct FleetKey {
     leases: [Lease; 4],
 }
 
+/// One key's asks of a sync: per configured limit, its kind, the limit and the ask.
+pub type FleetAsks = Vec<(LimitKind, u64, LeaseAsk)>;
+
 /// The kinds a fleet budget has, in the order of [`FleetKey`]'s leases.
 pub const FLEET_KINDS: [LimitKind; 4] = [
     LimitKind::Requests,
@@ -312,7 +315,7 @@ impl FleetKey {
     }
 
     /// This key's asks, one per configured limit, in [`FLEET_KINDS`] order.
-    pub fn asks(&mut self, limits: &Limits, peers: u64) -> Vec<(LimitKind, u64, LeaseAsk)> {
+    pub fn asks(&mut self, limits: &Limits, peers: u64) -> FleetAsks {
         self.configured(limits)
             .map(|(kind, limit, lease)| (kind, limit, lease.ask(limit, peers)))
             .collect()

@@ -201,7 +201,7 @@ struct Sluice {
     from_ms: u64,
     phase_ms: u64,
     key: Option<FleetKey>,
-    pending: Option<(u64, Vec<(LimitKind, u64, LeaseAsk)>)>,
+    pending: Option<(u64, FleetAsks)>,
     admitted: u64,
 }
 
