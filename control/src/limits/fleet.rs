@@ -72,6 +72,11 @@ impl Fleet {
         self.peers.load(Ordering::Relaxed).max(1)
     }
 
+    /// Whether the last sync failed.
+    pub(super) fn is_down(&self) -> bool {
+        self.health.load(Ordering::Acquire) == DOWN
+    }
+
     /// A sync succeeded, counting `peers` sluices.
     pub(super) fn synced(&self, peers: u64) {
         self.peers.store(peers.max(1), Ordering::Relaxed);

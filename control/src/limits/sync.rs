@@ -20,39 +20,54 @@ use super::{KeyEntry, RouteLimits};
 use crate::store::SnapshotStore;
 
 /// One sync of the buckets named by `KEYS[2..]`, after a heartbeat in the
-/// route's set of peers `KEYS[1]`; `FleetBucket::sync` is its model, step
-/// for step. ARGV: this sluice's id, how long a peer counts (ms), how long
-/// an untouched bucket is kept (ms), then seven numbers per bucket: limit,
-/// held_before, held_now, returned, debt, want, least. Returns the peers, then the
-/// grant and the pool of each bucket. The time is the store's own, so that
-/// the sluices' clocks need not agree.
+/// route's set of peers `KEYS[1]` (a peer that has not synced within the
+/// peer time is dropped, and so are its leases); `FleetBucket::sync` is its
+/// model, step for step. ARGV: this sluice's id, the peer time (ms), how
+/// long an untouched bucket is kept (ms), then six numbers per bucket:
+/// limit, held, returned, debt, want, least. A bucket is a hash: `pool`,
+/// `at`, and `h:ID`, each sluice's lease. Returns the peers, then the grant
+/// and the pool of each bucket. The time is the store's own, so that the
+/// sluices' clocks need not agree.
 pub const SCRIPT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local me = ARGV[1]
 local ttl = tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZADD', KEYS[1], now, me)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
 redis.call('PEXPIRE', KEYS[1], ttl)
 local out = { tostring(redis.call('ZCARD', KEYS[1])) }
 local f = function(x) return string.format('%.17g', x) end
 for i = 2, #KEYS do
-  local a = 4 + (i - 2) * 7
+  local a = 4 + (i - 2) * 6
   local limit = tonumber(ARGV[a])
-  local s = redis.call('HMGET', KEYS[i], 'pool', 'leased', 'at')
-  local pool = tonumber(s[1]) or limit
-  local leased = tonumber(s[2]) or 0
-  local at = tonumber(s[3]) or now
-  leased = math.max(0, leased - tonumber(ARGV[a + 1]) + tonumber(ARGV[a + 2]))
-  pool = pool + tonumber(ARGV[a + 3]) - tonumber(ARGV[a + 4])
+  local held = math.max(0, tonumber(ARGV[a + 1]))
+  local pool, at = limit, now
+  local leased = held
+  local s = redis.call('HGETALL', KEYS[i])
+  for j = 1, #s, 2 do
+    local k, v = s[j], s[j + 1]
+    if k == 'pool' then
+      pool = tonumber(v)
+    elseif k == 'at' then
+      at = tonumber(v)
+    elseif k ~= 'h:' .. me then
+      if redis.call('ZSCORE', KEYS[1], string.sub(k, 3)) then
+        leased = leased + tonumber(v)
+      else
+        redis.call('HDEL', KEYS[i], k)
+      end
+    end
+  end
+  pool = pool + tonumber(ARGV[a + 2]) - tonumber(ARGV[a + 3])
   pool = math.min(pool + limit * math.max(0, now - at) / 60000, limit - leased)
   at = math.max(at, now)
   local granted = 0
-  if pool >= tonumber(ARGV[a + 6]) then
-    granted = math.min(tonumber(ARGV[a + 5]), math.max(pool, 0))
+  if pool >= tonumber(ARGV[a + 5]) then
+    granted = math.min(tonumber(ARGV[a + 4]), math.max(pool, 0))
   end
   pool = pool - granted
-  leased = leased + granted
-  redis.call('HSET', KEYS[i], 'pool', f(pool), 'leased', f(leased), 'at', f(at))
+  redis.call('HSET', KEYS[i], 'pool', f(pool), 'at', f(at), 'h:' .. me, f(held + granted))
   redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[3]))
   out[#out + 1] = f(granted)
   out[#out + 1] = f(pool)
@@ -150,6 +165,9 @@ async fn sync_route(
 ) -> Result<u64, String> {
     let mut conn = connection(conns, fleet).await?;
     let peers = fleet.peers();
+    // After a failed sync the store may have dropped this sluice and its
+    // leases: they start over.
+    let start_over = fleet.is_down();
     let keep_idle = (WINDOW_MS / fleet.sync_ms().max(1)).max(1) as u32;
     let prefix = format!("{}{}:", fleet.store.key_prefix, fleet.route);
     let mut names = Vec::new();
@@ -169,6 +187,9 @@ async fn sync_route(
         }
         e.idle_syncs += 1;
         let Some(leases) = &mut e.fleet else { continue };
+        if start_over {
+            leases.forget();
+        }
         let asks = leases.asks(&limits.config.limits, peers);
         drop(e);
         names.push(key);
@@ -195,8 +216,7 @@ async fn sync_route(
                     args.extend(
                         [
                             *limit as f64,
-                            ask.held_before,
-                            ask.held_now,
+                            ask.held,
                             ask.returned,
                             ask.debt,
                             ask.want,

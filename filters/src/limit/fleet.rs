@@ -4,9 +4,10 @@
 //!
 //! The store keeps, per budget and kind of limit, a [`FleetBucket`]: the
 //! *pool* (tokens no sluice holds; it refills at the limit per minute) and
-//! *leased* (what the sluices hold, as each last told it). The pool never
-//! refills past `limit - leased`, so the pool and the leases together never
-//! hold more than the limit. Each sluice spends from its [`Lease`] and, every
+//! each sluice's *held* lease, as it last told it (a sluice that stopped
+//! syncing is dropped from the count). The pool never refills past
+//! `limit - leased` (the sum of the held leases), so the pool and the
+//! leases together never hold more than the limit. Each sluice spends from its [`Lease`] and, every
 //! sync interval, gives back what it holds beyond its target, pays its debts
 //! (answers that cost more than reserved, its unbacked first share) and asks
 //! for what it lacks. The store's script does the [`FleetBucket::sync`] step
@@ -28,8 +29,6 @@ pub struct Lease {
     /// Tokens (or requests) this sluice may still spend. Below zero when
     /// answers cost more than they reserved: a debt paid at the next sync.
     level: f64,
-    /// What the store counts as held here: what the last sync left.
-    held: f64,
     /// Spent without a grant: the first share of a key not seen before.
     unbacked: f64,
     /// Reserved tokens answers did not use, given back to the pool.
@@ -45,10 +44,9 @@ pub struct Lease {
 /// What one sync sends the store for one bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LeaseAsk {
-    /// The store's count of this sluice's lease before this sync...
-    pub held_before: f64,
-    /// ...and now: spent tokens leave the count, returned ones too.
-    pub held_now: f64,
+    /// This sluice's lease now, what it gives back taken out: the store
+    /// counts this as held here (what was spent leaves the count).
+    pub held: f64,
     /// Given back to the pool.
     pub returned: f64,
     /// Taken from the pool for what was spent without a grant.
@@ -76,7 +74,6 @@ impl Lease {
         let share = limit as f64 / peers.max(1) as f64;
         Lease {
             level: share,
-            held: 0.0,
             unbacked: share,
             refunded: 0.0,
             demand: 0.0,
@@ -124,23 +121,20 @@ impl Lease {
         self.level -= excess;
         let want = (target - self.level).max(0.0);
         let ask = LeaseAsk {
-            held_before: self.held,
-            held_now: self.level,
+            held: self.level,
             returned: excess + std::mem::take(&mut self.refunded),
             debt,
             want,
             least: (self.largest.min(limit as f64) - self.level).clamp(0.0, want),
         };
-        self.held = self.level;
         self.demand = 0.0;
         ask
     }
 
     /// The store answered: the grant is spent here from now on (what was
     /// spent while the sync was on its way comes out of it).
-    pub fn granted(&mut self, ask: &LeaseAsk, grant: LeaseGrant) {
+    pub fn granted(&mut self, grant: LeaseGrant) {
         self.level += grant.granted;
-        self.held = ask.held_now + grant.granted;
         self.pool = grant.pool;
     }
 
@@ -149,7 +143,13 @@ impl Lease {
     /// can only leave the fleet short, never over.
     pub fn failed(&mut self, ask: &LeaseAsk) {
         self.unbacked += ask.debt;
-        self.held = ask.held_before;
+    }
+
+    /// After the store was unreachable this sluice may have been dropped
+    /// from its count: it starts over with no lease (its debts still owed),
+    /// rather than spend tokens the fleet no longer counts as held here.
+    pub fn forget(&mut self) {
+        self.level = self.level.min(0.0);
     }
 
     /// Whole tokens left in the fleet as this sluice last saw it.
@@ -158,11 +158,14 @@ impl Lease {
     }
 }
 
-/// The store's state of one fleet bucket (see the module's doc).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The store's state of one fleet bucket (see the module's doc), its
+/// sluices numbered. The store's script also drops the lease of a sluice
+/// that has not synced for a while (it is no longer counted a peer).
+#[derive(Clone, Debug, PartialEq)]
 pub struct FleetBucket {
     pub pool: f64,
-    pub leased: f64,
+    /// Each sluice's lease, as it last told it.
+    pub held: Vec<f64>,
     pub at_ms: u64,
 }
 
@@ -171,20 +174,29 @@ impl FleetBucket {
     pub fn full(limit: u64, now_ms: u64) -> Self {
         FleetBucket {
             pool: limit as f64,
-            leased: 0.0,
+            held: Vec::new(),
             at_ms: now_ms,
         }
     }
 
-    /// One sluice's sync: its lease recounted, its returns and debts, the
-    /// refill since the last sync (never past `limit - leased`), then the
-    /// grant: at most what the pool has, nothing if that is less than `least`.
-    pub fn sync(&mut self, limit: u64, ask: &LeaseAsk, now_ms: u64) -> LeaseGrant {
+    /// What the sluices hold in all.
+    pub fn leased(&self) -> f64 {
+        self.held.iter().sum()
+    }
+
+    /// Sluice `sluice`'s sync: its lease recounted, its returns and debts,
+    /// the refill since the last sync (never past `limit - leased`), then
+    /// the grant: at most what the pool has, nothing if that is less than
+    /// `least`.
+    pub fn sync(&mut self, limit: u64, sluice: usize, ask: &LeaseAsk, now_ms: u64) -> LeaseGrant {
         let limit = limit as f64;
-        self.leased = (self.leased - ask.held_before + ask.held_now).max(0.0);
+        if self.held.len() <= sluice {
+            self.held.resize(sluice + 1, 0.0);
+        }
+        self.held[sluice] = ask.held.max(0.0);
         self.pool += ask.returned - ask.debt;
         let elapsed = now_ms.saturating_sub(self.at_ms) as f64;
-        self.pool = (self.pool + limit * elapsed / WINDOW_MS as f64).min(limit - self.leased);
+        self.pool = (self.pool + limit * elapsed / WINDOW_MS as f64).min(limit - self.leased());
         self.at_ms = self.at_ms.max(now_ms);
         let granted = if self.pool >= ask.least {
             ask.want.min(self.pool.max(0.0))
@@ -192,7 +204,7 @@ impl FleetBucket {
             0.0
         };
         self.pool -= granted;
-        self.leased += granted;
+        self.held[sluice] += granted;
         LeaseGrant {
             granted,
             pool: self.pool,
@@ -323,11 +335,16 @@ impl FleetKey {
 
     /// The store's grants, in the order of [`FleetKey::asks`].
     pub fn granted(&mut self, asks: &[(LimitKind, u64, LeaseAsk)], grants: &[LeaseGrant]) {
-        for ((kind, _, ask), grant) in asks.iter().zip(grants) {
+        for ((kind, _, _), grant) in asks.iter().zip(grants) {
             if let Some(i) = FLEET_KINDS.iter().position(|k| k == kind) {
-                self.leases[i].granted(ask, *grant);
+                self.leases[i].granted(*grant);
             }
         }
+    }
+
+    /// Every lease starts over (see [`Lease::forget`]).
+    pub fn forget(&mut self) {
+        self.leases.iter_mut().for_each(Lease::forget);
     }
 
     /// The store did not answer the asks.

@@ -256,9 +256,9 @@ async fn three_sluices_share_one_budget_in_redis_and_fall_back_as_configured() {
     }
 }
 
-/// `EVAL` of the store's script on one bucket through `redis-cli`: the
-/// peers, then the grant and the pool.
-fn eval(port: u16, bucket: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
+/// `EVAL` of the store's script on one bucket through `redis-cli`, as
+/// sluice `id`: the peers, then the grant and the pool.
+fn eval(port: u16, id: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
     let out = Command::new("redis-cli")
         .args([
             "-p",
@@ -268,25 +268,25 @@ fn eval(port: u16, bucket: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
             LIMIT_STORE_SCRIPT,
             "2",
         ])
-        .args(["t:peers", bucket, "me", "1000", "120000"])
+        .args(["t:peers", "t:b", id, "1000", "120000"])
         .arg(limit.to_string())
-        .args(
-            [
-                ask.held_before,
-                ask.held_now,
-                ask.returned,
-                ask.debt,
-                ask.want,
-                ask.least,
-            ]
-            .map(|x| x.to_string()),
-        )
+        .args([ask.held, ask.returned, ask.debt, ask.want, ask.least].map(|x| x.to_string()))
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .filter_map(|l| l.split('"').nth(1)?.parse().ok())
         .collect()
+}
+
+fn ask(held: f64, returned: f64, debt: f64, want: f64, least: f64) -> LeaseAsk {
+    LeaseAsk {
+        held,
+        returned,
+        debt,
+        want,
+        least,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,79 +296,36 @@ async fn the_store_script_answers_as_its_model() {
     }
     let redis = RedisServer::start().await.unwrap();
     let mut model = FleetBucket::full(30, 0);
-    let asks = [
-        // A first share of 10 paid, 6 left of it, 2 more wanted.
-        LeaseAsk {
-            held_before: 0.0,
-            held_now: 6.0,
-            returned: 0.0,
-            debt: 10.0,
-            want: 2.0,
-            least: 0.0,
-        },
-        // Another sluice's first share, and more than the pool has.
-        LeaseAsk {
-            held_before: 0.0,
-            held_now: 10.0,
-            returned: 0.0,
-            debt: 10.0,
-            want: 50.0,
-            least: 0.0,
-        },
-        // The first gives back all but 1 after spending 3.
-        LeaseAsk {
-            held_before: 8.0,
-            held_now: 1.0,
-            returned: 4.0,
-            debt: 0.0,
-            want: 0.0,
-            least: 0.0,
-        },
+    let steps = [
+        // Sluice 0's first share of 10 paid, 6 left of it, 2 more wanted.
+        (0, ask(6.0, 0.0, 10.0, 2.0, 0.0)),
+        // Sluice 1's first share, and more than the pool has.
+        (1, ask(10.0, 0.0, 10.0, 50.0, 0.0)),
+        // Sluice 0 gives back all but 1 after spending 3.
+        (0, ask(1.0, 4.0, 0.0, 0.0, 0.0)),
         // A debt of answers longer than reserved.
-        LeaseAsk {
-            held_before: 1.0,
-            held_now: 0.0,
-            returned: 0.0,
-            debt: 7.0,
-            want: 3.0,
-            least: 1.0,
-        },
-        // A second sluice gives 5 back and wants 4, but no less than 3: the
-        // pool's 2 stay there...
-        LeaseAsk {
-            held_before: 10.0,
-            held_now: 1.0,
-            returned: 5.0,
-            debt: 0.0,
-            want: 4.0,
-            least: 3.0,
-        },
+        (0, ask(0.0, 0.0, 7.0, 3.0, 1.0)),
+        // Sluice 1 gives 5 back and wants 4, but no less than 3: the pool's
+        // 2 stay there...
+        (1, ask(1.0, 5.0, 0.0, 4.0, 3.0)),
         // ...for one that can use them.
-        LeaseAsk {
-            held_before: 1.0,
-            held_now: 1.0,
-            returned: 0.0,
-            debt: 0.0,
-            want: 2.0,
-            least: 1.0,
-        },
+        (0, ask(0.0, 0.0, 0.0, 2.0, 1.0)),
     ];
     let started = Instant::now();
+    // The script refills on Redis's clock: at most this much can differ.
+    let slack = || 30.0 * (started.elapsed().as_millis() as f64 + 2.0) / 60_000.0;
     let mut granted = Vec::new();
-    for (i, ask) in asks.iter().enumerate() {
-        let got = eval(redis.port(), "t:b", 30, ask);
-        // The script refills on Redis's clock: at most this much can differ.
-        let slack = 30.0 * (started.elapsed().as_millis() as f64 + 2.0) / 60_000.0;
-        let want = model.sync(30, ask, 0);
+    for (i, (sluice, ask)) in steps.iter().enumerate() {
+        let got = eval(redis.port(), &format!("s{sluice}"), 30, ask);
+        let want = model.sync(30, *sluice, ask, 0);
         assert_eq!(got.len(), 3, "{got:?}");
-        assert_eq!(got[0], 1.0, "one peer");
         assert!(
-            (got[1] - want.granted).abs() <= slack,
-            "ask {i}: {got:?} vs {want:?}"
+            (got[1] - want.granted).abs() <= slack(),
+            "step {i}: {got:?} vs {want:?}"
         );
         assert!(
-            (got[2] - want.pool).abs() <= slack,
-            "ask {i}: {got:?} vs {want:?}"
+            (got[2] - want.pool).abs() <= slack(),
+            "step {i}: {got:?} vs {want:?}"
         );
         granted.push(want.granted);
     }
@@ -376,5 +333,12 @@ async fn the_store_script_answers_as_its_model() {
     // asked; 4 given back; a debt of 7 leaves the pool owing 3; 5 given back
     // leave 2, too few for the one and enough for the other.
     assert_eq!(granted, [2.0, 8.0, 0.0, 0.0, 0.0, 2.0]);
-    assert_eq!((model.pool, model.leased), (0.0, 11.0));
+    assert_eq!((model.pool, model.leased()), (0.0, 3.0));
+
+    // Sluices 0 and 1 stop syncing: past the peer time (1 s here) their
+    // leases no longer hold the pool below 30 - 3.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let got = eval(redis.port(), "s2", 30, &ask(0.0, 29.0, 0.0, 0.0, 0.0));
+    assert_eq!(got[0], 1.0, "one peer left: {got:?}");
+    assert!(got[2] > 29.0 && got[2] <= 30.0, "{got:?}");
 }

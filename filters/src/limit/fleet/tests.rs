@@ -37,8 +37,7 @@ fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
             LimitKind::Requests,
             30,
             LeaseAsk {
-                held_before: 0.0,
-                held_now: 6.0,
+                held: 6.0,
                 returned: 0.0,
                 debt: 10.0,
                 want: 2.0,
@@ -47,7 +46,7 @@ fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
         )]
     );
     let mut bucket = FleetBucket::full(30, 0);
-    let grant = bucket.sync(30, &asks[0].2, 0);
+    let grant = bucket.sync(30, 0, &asks[0].2, 0);
     assert_eq!(
         grant,
         LeaseGrant {
@@ -56,7 +55,7 @@ fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
         }
     );
     // The pool and the leases hold what is left of the 30: 4 were spent.
-    assert_eq!(bucket.pool + bucket.leased, 26.0);
+    assert_eq!(bucket.pool + bucket.leased(), 26.0);
     key.granted(&asks, &[grant]);
     assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 8.0);
     assert_eq!(key.headers(&RPM_30).requests, Some((30, 26, 8_000)));
@@ -68,16 +67,16 @@ fn an_idle_lease_goes_back_to_the_pool_but_one_request() {
     assert!(allowed(key.admit(&RPM_30, one(), 100)));
     let mut bucket = FleetBucket::full(30, 0);
     let asks = key.asks(&RPM_30, 3);
-    key.granted(&asks, &[bucket.sync(30, &asks[0].2, 0)]);
+    key.granted(&asks, &[bucket.sync(30, 0, &asks[0].2, 0)]);
     // Asked for 1: aims at 2, holds 9: gives 7 back.
     assert_eq!(asks[0].2.returned, 7.0);
     assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 2.0);
     // An interval with nothing asked: keeps its largest cost, one request.
     let asks = key.asks(&RPM_30, 3);
     assert_eq!((asks[0].2.returned, asks[0].2.want), (1.0, 0.0));
-    key.granted(&asks, &[bucket.sync(30, &asks[0].2, 100)]);
+    key.granted(&asks, &[bucket.sync(30, 0, &asks[0].2, 100)]);
     assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 1.0);
-    assert_eq!(bucket.leased, 1.0);
+    assert_eq!(bucket.leased(), 1.0);
     // 1 spent, 1 held, and 100 ms of refill (0.05) capped at 30 - 1.
     assert_eq!(bucket.pool, 28.0 + 0.05);
 }
@@ -89,23 +88,21 @@ fn the_pool_never_refills_past_what_the_leases_leave() {
         want: 20.0,
         ..LeaseAsk::default()
     };
-    assert_eq!(bucket.sync(30, &ask, 0).granted, 20.0);
+    assert_eq!(bucket.sync(30, 0, &ask, 0).granted, 20.0);
     // A minute later the pool would hold 30 again, but 20 are leased.
     let nothing = LeaseAsk {
-        held_before: 20.0,
-        held_now: 20.0,
+        held: 20.0,
         ..LeaseAsk::default()
     };
-    assert_eq!(bucket.sync(30, &nothing, WINDOW_MS).pool, 10.0);
+    assert_eq!(bucket.sync(30, 0, &nothing, WINDOW_MS).pool, 10.0);
     // Returned tokens beyond that room are gone: the bucket is full.
     let back = LeaseAsk {
-        held_before: 20.0,
-        held_now: 5.0,
+        held: 5.0,
         returned: 15.0,
         ..LeaseAsk::default()
     };
-    let g = bucket.sync(30, &back, WINDOW_MS);
-    assert_eq!((g.pool, bucket.leased), (25.0, 5.0));
+    let g = bucket.sync(30, 0, &back, WINDOW_MS);
+    assert_eq!((g.pool, bucket.leased()), (25.0, 5.0));
 }
 
 #[test]
@@ -182,7 +179,13 @@ fn a_failed_sync_owes_its_debt_again() {
     key.failed(&asks);
     let again = key.asks(&RPM_30, 3);
     assert_eq!(again[0].2.debt, 10.0);
-    assert_eq!(again[0].2.held_before, 0.0);
+    // The lease went down to one request meanwhile; after a fall it starts
+    // over, still owing.
+    assert_eq!(again[0].2.held, 1.0);
+    key.failed(&again);
+    key.forget();
+    assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 0.0);
+    assert_eq!(key.asks(&RPM_30, 3)[0].2.debt, 10.0);
 }
 
 /// Sluices sharing one budget through the store model, each sent a request
@@ -235,12 +238,12 @@ impl Fleet {
         let peers = self.sluices.len() as u64;
         let mut bucket = FleetBucket::full(self.limit, 0);
         for now in 0..until_ms {
-            for s in &mut self.sluices {
+            for (n, s) in self.sluices.iter_mut().enumerate() {
                 // The store's answer arrives.
                 if let Some((at, asks)) = s.pending.take_if(|(at, _)| *at <= now) {
                     let grants: Vec<_> = asks
                         .iter()
-                        .map(|(_, limit, ask)| bucket.sync(*limit, ask, at))
+                        .map(|(_, limit, ask)| bucket.sync(*limit, n, ask, at))
                         .collect();
                     if let Some(key) = &mut s.key {
                         key.granted(&asks, &grants);
@@ -317,15 +320,15 @@ fn the_pool_keeps_its_crumbs_for_a_sluice_that_can_use_them() {
         debt: 30.0,
         ..LeaseAsk::default()
     };
-    bucket.sync(30, &spend_all, 0);
+    bucket.sync(30, 0, &spend_all, 0);
     let ask = LeaseAsk {
         want: 2.0,
         least: 1.0,
         ..LeaseAsk::default()
     };
-    assert_eq!(bucket.sync(30, &ask, 1_000).granted, 0.0);
+    assert_eq!(bucket.sync(30, 0, &ask, 1_000).granted, 0.0);
     // Another second: one whole request, granted whole.
-    let grant = bucket.sync(30, &ask, 2_000);
+    let grant = bucket.sync(30, 0, &ask, 2_000);
     assert_eq!((grant.granted, grant.pool), (1.0, 0.0));
     // A lease that can already pay for a request takes any crumb.
     let mut key = FleetKey::new(&RPM_30, 3);
