@@ -279,7 +279,7 @@ fn eval(port: u16, id: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
         .collect()
 }
 
-fn ask(held: f64, returned: f64, debt: f64, want: f64, least: f64) -> LeaseAsk {
+fn lease_ask(held: f64, returned: f64, debt: f64, want: f64, least: f64) -> LeaseAsk {
     LeaseAsk {
         held,
         returned,
@@ -298,18 +298,18 @@ async fn the_store_script_answers_as_its_model() {
     let mut model = FleetBucket::full(30, 0);
     let steps = [
         // Sluice 0's first share of 10 paid, 6 left of it, 2 more wanted.
-        (0, ask(6.0, 0.0, 10.0, 2.0, 0.0)),
+        (0, lease_ask(6.0, 0.0, 10.0, 2.0, 0.0)),
         // Sluice 1's first share, and more than the pool has.
-        (1, ask(10.0, 0.0, 10.0, 50.0, 0.0)),
+        (1, lease_ask(10.0, 0.0, 10.0, 50.0, 0.0)),
         // Sluice 0 gives back all but 1 after spending 3.
-        (0, ask(1.0, 4.0, 0.0, 0.0, 0.0)),
+        (0, lease_ask(1.0, 4.0, 0.0, 0.0, 0.0)),
         // A debt of answers longer than reserved.
-        (0, ask(0.0, 0.0, 7.0, 3.0, 1.0)),
+        (0, lease_ask(0.0, 0.0, 7.0, 3.0, 1.0)),
         // Sluice 1 gives 5 back and wants 4, but no less than 3: the pool's
         // 2 stay there...
-        (1, ask(1.0, 5.0, 0.0, 4.0, 3.0)),
+        (1, lease_ask(1.0, 5.0, 0.0, 4.0, 3.0)),
         // ...for one that can use them.
-        (0, ask(0.0, 0.0, 0.0, 2.0, 1.0)),
+        (0, lease_ask(0.0, 0.0, 0.0, 2.0, 1.0)),
     ];
     let started = Instant::now();
     // The script refills on Redis's clock: at most this much can differ.
@@ -338,7 +338,7 @@ async fn the_store_script_answers_as_its_model() {
     // Sluices 0 and 1 stop syncing: past the peer time (1 s here) their
     // leases no longer hold the pool below 30 - 3.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let got = eval(redis.port(), "s2", 30, &ask(0.0, 29.0, 0.0, 0.0, 0.0));
+    let got = eval(redis.port(), "s2", 30, &lease_ask(0.0, 29.0, 0.0, 0.0, 0.0));
     assert_eq!(got[0], 1.0, "one peer left: {got:?}");
     assert!(got[2] > 29.0 && got[2] <= 30.0, "{got:?}");
 }
