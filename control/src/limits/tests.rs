@@ -138,3 +138,37 @@ fn concurrent_streams_stay_per_sluice_under_a_fleet_budget() {
         Decision::Allowed(_)
     ));
 }
+
+#[test]
+fn a_fleet_budget_and_its_leases_survive_a_swap_while_the_block_stays_the_same() {
+    use crate::snapshot::Snapshot;
+    use crate::stats::Stats;
+    use crate::testing;
+
+    let yaml = |interval: &str| {
+        testing::ab_chat(&format!(
+            "limits: {{ requests_per_minute: 30, store: {{ redis: {{ url: 127.0.0.1:6379, \
+             sync_interval: {interval} }} }} }}"
+        ))
+    };
+    let metrics = Metrics::new().unwrap();
+    let stats = Stats::new();
+    let build = |text: &str, previous: Option<&Snapshot>| {
+        let config = Arc::new(testing::config(text));
+        Snapshot::build(config, 1, previous, &metrics, &stats)
+    };
+    let first = build(&yaml("100ms"), None);
+    let limits = first.routes[0].limits.clone().unwrap();
+    limits.fleet.as_ref().unwrap().synced(3);
+    assert_eq!(admitted(&limits, 20), 10);
+    let same = build(&yaml("100ms"), Some(&first));
+    let kept = same.routes[0].limits.clone().unwrap();
+    assert!(Arc::ptr_eq(&limits, &kept));
+    // The same store health and the same spent lease.
+    assert_eq!(admitted(&kept, 1), 0);
+    // Another interval is another block: a fresh budget, not yet synced.
+    let changed = build(&yaml("200ms"), Some(&same));
+    let fresh = changed.routes[0].limits.clone().unwrap();
+    assert!(!Arc::ptr_eq(&limits, &fresh));
+    assert_eq!(fresh.fleet.as_ref().unwrap().mode(), fleet::Mode::Local);
+}
