@@ -2,9 +2,10 @@
 //! builds the store and its shared parts, binds the admin API, and runs every
 //! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
 //! fault loop, recorder, rate limit store sync, config file reload, admin
-//! API, stop requests and signals) on a current-thread runtime of its own, on thread `sluice-control`, so that
-//! neither a busy data plane nor a caller's runtime can starve it. The
-//! returned handle gives out the parts and ends the tasks on drop.
+//! API, stop requests and signals) on a current-thread runtime of its own,
+//! on thread `sluice-control`, so that neither a busy data plane nor a
+//! caller's runtime can starve it. The returned handle gives out the parts
+//! and ends the tasks on drop.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
