@@ -15,11 +15,12 @@ pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
-    Config, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig,
-    ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey,
-    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority,
-    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
-    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
+    Config, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
+    ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
+    OnUnavailable, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
+    UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
+    DEFAULT_SYNC_INTERVAL,
 };
 pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 

@@ -35,20 +35,21 @@ pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LO
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
-    EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig,
-    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound,
-    RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
-    RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
-    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
-    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
-    UpstreamTls, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
+    EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
+    ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
+    OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad,
+    RawMirror, RawOnBreach, RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite,
+    RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
+    Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
+    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, Stop};
-pub use limits::{Admission, RouteLimits, MAX_KEYS};
+pub use limits::{Admission, RouteLimits, LIMIT_STORE_SCRIPT, MAX_KEYS};
 pub use mirror::{
     DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,
 };

@@ -1,10 +1,11 @@
 //! The control plane as one thing that starts and stops: [`ControlPlane::start`]
 //! builds the store and its shared parts, binds the admin API, and runs every
 //! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
-//! fault loop, recorder, config file reload, admin API, stop requests and signals) on a
-//! current-thread runtime of its own, on thread `sluice-control`, so that
-//! neither a busy data plane nor a caller's runtime can starve it. The
-//! returned handle gives out the parts and ends the tasks on drop.
+//! fault loop, recorder, rate limit store sync, config file reload, admin
+//! API, stop requests and signals) on a current-thread runtime of its own,
+//! on thread `sluice-control`, so that neither a busy data plane nor a
+//! caller's runtime can starve it. The returned handle gives out the parts
+//! and ends the tasks on drop.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use crate::api::{resolve_token, serve_admin, AdminApi, Readiness};
 use crate::config::Config;
 use crate::fault::run_fault_loop;
 use crate::lifecycle::{DataPlane, Stop, Stopper};
+use crate::limits::run_limit_sync;
 use crate::observers::Observers;
 use crate::recorder::run_recorder;
 use crate::reload::watch_config_file;
@@ -182,6 +184,8 @@ impl Tasks {
             self.shared.events.clone(),
             cancel.clone(),
         ));
+        // Fleet-wide rate limits settle their leases with their store.
+        tracker.spawn(run_limit_sync(self.store.clone(), cancel.clone()));
         match tokio::net::TcpListener::from_std(self.admin_listener) {
             Ok(listener) => {
                 tracker.spawn(serve_admin(listener, self.api, cancel.clone()));

@@ -30,6 +30,7 @@ mod path_error;
 mod perturb;
 mod record;
 mod redact;
+mod redis_url;
 mod request_scan;
 mod resp;
 mod sampling;
@@ -69,9 +70,10 @@ pub use hash::{hash_bytes, mix64};
 pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
 pub use limit::{
-    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Bucket, Cost,
-    Decision, Descriptor, KeyState, LimitKind, LimitMetrics, LimitRouteMetrics, Limits,
-    RateHeaders, Settled, STREAM_RETRY_MS, WINDOW_MS,
+    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs,
+    store_down_body, Bucket, Cost, Decision, Descriptor, FleetAsks, FleetBucket, FleetKey,
+    KeyState, Lease, LeaseAsk, LeaseGrant, LimitKind, LimitMetrics, LimitRouteMetrics,
+    LimitStoreMetrics, Limits, RateHeaders, Settled, FLEET_KINDS, STREAM_RETRY_MS, WINDOW_MS,
 };
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
@@ -93,6 +95,7 @@ pub use path_error::{PathError, PathErrors};
 pub use perturb::{PerturbMode, Perturbation, PERTURBED_HEADER};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
+pub use redis_url::{check_redis_target, expand_env, redis_connect_url};
 pub use request_scan::{scan_request, with_model, RequestInfo};
 pub use resp::{
     ClientReply, Command as RespCommand, Exchange as RespExchange, Fallback as RespFallback,

@@ -3,9 +3,11 @@
 //! with what the answer cost. Callers pass the time in (`now_ms`) and keep
 //! the state; nothing here reads a clock or takes a lock.
 
+mod fleet;
 mod metrics;
 
-pub use metrics::{LimitMetrics, LimitRouteMetrics};
+pub use fleet::{FleetAsks, FleetBucket, FleetKey, Lease, LeaseAsk, LeaseGrant, FLEET_KINDS};
+pub use metrics::{LimitMetrics, LimitRouteMetrics, LimitStoreMetrics};
 
 /// Every limit is per minute; a bucket refills continuously at `limit`
 /// per 60 s and holds at most `limit`.
@@ -210,6 +212,11 @@ pub enum Decision {
         retry_after_ms: u64,
         headers: RateHeaders,
     },
+    /// A fleet-wide budget whose store cannot be reached, on a route whose
+    /// `on_unavailable` is `closed`: refused until the store answers again.
+    StoreUnavailable {
+        retry_after_ms: u64,
+    },
 }
 
 /// A settled answer: the tokens charged beyond the reservation, and the
@@ -306,6 +313,26 @@ impl KeyState {
         Decision::Allowed(self.headers(limits))
     }
 
+    /// Takes a request that a fleet lease admitted from these buckets too,
+    /// without asking them, so that they stand as this sluice's own traffic
+    /// left them when the route falls back to local decisions.
+    pub fn charge(&mut self, limits: &Limits, reserved: Cost, now_ms: u64) {
+        for (_, limit, bucket, cost) in self.buckets(limits, reserved) {
+            if let Some(limit) = limit {
+                bucket.refill(limit, now_ms);
+                bucket.take(cost);
+            }
+        }
+        self.streams += 1;
+    }
+
+    /// Whether every stream slot is taken.
+    pub fn streams_full(&self, limits: &Limits) -> bool {
+        limits
+            .concurrent_streams
+            .is_some_and(|max| self.streams >= max)
+    }
+
     /// Ends an admitted request: each token bucket is charged what the
     /// answer cost beyond its reservation, or given back what it did not use.
     pub fn settle(
@@ -392,6 +419,20 @@ pub fn limited_body(kind: LimitKind, retry_after_ms: u64) -> String {
             "type": kind.error_type(),
             "param": null,
             "code": "rate_limit_exceeded",
+        }
+    })
+    .to_string()
+}
+
+/// The body of a request refused because a fleet-wide budget's store cannot
+/// be reached and the route fails closed (a 503, not the client's budget).
+pub fn store_down_body() -> String {
+    serde_json::json!({
+        "error": {
+            "message": "The rate limit store is unavailable. Please try again shortly.",
+            "type": "ratelimit_store_unavailable",
+            "param": null,
+            "code": "ratelimit_store_unavailable",
         }
     })
     .to_string()

@@ -130,3 +130,5 @@ async fn a_tenant_past_its_tokens_gets_rate_limit_error_and_others_are_untouched
     };
     assert_eq!(decisions("limited"), Some(1.0), "{text}");
 }
+
+mod fleet;

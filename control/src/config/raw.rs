@@ -291,6 +291,35 @@ pub struct RawLimits {
     pub concurrent_streams: Option<u64>,
     /// Output tokens reserved for a request that sets no `max_tokens`.
     pub default_max_tokens: Option<u64>,
+    /// Where a fleet of sluices shares the budgets (none: each keeps its own).
+    pub store: Option<RawLimitStore>,
+}
+
+/// `limits.store`: one kind of store, named by its key.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimitStore {
+    pub redis: Option<RawRedisStore>,
+}
+
+/// `limits.store.redis`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRedisStore {
+    /// `HOST:PORT` or `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]`, `${VAR}`s read at connect.
+    pub url: String,
+    pub sync_interval: Option<String>,
+    pub on_unavailable: Option<RawOnUnavailable>,
+    pub key_prefix: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawOnUnavailable {
+    Open,
+    Closed,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]

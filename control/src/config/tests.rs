@@ -5,6 +5,7 @@ use super::*;
 mod by_model;
 mod cost;
 mod faults;
+mod fleet_limits;
 mod listener_limits;
 mod load;
 mod max_body;

@@ -358,7 +358,33 @@ pub struct LimitsConfig {
     pub limits: Limits,
     /// Output tokens reserved when a request sets no `max_tokens`.
     pub default_max_tokens: u64,
+    /// `store.redis`: budgets shared by a fleet of sluices.
+    pub store: Option<LimitStore>,
 }
+
+/// `limits.store.redis`: where a fleet of sluices keeps its shared budgets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitStore {
+    /// As written: `${VAR}`s are read from the environment at connect time.
+    pub url: String,
+    /// How often this sluice settles its leases with the store.
+    pub sync_interval: Duration,
+    pub on_unavailable: OnUnavailable,
+    /// Put before every key the store holds.
+    pub key_prefix: String,
+}
+
+/// What a fleet-wide route decides while its store cannot be reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnUnavailable {
+    /// Each sluice enforces the whole budget on its own.
+    Open,
+    /// Every request of the route is refused (503).
+    Closed,
+}
+
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_millis(100);
+pub const DEFAULT_KEY_PREFIX: &str = "sluice:ratelimit:";
 
 impl LimitsConfig {
     /// The descriptor's form, for the `descriptor` label: `header:x-tenant,model`.

@@ -21,7 +21,7 @@ fn limited(d: Decision) -> (LimitKind, u64) {
             retry_after_ms,
             ..
         } => (kind, retry_after_ms),
-        Decision::Allowed(_) => panic!("allowed"),
+        other => panic!("not limited: {other:?}"),
     }
 }
 

@@ -7,8 +7,8 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_filters::{
-    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs, Cost, Decision,
-    LimitKind, RateHeaders,
+    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs,
+    store_down_body, Cost, Decision, LimitKind, RateHeaders,
 };
 
 use super::{model_peek, RequestCtx};
@@ -17,7 +17,8 @@ use super::{model_peek, RequestCtx};
 pub(super) enum Verdict {
     /// No limit on the route, or within it.
     Proceed,
-    /// Over a limit: answered 429.
+    /// Over a limit: answered 429 (or 503 when a fleet-wide budget's store
+    /// is unavailable and the route fails closed).
     Answered,
 }
 
@@ -61,6 +62,10 @@ pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx, now_ms: u
             _,
         ) => {
             respond_limited(session, ctx, kind, retry_after_ms, headers).await;
+            Verdict::Answered
+        }
+        (Decision::StoreUnavailable { retry_after_ms }, _) => {
+            respond_store_unavailable(session, ctx, retry_after_ms).await;
             Verdict::Answered
         }
     }
@@ -122,6 +127,27 @@ async fn respond_limited(
     // The OpenAI SDKs read the millisecond form first.
     let _ = resp.insert_header("retry-after-ms", retry_after_ms);
     insert_headers(&mut resp, &rate);
+    if session
+        .write_response_header(Box::new(resp), false)
+        .await
+        .is_ok()
+    {
+        let _ = session.write_response_body(Some(body), true).await;
+    }
+}
+
+/// A fleet-wide route failing closed while its store cannot be reached:
+/// 503, so clients retry rather than read it as their own budget spent.
+async fn respond_store_unavailable(session: &mut Session, ctx: &RequestCtx, retry_after_ms: u64) {
+    let body = Bytes::from(store_down_body());
+    let Ok(mut resp) = ResponseHeader::build(503, Some(6)) else {
+        return;
+    };
+    let _ = resp.insert_header("content-type", "application/json");
+    let _ = resp.insert_header("content-length", body.len());
+    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
+    let _ = resp.insert_header("x-sluice-error", "ratelimit_store_unavailable");
+    let _ = resp.insert_header("retry-after", retry_after_secs(retry_after_ms));
     if session
         .write_response_header(Box::new(resp), false)
         .await

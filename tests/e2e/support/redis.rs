@@ -38,26 +38,36 @@ impl RedisServer {
         Self::start_with(&["--requirepass", password]).await
     }
 
+    /// One on `port` (a server that was stopped, started again where its clients look).
+    pub(crate) async fn start_on(port: u16) -> anyhow::Result<Self> {
+        Self::start_at(SocketAddr::from(([127, 0, 0, 1], port)), &[]).await
+    }
+
     async fn start_with(extra: &[&str]) -> anyhow::Result<Self> {
         let mut last = None;
         for _ in 0..3 {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-            let child = Command::new("redis-server")
-                .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .context("spawn redis-server (is it installed? scripts/install-deps.sh)")?;
-            let mut child = Process::new(child);
-            match wait_ready(&mut child, addr).await {
-                Ok(()) => return Ok(Self { child, addr }),
+            match Self::start_at(addr, extra).await {
+                Ok(server) => return Ok(server),
                 Err(err) => last = Some(err),
             }
         }
         Err(last.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
+    }
+
+    async fn start_at(addr: SocketAddr, extra: &[&str]) -> anyhow::Result<Self> {
+        let child = Command::new("redis-server")
+            .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("spawn redis-server (is it installed? scripts/install-deps.sh)")?;
+        let mut child = Process::new(child);
+        wait_ready(&mut child, addr).await?;
+        Ok(Self { child, addr })
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {

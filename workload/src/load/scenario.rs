@@ -25,7 +25,6 @@ pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
 pub use template::Template;
-pub(crate) use validate::expand_env;
 pub use validate::REPLAY_STEP;
 
 /// A validated scenario.

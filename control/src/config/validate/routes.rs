@@ -1,10 +1,13 @@
 //! Validation of `routes`: listeners, match blocks and splits.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
-use sluice_filters::{Descriptor, Limits, Matcher, ModelGlob};
+use sluice_filters::{check_redis_target, format_duration, Descriptor, Limits, Matcher, ModelGlob};
 
-use super::super::raw::{RawLimits, RawListener, RawProtocol, RawRoute};
+use super::super::raw::{
+    RawLimitStore, RawLimits, RawListener, RawOnUnavailable, RawProtocol, RawRoute,
+};
 use super::super::typed::*;
 use super::Errors;
 
@@ -182,10 +185,15 @@ fn limits(at: &str, raw: &RawLimits, errs: &mut Errors) -> LimitsConfig {
              output_tokens_per_minute, total_tokens_per_minute or concurrent_streams)",
         );
     }
+    let store = raw
+        .store
+        .as_ref()
+        .and_then(|s| store(&format!("{at}.store"), s, errs));
     LimitsConfig {
         descriptor,
         limits,
         default_max_tokens,
+        store,
     }
 }
 
@@ -200,4 +208,53 @@ fn route_max_body(at: &str, r: &RawRoute, errs: &mut Errors) -> u64 {
         Some(n) => n,
         None => DEFAULT_ROUTE_MAX_BODY,
     }
+}
+
+/// Syncs closer than this would load the store more than they would gain;
+/// farther apart, leases would move too slowly between sluices.
+const SYNC_INTERVAL: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(10));
+
+/// `limits.store`: a redis URL as the load half's redis steps take it, a
+/// sync interval within bounds, a non-empty key prefix.
+fn store(at: &str, raw: &RawLimitStore, errs: &mut Errors) -> Option<LimitStore> {
+    let Some(redis) = &raw.redis else {
+        errs.push(at, "names no store (redis)");
+        return None;
+    };
+    let at = format!("{at}.redis");
+    if let Err(m) = check_redis_target(&redis.url) {
+        errs.push(format!("{at}.url"), m);
+    }
+    let sync_interval = errs.duration(
+        format!("{at}.sync_interval"),
+        redis.sync_interval.as_deref(),
+        DEFAULT_SYNC_INTERVAL,
+    );
+    let (low, high) = SYNC_INTERVAL;
+    if !(low..=high).contains(&sync_interval) {
+        errs.push(
+            format!("{at}.sync_interval"),
+            format!(
+                "must be within {} ..= {}, found {}",
+                format_duration(low),
+                format_duration(high),
+                format_duration(sync_interval)
+            ),
+        );
+    }
+    if redis.key_prefix.as_deref() == Some("") {
+        errs.push(format!("{at}.key_prefix"), "must not be empty");
+    }
+    Some(LimitStore {
+        url: redis.url.clone(),
+        sync_interval,
+        on_unavailable: match redis.on_unavailable {
+            None | Some(RawOnUnavailable::Open) => OnUnavailable::Open,
+            Some(RawOnUnavailable::Closed) => OnUnavailable::Closed,
+        },
+        key_prefix: redis
+            .key_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_KEY_PREFIX.to_owned()),
+    })
 }

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::{RedisError, Value};
+use sluice_filters::redis_connect_url;
 
 use super::{since, Failure, Outcome};
-use crate::load::scenario::expand_env;
 
 /// A cache lookup's result, counted per step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -23,15 +23,10 @@ pub enum Cache {
 /// How long making a target's connection may take at the start.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What to open for a step's `target`: `HOST:PORT` as `redis://HOST:PORT`,
-/// a `redis://` URL with its `${VAR}`s read from the environment now (the
-/// scenario checked they are set; the values are never kept).
+/// What to open for a step's `target`, its `${VAR}`s read from the
+/// environment now (the scenario checked they are set; the values are never kept).
 fn connect_url(target: &str) -> String {
-    if target.starts_with("redis://") {
-        expand_env(target, &|name| std::env::var(name).ok()).unwrap_or_default()
-    } else {
-        format!("redis://{target}")
-    }
+    redis_connect_url(target, &|name| std::env::var(name).ok()).unwrap_or_default()
 }
 
 /// The run's connections, by the step's `target` as written; `None` where none could be made

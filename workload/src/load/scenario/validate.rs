@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use sluice_filters::{parse_duration, parse_percent, Gate, GateUnit};
+use sluice_filters::{expand_env, parse_duration, parse_percent, Gate, GateUnit};
 
 use super::dist::{read as read_dist, Kind};
 use super::raw::{RawScenario, RawStep, RawValue};
@@ -236,28 +236,6 @@ fn redis_secrets(
             e.add(format!("{list}[{i}].target"), m);
         }
     }
-}
-
-/// `${VAR}` replaced by the variable's value.
-pub(crate) fn expand_env(
-    text: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(open) = rest.find("${") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| "`${` without its `}`".to_owned())?;
-        let name = &after[..close];
-        let value = env(name).ok_or_else(|| format!("environment variable `{name}` is not set"))?;
-        out.push_str(&value);
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 fn data(raw: &RawScenario, dir: &Path, e: &mut Errors) -> BTreeMap<String, Data> {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use sluice_filters::parse_duration;
+use sluice_filters::{check_redis_target, parse_duration};
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
@@ -524,41 +524,6 @@ fn redis_step(
         command,
         keep_text: false,
     })
-}
-
-/// `HOST:PORT`, or `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]` where the
-/// user and password may be `${VAR}`s (checked set in `validate`, read at
-/// connect time, never written to a result).
-fn check_redis_target(t: &str) -> Result<String, String> {
-    let bad = || {
-        format!(
-            "must be HOST:PORT like 127.0.0.1:6379, or redis://[:PASSWORD@]HOST:PORT[/DB], found `{t}`"
-        )
-    };
-    if t.starts_with("rediss://") {
-        return Err("rediss:// (Redis over TLS) is not supported yet".to_owned());
-    }
-    let Some(url) = t.strip_prefix("redis://") else {
-        return check_address(t).map_err(|_| bad());
-    };
-    // The password may hold `@` and `/`: the host is after the last `@`.
-    let at_host = url.rsplit_once('@').map_or(url, |(_, h)| h);
-    let (address, db) = at_host.split_once('/').unwrap_or((at_host, ""));
-    check_address(address).map_err(|_| bad())?;
-    if !(db.is_empty() || db.parse::<u32>().is_ok()) {
-        return Err(format!("{}: the database `{db}` is not a number", bad()));
-    }
-    Ok(t.to_owned())
-}
-
-/// `HOST:PORT` with a port number and no scheme.
-fn check_address(t: &str) -> Result<String, String> {
-    let bad = || format!("must be HOST:PORT like 127.0.0.1:6379, found `{t}`");
-    let (host, port) = t.rsplit_once(':').ok_or_else(bad)?;
-    if host.is_empty() || host.contains('/') || port.parse::<u16>().map_or(true, |p| p == 0) {
-        return Err(bad());
-    }
-    Ok(t.to_owned())
 }
 
 fn timeout(s: &RawStep, path: &str, e: &mut Errors) -> std::time::Duration {
