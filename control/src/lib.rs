@@ -25,6 +25,7 @@ mod rollout;
 mod shared;
 mod side_thread;
 mod snapshot;
+mod state;
 mod stats;
 mod store;
 #[cfg(test)]
@@ -36,12 +37,12 @@ pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig, ListenerConfig,
-    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound,
-    RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
-    RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
-    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
-    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
-    UpstreamTls, DEFAULT_MAX_TOKENS,
+    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, QueryKey,
+    RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach,
+    RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
+    RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
+    UpstreamProtocol, UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
