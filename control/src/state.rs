@@ -219,3 +219,5 @@ async fn save(
     }
 }
 
+#[cfg(test)]
+mod tests;

@@ -93,40 +93,37 @@ pub(crate) enum ReadError {
         #[source]
         source: std::io::Error,
     },
-    /// Not JSON, or not the schema: the JSON path, then what serde_json
-    /// said (with the line and column).
-    #[error("{path}: {at}: {message}")]
-    Parse {
-        path: PathBuf,
-        at: String,
-        message: String,
-    },
+    /// Not JSON (what serde_json said, with the line and column), or not
+    /// the schema (the JSON path first).
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
 }
 
 impl StateFile {
     /// Reads `text` strictly. `path` names the file in errors.
     pub(crate) fn parse(path: &Path, text: &[u8]) -> Result<StateFile, ReadError> {
-        let parse_error = |at: String, message: String| ReadError::Parse {
+        let parse_error = |message: String| ReadError::Parse {
             path: path.to_path_buf(),
-            at,
             message,
         };
         let de = &mut serde_json::Deserializer::from_slice(text);
         let state: StateFile = serde_path_to_error::deserialize(de).map_err(|e| {
-            let at = match e.path().to_string() {
-                p if p == "." || p.is_empty() => "(top)".to_string(),
-                p => p,
-            };
-            parse_error(at, e.into_inner().to_string())
+            let at = e.path().to_string();
+            let e = e.into_inner();
+            match e.classify() {
+                // Broken JSON has no path worth saying: the line and column say where.
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                    parse_error(format!("not JSON: {e}"))
+                }
+                _ if at == "." => parse_error(e.to_string()),
+                _ => parse_error(format!("{at}: {e}")),
+            }
         })?;
         if state.v != VERSION {
-            return Err(parse_error(
-                "v".into(),
-                format!(
-                    "state format {} is not one this sluice reads (it reads {VERSION})",
-                    state.v
-                ),
-            ));
+            return Err(parse_error(format!(
+                "v: state format {} is not one this sluice reads (it reads {VERSION})",
+                state.v
+            )));
         }
         Ok(state)
     }
