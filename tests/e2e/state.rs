@@ -386,3 +386,24 @@ async fn state_a_corrupt_state_file_is_refused_and_sluice_starts_from_the_config
     );
     sluice.kill9();
 }
+
+#[tokio::test]
+async fn state_a_state_dir_that_cannot_be_made_stops_the_start_naming_it() {
+    let dir = TempDir::new("state-blocked");
+    let state = dir.write("file", "x").join("state");
+    let yaml = crate::harness::llm_config("127.0.0.1:9")
+        .runtime(format!("threads: 1, state_dir: {}", state.display()))
+        .yaml();
+    let config = sluice_control::Config::from_yaml(&yaml).unwrap();
+    let options = sluice_proxy::StartOptions::default();
+    let error = sluice_proxy::Sluice::start(config, options)
+        .err()
+        .expect("refused");
+    assert_eq!(
+        format!("{error:#}"),
+        format!(
+            "runtime.state_dir: cannot create or write {}: Not a directory (os error 20)",
+            state.display()
+        )
+    );
+}
