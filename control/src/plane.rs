@@ -188,7 +188,10 @@ fn start_store(
     observers: &Observers,
 ) -> (Arc<SnapshotStore>, Arc<Rollouts>) {
     let loaded = match state_dir {
-        Some(dir) => state::load(dir, &config, state::wall_ms()),
+        Some(dir) => {
+            shared.state.enable();
+            state::load(dir, &config, state::wall_ms())
+        }
         None => Loaded::None,
     };
     let (store, restored) = match loaded {

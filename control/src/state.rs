@@ -55,7 +55,9 @@ impl Default for StateSignal {
 }
 
 impl StateSignal {
-    fn enable(&self) {
+    /// From start on, with a state directory: API changes wait for the
+    /// writer (which may not have run yet).
+    pub(crate) fn enable(&self) {
         self.enabled.store(true, Ordering::Release);
     }
 

@@ -96,14 +96,15 @@ async fn saved_when(dir: &Path, name: &str, ready: impl Fn(&Value) -> bool) -> V
 
 /// Chat completions through the proxy from 4 workers until dropped; errors
 /// (sluice down between a kill and a restart) are skipped.
-struct Traffic(Arc<AtomicBool>);
+struct Traffic(Arc<AtomicBool>, Vec<tokio::task::JoinHandle<()>>);
 
 impl Traffic {
     fn start(port: u16) -> Traffic {
         let stop = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::new();
         for _ in 0..4 {
             let stop = stop.clone();
-            tokio::spawn(async move {
+            workers.push(tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
                 let body = json!({"messages": [{"role": "user", "content": "hi"}], "stream": true});
@@ -114,15 +115,19 @@ impl Traffic {
                         Err(_) => tokio::time::sleep(WAIT_POLL).await,
                     }
                 }
-            });
+            }));
         }
-        Traffic(stop)
+        Traffic(stop, workers)
     }
 }
 
 impl Drop for Traffic {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
+        // A worker may be waiting on a stream: it ends here, not later.
+        for w in &self.1 {
+            w.abort();
+        }
     }
 }
 
