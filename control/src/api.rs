@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
+use http::{Method, Request, StatusCode};
 use hyper::body::Body;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -181,6 +181,15 @@ impl AdminApi {
                 Resolved::NotFound => respond::not_found(&parts.method, path),
             }
         };
+        // A change is answered once the state with it is on disk
+        // (`runtime.state_dir`), so that what a client was told survives a
+        // `kill -9` right after.
+        if !matches!(parts.method, Method::GET | Method::HEAD) && response.status().is_success() {
+            let state = &self.shared.state;
+            if !state.saved(state.changed(), crate::state::SAVE_WAIT).await {
+                warn!(path, "state not saved in time; answering anyway");
+            }
+        }
         debug!(
             method = %parts.method,
             path,

@@ -8,7 +8,7 @@ mod validate;
 
 pub use raw::{
     RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach,
-    RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
+    RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
     RawRolloutSource, RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
@@ -17,7 +17,7 @@ pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
     ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
-    OnUnavailable, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    OnRestart, OnUnavailable, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
     RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
     DEFAULT_SYNC_INTERVAL,

@@ -25,6 +25,7 @@ mod rollout;
 mod shared;
 mod side_thread;
 mod snapshot;
+mod state;
 mod stats;
 mod store;
 #[cfg(test)]
@@ -37,12 +38,12 @@ pub use config::{
     AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
     EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
     ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
-    OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad,
-    RawMirror, RawOnBreach, RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite,
-    RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
-    RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
-    Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
-    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
+    OnRestart, OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates,
+    RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource,
+    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
+    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX,
+    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

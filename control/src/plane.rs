@@ -8,7 +8,7 @@
 //! and ends the tasks on drop.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -27,6 +27,7 @@ use crate::recorder::run_recorder;
 use crate::reload::watch_config_file;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
+use crate::state::{self, Loaded};
 use crate::store::SnapshotStore;
 
 /// What the control plane does besides its fixed tasks.
@@ -54,6 +55,12 @@ pub enum StartError {
     Metrics(#[from] prometheus::Error),
     #[error("control plane thread")]
     Thread(#[source] std::io::Error),
+    #[error("runtime.state_dir: cannot create or write {path}")]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub struct ControlPlane;
@@ -83,6 +90,7 @@ struct Tasks {
     observers: Observers,
     rollouts: Arc<Rollouts>,
     config_path: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
     stopper: Stopper,
     stop_requests: watch::Receiver<Option<Stop>>,
     cancel: CancellationToken,
@@ -109,10 +117,16 @@ impl ControlPlane {
         let admin_addr = admin_listener.local_addr().map_err(bind_error)?;
 
         let grace = config.runtime.grace_period;
+        let state_dir = config.runtime.state_dir.clone();
+        if let Some(dir) = &state_dir {
+            state::prepare_dir(dir).map_err(|source| StartError::StateDir {
+                path: dir.clone(),
+                source,
+            })?;
+        }
         let shared = Shared::new()?;
         let observers = Observers::new(config.gpu, shared.metrics.registry())?;
-        let store = SnapshotStore::new(config, &shared);
-        let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+        let (store, rollouts) = start_store(config, state_dir.as_deref(), &shared, &observers);
         let readiness = Arc::new(Readiness::new());
         let api = AdminApi::new(
             store.clone(),
@@ -132,6 +146,7 @@ impl ControlPlane {
             observers,
             rollouts: rollouts.clone(),
             config_path: options.config_path,
+            state_dir,
             stopper: Stopper {
                 data_plane: data_plane.clone(),
                 readiness: readiness.clone(),
@@ -165,6 +180,72 @@ impl ControlPlane {
     }
 }
 
+/// The store and the rollouts on `config`, with the state saved in
+/// `state_dir` laid over it when there is one that fits (see `state`):
+/// whole, or not at all and said so in the log and the audit log.
+fn start_store(
+    config: Config,
+    state_dir: Option<&Path>,
+    shared: &Shared,
+    observers: &Observers,
+) -> (Arc<SnapshotStore>, Arc<Rollouts>) {
+    let loaded = match state_dir {
+        Some(dir) => {
+            shared.state.enable();
+            state::load(dir, &config, state::wall_ms())
+        }
+        None => Loaded::None,
+    };
+    let (store, restored) = match loaded {
+        Loaded::Restored(restored) => {
+            let restored = *restored;
+            let base = config.raw;
+            let store = SnapshotStore::with_base(restored.config.clone(), base, shared);
+            (store, Some(restored))
+        }
+        Loaded::None => (SnapshotStore::new(config, shared), None),
+        Loaded::Refused(message) => {
+            let store = SnapshotStore::new(config, shared);
+            let action = format!("state file refused, started from the config alone: {message}");
+            let version = store.load().version;
+            shared.events.push("state", &action, version, vec![message]);
+            (store, None)
+        }
+    };
+    let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
+    if let Some(r) = restored {
+        let snapshot = store.load();
+        for f in &snapshot.faults {
+            if r.halted.contains(&f.experiment.id) {
+                f.halt();
+            }
+        }
+        let mut notes = Vec::new();
+        if r.file_changed {
+            notes.push("the config file changed since the state was saved; the state wins".into());
+        }
+        notes.extend(
+            r.expired
+                .iter()
+                .map(|id| format!("fault {id}: expired while down, dropped")),
+        );
+        notes.extend(r.forgotten.iter().map(|n| {
+            format!("rollout {n}: finished, no longer fits the config, left out of the history")
+        }));
+        let action = format!(
+            "state restored: {} rollout(s) at their saved step, {} finished, {} experiment(s)",
+            r.controllers.len(),
+            r.finished.len(),
+            r.config.faults.len()
+        );
+        shared
+            .events
+            .push("state", &action, snapshot.version, notes);
+        rollouts.restore(r.controllers, r.finished);
+    }
+    (store, rollouts)
+}
+
 impl Tasks {
     async fn run(self) {
         let cancel = self.cancel;
@@ -191,6 +272,15 @@ impl Tasks {
                 tracker.spawn(serve_admin(listener, self.api, cancel.clone()));
             }
             Err(e) => warn!(error = %e, "admin API listener could not be registered"),
+        }
+        if let Some(dir) = self.state_dir {
+            tracker.spawn(state::run_writer(
+                dir,
+                self.store.clone(),
+                self.rollouts.clone(),
+                self.shared.state.clone(),
+                cancel.clone(),
+            ));
         }
         if let Some(path) = self.config_path {
             tracker.spawn(watch_config_file(self.store, path, cancel.clone()));

@@ -11,6 +11,7 @@ use sluice_filters::Metrics;
 use crate::events::EventLog;
 use crate::mirror::MirrorDiffs;
 use crate::recorder::Recorder;
+use crate::state::StateSignal;
 use crate::stats::Stats;
 
 #[derive(Clone)]
@@ -25,6 +26,8 @@ pub struct Shared {
     pub mirror_diffs: Arc<MirrorDiffs>,
     /// The running traffic recording, if any.
     pub recorder: Arc<Recorder>,
+    /// Asks for the run-time state to be saved (`runtime.state_dir`).
+    pub(crate) state: Arc<StateSignal>,
 }
 
 impl Shared {
@@ -37,6 +40,7 @@ impl Shared {
             stats: Stats::new(),
             events: Arc::new(EventLog::default()),
             mirror_diffs: Arc::new(MirrorDiffs::default()),
+            state: Arc::default(),
         })
     }
 }

@@ -24,10 +24,24 @@ pub struct SnapshotStore {
     shared: Shared,
     /// The live snapshot's version, for tasks that follow changes (rollouts).
     changes: watch::Sender<u64>,
+    /// The config as last loaded whole (the file at start, a reload,
+    /// `PUT /v1/config`): what the saved state is an overlay of.
+    base: ArcSwap<RawConfig>,
 }
 
 impl SnapshotStore {
     pub fn new(config: Config, shared: &Shared) -> Arc<SnapshotStore> {
+        let base = config.raw.clone();
+        SnapshotStore::with_base(config, base, shared)
+    }
+
+    /// A store whose live config (`config`) is `base` with run-time changes
+    /// laid over it (a restored state).
+    pub(crate) fn with_base(
+        config: Config,
+        base: RawConfig,
+        shared: &Shared,
+    ) -> Arc<SnapshotStore> {
         let snapshot = Snapshot::build(Arc::new(config), 1, None, &shared.metrics, &shared.stats);
         shared.metrics.snapshot_version.set(1);
         shared.events.push("startup", "load config", 1, Vec::new());
@@ -36,7 +50,13 @@ impl SnapshotStore {
             write: Mutex::new(()),
             shared: shared.clone(),
             changes: watch::Sender::new(1),
+            base: ArcSwap::from_pointee(base),
         })
+    }
+
+    /// The config as last loaded whole, without the run-time changes.
+    pub(crate) fn base(&self) -> Arc<RawConfig> {
+        self.base.load_full()
     }
 
     /// The live snapshot. The data plane calls this once per request and
@@ -141,6 +161,9 @@ impl SnapshotStore {
         match raw.validate() {
             Ok(config) => self.apply_config(source, action, move |old| {
                 needs_no_restart(old, &config)?;
+                // Under the writers' lock, with the swap: the run-time
+                // changes are gone with the config they were made on.
+                self.base.store(Arc::new(config.raw.clone()));
                 Ok(config)
             }),
             Err(errors) => {

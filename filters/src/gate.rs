@@ -51,7 +51,31 @@ impl Serialize for GateUnit {
     }
 }
 
+/// Read back as written (a rollout's history in the saved state).
+impl<'de> serde::Deserialize<'de> for GateUnit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        GateUnit::ALL
+            .iter()
+            .copied()
+            .find(|u| u.as_str() == text)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown gate unit `{text}`, expected one of ms, %, ratio, requests, usd"
+                ))
+            })
+    }
+}
+
 impl GateUnit {
+    const ALL: [GateUnit; 5] = [
+        GateUnit::Ms,
+        GateUnit::Percent,
+        GateUnit::Ratio,
+        GateUnit::Requests,
+        GateUnit::Usd,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             GateUnit::Ms => "ms",

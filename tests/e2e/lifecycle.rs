@@ -15,7 +15,7 @@ use crate::cli::sluice_bin;
 use crate::harness::TestConfig;
 use crate::support::{free_port, NamedUpstream, Process, TempDir, WAIT_POLL};
 
-const TOKEN: &str = "lifecycle-test-token";
+pub(crate) const TOKEN: &str = "lifecycle-test-token";
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The YAML of a sluice with listener `public` on `port`, admin on `admin`, and
@@ -35,14 +35,14 @@ fn config(port: u16, admin: u16, a: SocketAddr, b: SocketAddr, split: (u32, u32)
 }
 
 /// A config for the `sluice run` process: the admin API on `admin`, the test's token.
-fn process(admin: u16) -> TestConfig {
+pub(crate) fn process(admin: u16) -> TestConfig {
     TestConfig::new().admin(format!(
         "listen: 127.0.0.1:{admin}, token_env: SLUICE_TEST_TOKEN"
     ))
 }
 
 /// A `sluice run -c FILE` child; killed on drop. Its output goes to a file in `dir`.
-struct Running {
+pub(crate) struct Running {
     child: Process,
     log: PathBuf,
     admin: String,
@@ -51,7 +51,7 @@ struct Running {
 
 impl Running {
     /// `sluice run` on `yaml`, written to `sluice.yaml` in `dir`, its admin API on `admin`.
-    fn spawn(dir: &TempDir, yaml: &str, admin: u16) -> Self {
+    pub(crate) fn spawn(dir: &TempDir, yaml: &str, admin: u16) -> Self {
         let config = dir.write("sluice.yaml", yaml);
         let log = dir.path().join("sluice.log");
         let out = File::create(&log).unwrap();
@@ -73,12 +73,12 @@ impl Running {
         }
     }
 
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Polls `/readyz` until 200; fails early if the process exits.
-    async fn ready(&mut self) {
+    pub(crate) async fn ready(&mut self) {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -93,11 +93,33 @@ impl Running {
         }
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         let r = self.client.get(format!("{}{path}", self.admin));
         let r = r.bearer_auth(TOKEN).send().await.unwrap();
         assert_eq!(r.status(), 200, "GET {path}");
         r.json().await.unwrap()
+    }
+
+    /// One authorised request with a body: the status and the JSON answer
+    /// (`null` when it is not JSON).
+    pub(crate) async fn send(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = self.client.request(method, format!("{}{path}", self.admin));
+        let r = r.bearer_auth(TOKEN).body(body.to_string()).send().await;
+        let r = r.unwrap_or_else(|e| panic!("{path}: {e}"));
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `kill -9`: the process gets no chance to write anything more.
+    pub(crate) fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL sluice");
+        let status = self.child.wait().expect("reap sluice");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{status}"
+        );
     }
 
     /// Waits for the process to exit, up to `timeout`.

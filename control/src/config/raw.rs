@@ -18,7 +18,8 @@ pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, R
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;
 pub use rollout::{
-    RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
+    RawBound, RawGates, RawOnBreach, RawOnRestart, RawPercent, RawPrometheusSource, RawRollout,
+    RawRolloutSource,
 };
 
 use std::collections::BTreeMap;
@@ -115,6 +116,9 @@ pub struct RawRuntime {
     pub mirror_priority: Option<SidePriority>,
     /// The most fault experiments at once (default 1000).
     pub max_experiments: Option<usize>,
+    /// Where the run-time state (API weights, rollouts, experiments) is
+    /// kept across restarts; none kept when unset.
+    pub state_dir: Option<String>,
 }
 
 #[skip_serializing_none]

@@ -298,3 +298,29 @@ fn mirror_priority_is_idle_unless_set_to_normal() {
         "{e:?}"
     );
 }
+
+#[test]
+fn state_dir_is_unset_unless_given_and_never_empty() {
+    let c = Config::from_yaml(GOOD).unwrap();
+    assert_eq!(c.runtime.state_dir, None);
+    let set = GOOD.replacen("threads: 2", "threads: 2, state_dir: /var/lib/sluice", 1);
+    let c = Config::from_yaml(&set).unwrap();
+    assert_eq!(
+        c.runtime.state_dir,
+        Some(std::path::PathBuf::from("/var/lib/sluice"))
+    );
+    assert_eq!(
+        errors_of("threads: 2", "threads: 2, state_dir: \"\""),
+        ["runtime.state_dir: must not be empty"]
+    );
+    let e = errors_of("threads: 2", "threads: 2, state_dir: [a]");
+    assert!(
+        e[0].starts_with("runtime.state_dir: invalid type: sequence, expected a string"),
+        "{e:?}"
+    );
+    let e = errors_of("threads: 2", "threads: 2, state_file: x");
+    assert!(
+        e[0].starts_with("runtime.state_file: unknown field `state_file`, expected one of"),
+        "{e:?}"
+    );
+}

@@ -8,7 +8,7 @@ pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
 pub(crate) use recorder::{DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};
-pub use rollout::{Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource, Unit};
+pub use rollout::{Gate, Gates, OnBreach, OnRestart, QueryKey, RolloutConfig, RolloutSource, Unit};
 pub(crate) use rollout::{
     DEFAULT_CONSECUTIVE, DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS,
     DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
@@ -130,6 +130,8 @@ pub struct RuntimeConfig {
     pub mirror_priority: SidePriority,
     /// The most fault experiments at once.
     pub max_experiments: usize,
+    /// Where the run-time state is kept across restarts (`state.json`).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// How a side thread (the shadow sender's, the recorder's writer) competes

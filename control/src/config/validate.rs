@@ -117,12 +117,21 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
             ),
         );
     }
+    let state_dir = match r.state_dir.as_deref() {
+        Some("") => {
+            errs.push("runtime.state_dir", "must not be empty");
+            None
+        }
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => None,
+    };
     RuntimeConfig {
         threads,
         grace_period,
         max_fault_ttl,
         mirror_priority: r.mirror_priority.unwrap_or_default(),
         max_experiments,
+        state_dir,
     }
 }
 

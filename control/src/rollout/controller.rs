@@ -24,8 +24,9 @@ use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
-use crate::config::{RolloutConfig, RolloutSource};
+use crate::config::{OnRestart, RawRollout, RolloutConfig, RolloutSource};
 use crate::shared::Shared;
+use crate::state::SavedController;
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -71,11 +72,53 @@ struct Inner {
     targets: Targets,
     /// Fleet mode: the last evaluation's failed queries.
     source_errors: BTreeMap<String, String>,
+    /// The definition as written, for the saved state of a finished one.
+    raw: Option<RawRollout>,
 }
 
 impl Cell {
     pub(super) fn new(env: &Env, config: &RolloutConfig, now: Instant) -> Cell {
-        let policy = Policy::new(config.clone());
+        let raw = written(env, &config.name);
+        Cell::with_policy(env, Policy::new(config.clone()), raw, now)
+    }
+
+    /// A rollout back from its saved state at `now` (see `state`); a
+    /// finished one goes to the history as it is.
+    pub(super) fn restored(
+        env: &Env,
+        config: &RolloutConfig,
+        saved: &SavedController,
+        now: Instant,
+    ) -> Cell {
+        let policy = Policy::restored(
+            config.clone(),
+            saved.state,
+            saved.step,
+            saved.weight,
+            saved.breaches,
+            now,
+        );
+        let raw = saved
+            .finished
+            .clone()
+            .or_else(|| written(env, &config.name));
+        // Times in the history go on from the last one saved.
+        let last = saved.events.last().map_or(0, |e| e.at_ms);
+        let created = now.checked_sub(Duration::from_millis(last)).unwrap_or(now);
+        let cell = Cell::with_policy(env, policy, raw, created);
+        {
+            let mut inner = cell.lock();
+            inner.events = saved.events.iter().cloned().collect();
+            while inner.events.len() > HISTORY {
+                inner.events.pop_front();
+            }
+        }
+        cell.done.store(saved.finished.is_some(), Ordering::Release);
+        cell
+    }
+
+    fn with_policy(env: &Env, policy: Policy, raw: Option<RawRollout>, created: Instant) -> Cell {
+        let config = policy.config().clone();
         publish(env.metrics(), &config.name, &policy);
         // Exported at 0 from the start, so that `increase()` sees the first.
         env.metrics()
@@ -84,7 +127,7 @@ impl Cell {
             .inc_by(0);
         Cell {
             name: config.name.clone(),
-            created: now,
+            created,
             inner: Mutex::new(Inner {
                 policy,
                 readings: Vec::new(),
@@ -92,6 +135,7 @@ impl Cell {
                 want: None,
                 targets: Targets::new(&config.targets),
                 source_errors: BTreeMap::new(),
+                raw,
             }),
             wake: Notify::new(),
             done: AtomicBool::new(false),
@@ -100,6 +144,53 @@ impl Cell {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Right after a restart that restored it: pauses it as `on_restart:
+    /// pause` says, or notes in its history that it goes on. A final one
+    /// whose weight may not have been applied applies it again and leaves
+    /// the config at its next tick.
+    pub(super) fn restart(&self, env: &Env, now: Instant) {
+        let mut inner = self.lock();
+        let state = inner.policy.state();
+        if state.is_final() {
+            if !self.is_done() && !inner.policy.config().is_fleet() {
+                inner.want = Some(inner.policy.weight());
+            }
+            return;
+        }
+        let paused = match inner.policy.config().on_restart {
+            OnRestart::Pause => inner.policy.pause_at_restart(),
+            OnRestart::Continue => None,
+        };
+        let t = paused.unwrap_or_else(|| Transition {
+            from: state,
+            to: state,
+            step: inner.policy.step(),
+            weight: inner.policy.weight(),
+            apply: None,
+            reason: "sluice restarted; goes on from the saved state".into(),
+            evidence: Vec::new(),
+        });
+        self.act(env, "state", &mut inner, t, now);
+    }
+
+    /// What the state file keeps of it.
+    pub(super) fn saved(&self) -> SavedController {
+        let inner = self.lock();
+        let c = inner.policy.config();
+        SavedController {
+            name: c.name.clone(),
+            route: c.route.clone(),
+            stable: c.stable.clone(),
+            canary: c.canary.clone(),
+            state: inner.policy.state(),
+            step: inner.policy.step(),
+            weight: inner.policy.weight(),
+            breaches: inner.policy.breaches(),
+            finished: self.is_done().then(|| inner.raw.clone()).flatten(),
+            events: inner.events.iter().cloned().collect(),
+        }
     }
 
     pub(super) fn status(&self, with_events: bool) -> RolloutStatus {
@@ -170,6 +261,8 @@ impl Cell {
         match leave_config(&env.store, source, &action, &self.name) {
             Ok(_) => {
                 self.done.store(true, Ordering::Release);
+                // Saved again as finished, with its definition.
+                env.shared.state.changed();
                 true
             }
             Err(errors) => {
@@ -189,6 +282,18 @@ impl Cell {
         let snapshot = env.store.load();
         let config = snapshot.config.rollout(&self.name)?.clone();
         inner.policy.reconfigure(&config);
+        if let Some(raw) = snapshot
+            .config
+            .raw
+            .rollouts
+            .iter()
+            .find(|r| r.name == self.name)
+        {
+            if inner.raw.as_ref() != Some(raw) {
+                inner.raw = Some(raw.clone());
+            }
+        }
+        let breaches = inner.policy.breaches();
         if config.is_fleet() {
             // The targets' splits are not this instance's to watch for
             // drift; a target added on the way gets the current weight.
@@ -213,6 +318,9 @@ impl Cell {
         inner.readings = readings;
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
+        } else if inner.policy.breaches() != breaches {
+            // The count is saved: a restart does not forgive a breach.
+            env.shared.state.changed();
         }
         if self.finish(env, "rollout", &inner) {
             return None;
@@ -276,6 +384,7 @@ impl Cell {
             evidence: t.evidence,
         });
         publish(env.metrics(), &self.name, &inner.policy);
+        env.shared.state.changed();
     }
 
     /// Fleet mode: applies the wanted weight to the targets that do not
@@ -355,6 +464,18 @@ pub(crate) async fn run(env: Arc<Env>, cell: Arc<Cell>, cancel: CancellationToke
             }
         }
     }
+}
+
+/// The live config's definition of rollout `name`, as written.
+fn written(env: &Env, name: &str) -> Option<RawRollout> {
+    let snapshot = env.store.load();
+    snapshot
+        .config
+        .raw
+        .rollouts
+        .iter()
+        .find(|r| r.name == name)
+        .cloned()
 }
 
 /// Says where a fleet rollout reads and writes, and what it lacks.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use sluice_filters::{cost_per_1k, Price, Usage};
 
@@ -46,7 +46,7 @@ pub struct Figure {
 pub type Figures = BTreeMap<Gate, Figure>;
 
 /// One gate at one evaluation: the evidence behind every decision.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct GateReading {
     pub gate: Gate,
     /// The canary's value in the gate's unit; `None` when nothing to read.
@@ -56,7 +56,7 @@ pub struct GateReading {
     /// Canary samples the value is computed from.
     pub samples: u64,
     /// Relative gates: stable samples in the same window.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable_samples: Option<u64>,
     /// `None` when not judged (too few samples, or no reading).
     pub ok: Option<bool>,

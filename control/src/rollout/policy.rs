@@ -93,6 +93,46 @@ impl Policy {
         }
     }
 
+    /// A policy back from a saved state (see `state`): at `state`, at the
+    /// 1-based `step` (0: not started) with the canary at `weight`. The
+    /// hold at that step starts again at `now`: the gates' windows are
+    /// empty after a restart. A step that does not match the weight (the
+    /// steps changed) is found again as [`Policy::reconfigure`] does.
+    pub fn restored(
+        config: RolloutConfig,
+        state: State,
+        step: usize,
+        weight: u32,
+        breaches: u32,
+        now: Instant,
+    ) -> Policy {
+        let index = match step.checked_sub(1) {
+            Some(i) if config.steps.get(i) == Some(&weight) => i,
+            _ => config.steps.iter().rposition(|&s| s <= weight).unwrap_or(0),
+        };
+        Policy {
+            config,
+            state,
+            step: index,
+            weight,
+            step_since: (step > 0).then_some(now),
+            breaches,
+        }
+    }
+
+    /// A restart with `on_restart: pause`: a rollout that was moving by
+    /// itself waits for an operator.
+    pub fn pause_at_restart(&mut self) -> Option<Transition> {
+        matches!(self.state, State::Pending | State::Progressing).then(|| {
+            self.go(
+                State::Paused,
+                None,
+                "sluice restarted (on_restart: pause)".into(),
+                Vec::new(),
+            )
+        })
+    }
+
     pub fn state(&self) -> State {
         self.state
     }

@@ -27,6 +27,7 @@ use super::status::RolloutStatus;
 use crate::config::{ConfigError, ConfigErrors, RawRollout, RolloutConfig};
 use crate::observers::Observers;
 use crate::shared::Shared;
+use crate::state::SavedController;
 use crate::store::SnapshotStore;
 use history::History;
 
@@ -61,6 +62,9 @@ struct Registry {
     /// The rollouts of the live config, by name.
     live: BTreeMap<String, Entry>,
     finished: History,
+    /// Saved controllers (see `state`) for the first reconcile to start
+    /// from; what it does not take is dropped then.
+    restore: BTreeMap<String, SavedController>,
 }
 
 pub struct Rollouts {
@@ -102,6 +106,44 @@ impl Rollouts {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Before [`Rollouts::run`]: the controllers of the live config's
+    /// rollouts start from `running` rather than afresh; `finished` go to
+    /// the history as they are.
+    pub(crate) fn restore(
+        &self,
+        running: Vec<SavedController>,
+        finished: Vec<(SavedController, RolloutConfig)>,
+    ) {
+        let now = Instant::now();
+        let mut registry = self.lock();
+        for (saved, config) in finished {
+            let cell = Arc::new(Cell::restored(&self.env, &config, &saved, now));
+            for name in registry.finished.insert(cell) {
+                controller::forget(&self.env, &name);
+            }
+        }
+        registry.restore = running.into_iter().map(|c| (c.name.clone(), c)).collect();
+    }
+
+    /// Every controller's state, running and finished, for the state file
+    /// (saved ones not started yet included).
+    pub(crate) fn saved(&self) -> Vec<SavedController> {
+        let registry = self.lock();
+        let cells = registry
+            .finished
+            .cells()
+            .chain(registry.live.values().map(|e| &e.cell));
+        let mut saved: Vec<SavedController> = cells.map(|c| c.saved()).collect();
+        saved.extend(
+            registry
+                .restore
+                .values()
+                .filter(|c| !registry.live.contains_key(&c.name))
+                .cloned(),
+        );
+        saved
+    }
+
     /// Runs the rollouts of the live config and follows its changes until
     /// `cancel`; then stops every controller and waits for them.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
@@ -132,7 +174,11 @@ impl Rollouts {
         let mut again = Vec::new();
         {
             let mut registry = self.lock();
-            let Registry { live, finished } = &mut *registry;
+            let Registry {
+                live,
+                finished,
+                restore,
+            } = &mut *registry;
             live.retain(|name, e| {
                 let keep = !e.cell.is_done()
                     && snapshot
@@ -168,7 +214,21 @@ impl Rollouts {
                     warn!(rollout = %c.name, "rollout not started: no runtime");
                     continue;
                 }
-                let cell = Arc::new(Cell::new(&self.env, c, Instant::now()));
+                let now = Instant::now();
+                let cell = match restore.remove(&c.name) {
+                    Some(saved)
+                        if (
+                            saved.route.clone(),
+                            saved.stable.clone(),
+                            saved.canary.clone(),
+                        ) == target(c) =>
+                    {
+                        let cell = Cell::restored(&self.env, c, &saved, now);
+                        cell.restart(&self.env, now);
+                        Arc::new(cell)
+                    }
+                    _ => Arc::new(Cell::new(&self.env, c, now)),
+                };
                 let cancel = self.stop.child_token();
                 self.tracker.spawn(controller::run(
                     self.env.clone(),
@@ -184,6 +244,7 @@ impl Rollouts {
                     },
                 );
             }
+            restore.clear();
         }
         for (name, state) in again {
             let action = format!(

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
 use super::fleet::TargetStatus;
@@ -11,7 +11,7 @@ use super::gates::GateReading;
 use super::policy::State;
 
 /// One transition in a rollout's history.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct RolloutEvent {
     /// Milliseconds since the rollout was created (tokio's clock).
     pub at_ms: u64,
@@ -24,7 +24,7 @@ pub struct RolloutEvent {
     /// Canary weight after the transition.
     pub weight: u32,
     pub reason: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<GateReading>,
 }
 

@@ -9,6 +9,7 @@
 
 mod commands;
 mod gates;
+mod restart;
 mod walk;
 
 use std::sync::{Arc, Mutex};
@@ -96,6 +97,18 @@ impl Harness {
         let (store, shared) = testing::store(&text);
         let signals = Arc::new(FakeSignals::default());
         let rollouts = Rollouts::with_signals(store.clone(), shared.clone(), signals.clone());
+        Harness::on(store, shared, rollouts, signals, None).await
+    }
+
+    /// The tasks of a control plane on these parts, started; `load` as
+    /// [`Harness::load`].
+    async fn on(
+        store: Arc<SnapshotStore>,
+        shared: Shared,
+        rollouts: Arc<Rollouts>,
+        signals: Arc<FakeSignals>,
+        load: Option<(u64, Shape)>,
+    ) -> Harness {
         let cancel = CancellationToken::new();
         let tasks = vec![
             tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone())),
@@ -118,7 +131,7 @@ impl Harness {
             canary_sent: 0,
             first_canary: None,
             weights: Vec::new(),
-            load: None,
+            load,
         };
         // Let the registry start the controllers and their first tick run.
         tokio::time::sleep(Duration::from_millis(1)).await;

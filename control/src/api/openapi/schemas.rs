@@ -169,6 +169,7 @@ pub(super) fn components() -> Value {
             "hold": duration(), "min_requests": count(), "interval": duration(),
             "window": duration(), "consecutive": count(),
             "on_breach": {"type": "string", "enum": ["rollback", "pause"]},
+            "on_restart": {"type": "string", "enum": ["continue", "pause"]},
             "gates": {"type": "object"},
         })),
         "RolloutStatus": object(

@@ -35,6 +35,9 @@ pub struct RawRollout {
     /// Evaluations in a row with a breach before acting on it.
     pub consecutive: Option<u32>,
     pub on_breach: Option<RawOnBreach>,
+    /// With `runtime.state_dir`: what a rollout in progress does when
+    /// sluice restarts (default `continue`).
+    pub on_restart: Option<RawOnRestart>,
     #[serde(default)]
     pub gates: RawGates,
     /// Fleet mode: read the gates from Prometheus instead of local stats.
@@ -59,6 +62,13 @@ impl RawRollout {
 #[serde(rename_all = "lowercase")]
 pub enum RawOnBreach {
     Rollback,
+    Pause,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawOnRestart {
+    Continue,
     Pause,
 }
 

@@ -447,3 +447,17 @@ fn exclude_load_is_read_checked_and_written_back() {
         "{e:?}"
     );
 }
+
+#[test]
+fn on_restart_continues_unless_told_to_pause() {
+    let c = Config::from_yaml(&one("")).unwrap();
+    assert_eq!(c.rollouts[0].on_restart, OnRestart::Continue);
+    let c = Config::from_yaml(&one(", on_restart: pause")).unwrap();
+    assert_eq!(c.rollouts[0].on_restart, OnRestart::Pause);
+    let c = Config::from_yaml(&one(", on_restart: continue")).unwrap();
+    assert_eq!(c.rollouts[0].on_restart, OnRestart::Continue);
+    assert_eq!(
+        errors_in(&one(", on_restart: resume")),
+        ["rollouts[0].on_restart: unknown variant `resume`, expected `continue` or `pause` at line 17 column 115"]
+    );
+}

@@ -22,6 +22,8 @@ pub struct RolloutConfig {
     pub window: Duration,
     pub consecutive: u32,
     pub on_breach: OnBreach,
+    /// What a rollout in progress does when sluice restarts with its state.
+    pub on_restart: OnRestart,
     pub gates: Gates,
     /// Fleet mode: where the gates are read; `None` reads this instance's
     /// stats windows.
@@ -62,6 +64,16 @@ pub enum OnBreach {
     /// Canary weight to 0 in one swap.
     Rollback,
     /// Hold the weight where it is and wait for an operator.
+    Pause,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnRestart {
+    /// Go on from the saved state and step.
+    #[default]
+    Continue,
+    /// Come back paused at the saved step, for an operator to resume.
     Pause,
 }
 

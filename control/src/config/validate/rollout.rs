@@ -6,7 +6,7 @@ mod fleet;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::super::raw::{RawBound, RawGates, RawOnBreach, RawRollout};
+use super::super::raw::{RawBound, RawGates, RawOnBreach, RawOnRestart, RawRollout};
 use super::super::typed::*;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
@@ -76,6 +76,10 @@ pub(super) fn rollouts(
             on_breach: match r.on_breach {
                 Some(RawOnBreach::Pause) => OnBreach::Pause,
                 Some(RawOnBreach::Rollback) | None => OnBreach::Rollback,
+            },
+            on_restart: match r.on_restart {
+                Some(RawOnRestart::Pause) => OnRestart::Pause,
+                Some(RawOnRestart::Continue) | None => OnRestart::Continue,
             },
             gates: gates(&format!("{at}.gates"), &r.gates, errs),
             source: fleet.source,

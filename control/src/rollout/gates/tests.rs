@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use sluice_filters::ModelPrice;
 
 use super::*;
-use crate::config::{OnBreach, RolloutConfig};
+use crate::config::{OnBreach, OnRestart, RolloutConfig};
 use crate::stats::{Sample, Stats, TokenSample};
 
 fn config(price: Option<Price>, bound: f64) -> RolloutConfig {
@@ -24,6 +24,7 @@ fn config(price: Option<Price>, bound: f64) -> RolloutConfig {
         window: Duration::from_secs(10),
         consecutive: 1,
         on_breach: OnBreach::Rollback,
+        on_restart: OnRestart::Continue,
         gates: Gates::from([(Gate::CostPer1kMax, bound)]),
         source: None,
         targets: Vec::new(),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{Gate, Gates, Unit};
+use crate::config::{Gate, Gates, OnRestart, Unit};
 use crate::stats::{Sample, Stats, StatsKey, TokenSample, WindowView};
 
 fn config(gates: Gates) -> RolloutConfig {
@@ -21,6 +21,7 @@ fn config(gates: Gates) -> RolloutConfig {
         window: Duration::from_secs(10),
         consecutive: 2,
         on_breach: OnBreach::Rollback,
+        on_restart: OnRestart::Continue,
         gates,
         source: None,
         targets: Vec::new(),
