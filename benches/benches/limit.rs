@@ -60,6 +60,7 @@ fn sluice_limits() -> RouteLimits {
         descriptor: descriptors(),
         limits: LIMITS,
         default_max_tokens: 1024,
+        store: None,
     };
     RouteLimits::new("chat", config, &Metrics::new().unwrap())
 }
