@@ -32,6 +32,7 @@ mod redact;
 mod request_scan;
 mod resp;
 mod sampling;
+mod shedding;
 mod slope;
 mod trace;
 mod trace_context;
@@ -101,6 +102,10 @@ pub use resp::{
 pub use sampling::SessionSampler;
 #[doc(hidden)]
 pub use serde as __serde;
+pub use shedding::{
+    is_shed, judge as judge_shedding, priority_rank, shed_body, Evidence, LevelChange, ShedPolicy,
+    Shedder, SheddingMetrics, SheddingRouteMetrics, Signal, Signals, Verdict as ShedVerdict,
+};
 pub use slope::{
     calm_baseline, median, p99_token_slope, slope_interval, slope_readable, theil_sen,
     token_cost_excess, SlopeAt, TokenBin, TokenSlope, DEFAULT_EXCESS_BOUND_MS, SLOPE_MIN_REQUESTS,
