@@ -9,7 +9,7 @@ mod validate;
 pub use raw::{
     RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach,
     RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawSize,
+    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
@@ -17,9 +17,9 @@ pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, ClusterConfig, ClusterKind, CompareConfig,
     Config, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitsConfig,
     ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey,
-    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SidePriority,
-    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
-    DEFAULT_MAX_TOKENS,
+    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, SheddingConfig,
+    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
+    UpstreamTls, DEFAULT_MAX_TOKENS,
 };
 pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 

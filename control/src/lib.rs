@@ -39,9 +39,10 @@ pub use config::{
     ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, QueryKey, RawBound,
     RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawPercent,
     RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource,
-    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
-    SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol,
-    UpstreamTls, DEFAULT_MAX_TOKENS,
+    RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RecorderConfig, RolloutConfig,
+    RolloutSource, RouteConfig, RuntimeConfig, SheddingConfig, SidePriority, StickyConfig,
+    TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
+    DEFAULT_MAX_TOKENS,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -7,6 +7,7 @@ mod keyed;
 mod mirror;
 mod recorder;
 mod rollout;
+mod shedding;
 
 use super::typed::SidePriority;
 
@@ -20,6 +21,7 @@ pub use recorder::RawRecorder;
 pub use rollout::{
     RawBound, RawGates, RawOnBreach, RawPercent, RawPrometheusSource, RawRollout, RawRolloutSource,
 };
+pub use shedding::{RawPriority as RawSheddingPriority, RawShedBounds, RawShedding};
 
 use std::collections::BTreeMap;
 
@@ -249,6 +251,8 @@ pub struct RawRoute {
     pub rewrite: BTreeMap<String, RawTargetRewrite>,
     /// Token-aware rate limits, per descriptor key.
     pub limits: Option<RawLimits>,
+    /// Adaptive shedding of the lowest priorities under load.
+    pub shedding: Option<RawShedding>,
 }
 
 #[skip_serializing_none]

@@ -11,6 +11,7 @@ mod mirror;
 mod protocol;
 mod recorder;
 mod rollouts;
+mod shedding;
 
 const GOOD: &str = r#"
 runtime: { threads: 2, grace_period: 10s }

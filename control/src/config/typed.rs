@@ -3,6 +3,7 @@
 mod mirror;
 mod recorder;
 mod rollout;
+mod shedding;
 
 pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
@@ -12,6 +13,11 @@ pub use rollout::{Gate, Gates, OnBreach, QueryKey, RolloutConfig, RolloutSource,
 pub(crate) use rollout::{
     DEFAULT_CONSECUTIVE, DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS,
     DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
+};
+pub use shedding::SheddingConfig;
+pub(crate) use shedding::{
+    DEFAULT_PRIORITY_HEADER, DEFAULT_RECOVERY_PERCENT, DEFAULT_RETRY_AFTER, DEFAULT_SHED_HOLD,
+    DEFAULT_SHED_INTERVAL, DEFAULT_SHED_MIN_REQUESTS, DEFAULT_SHED_WINDOW,
 };
 
 use std::collections::BTreeMap;
@@ -335,6 +341,7 @@ pub struct RouteConfig {
     /// `rewrite.<cluster>.model`: the model put in requests sent to that target.
     pub rewrite_model: BTreeMap<String, String>,
     pub limits: Option<LimitsConfig>,
+    pub shedding: Option<SheddingConfig>,
 }
 
 /// A route's `limits:` block.

@@ -9,6 +9,7 @@ mod mirror;
 mod recorder;
 mod rollout;
 mod routes;
+mod shedding;
 mod telemetry;
 
 use std::collections::HashMap;

@@ -55,6 +55,10 @@ pub(super) fn routes(
                     .limits
                     .as_ref()
                     .map(|l| limits(&format!("{at}.limits"), l, errs)),
+                shedding: r
+                    .shedding
+                    .as_ref()
+                    .map(|s| super::shedding::shedding(&format!("{at}.shedding"), s, errs)),
             }
         })
         .collect()
