@@ -23,6 +23,7 @@ mod recorder;
 mod reload;
 mod rollout;
 mod shared;
+mod shedding;
 mod side_thread;
 mod snapshot;
 mod stats;
@@ -66,11 +67,12 @@ pub use rollout::{
     RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
 pub use shared::Shared;
+pub use shedding::RouteShedding;
 pub use side_thread::set_side_priority;
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{
-    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_WINDOW_SECONDS,
-    WINDOW_SECONDS,
+    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_TOKEN_POINTS,
+    MAX_WINDOW_SECONDS, WINDOW_SECONDS,
 };
 pub use store::SnapshotStore;
 pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

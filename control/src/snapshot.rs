@@ -14,6 +14,7 @@ use crate::config::{ClusterConfig, Config, ListenerProtocol};
 use crate::fault::FaultRuntime;
 use crate::limits::RouteLimits;
 use crate::mirror::MirrorRuntime;
+use crate::shedding::RouteShedding;
 use crate::stats::{Stats, StatsKey};
 
 /// A cluster as the data plane sees it.
@@ -58,6 +59,8 @@ pub struct RouteRuntime {
     pub mirror: Option<Arc<MirrorRuntime>>,
     /// Rate limit budgets, when the route has `limits`.
     pub limits: Option<Arc<RouteLimits>>,
+    /// The shedding level, when the route has `shedding`.
+    pub shedding: Option<Arc<RouteShedding>>,
 }
 
 impl RouteRuntime {
@@ -221,8 +224,19 @@ impl Snapshot {
                         .filter(|old| old.config == *l)
                         .unwrap_or_else(|| Arc::new(RouteLimits::new(&r.name, l.clone(), metrics)))
                 });
+                // The level carries over a swap while the route's rule is unchanged.
+                let shedding = r.shedding.as_ref().map(|s| {
+                    previous
+                        .and_then(|p| p.route(&r.name))
+                        .and_then(|old| old.shedding.clone())
+                        .filter(|old| old.config == *s)
+                        .unwrap_or_else(|| {
+                            Arc::new(RouteShedding::new(&r.name, s.clone(), metrics))
+                        })
+                });
                 RouteRuntime {
                     limits,
+                    shedding,
                     mirror,
                     versions,
                     name: r.name.clone(),

@@ -45,13 +45,14 @@ impl Signal {
         }
     }
 
+    /// For people: whole ms of TTFT, thousandths of a ms per token.
     fn show(self, v: f64) -> String {
-        let v = (v * 1000.0).round() / 1000.0;
+        let round = |v: f64, scale: f64| (v * scale).round() / scale;
         match self {
-            Signal::TokenCostExcessP99 => format!("{v}ms/token"),
-            Signal::TtftP95 => format!("{v}ms"),
-            Signal::Queue => format!("{v}"),
-            Signal::GpuMemory => format!("{v}%"),
+            Signal::TokenCostExcessP99 => format!("{}ms/token", round(v, 1000.0)),
+            Signal::TtftP95 => format!("{}ms", round(v, 1.0)),
+            Signal::Queue => format!("{}", round(v, 10.0)),
+            Signal::GpuMemory => format!("{}%", round(v, 10.0)),
         }
     }
 }
@@ -188,20 +189,45 @@ impl LevelChange {
     }
 }
 
+/// The most a flapping route's hold is stretched: 8 × `hold`.
+pub const MAX_HOLD_FACTOR: u64 = 8;
+
 /// One route's shedding level over time. A breach raises the level by one
 /// per evaluation (up to the highest); the level comes down by one only
 /// after every signal has stayed at or below its bound × recovery for
-/// `hold`, and another `hold` is needed for each further level.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `hold`, and another `hold` is needed for each further level. A breach
+/// within a hold of a restore (the restored traffic overloads again)
+/// doubles the hold, up to [`MAX_HOLD_FACTOR`] times; a breach after a
+/// longer calm starts again from `hold`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shedder {
     level: u8,
     /// Since when every signal has been calm; `None` while not.
     calm_since_ms: Option<u64>,
+    /// The last restore of a level.
+    lowered_at_ms: Option<u64>,
+    hold_factor: u64,
+}
+
+impl Default for Shedder {
+    fn default() -> Self {
+        Shedder {
+            level: 0,
+            calm_since_ms: None,
+            lowered_at_ms: None,
+            hold_factor: 1,
+        }
+    }
 }
 
 impl Shedder {
     pub fn level(&self) -> u8 {
         self.level
+    }
+
+    /// The hold the next restore waits for, ms.
+    pub fn hold_ms(&self, policy: &ShedPolicy) -> u64 {
+        policy.hold_ms.saturating_mul(self.hold_factor)
     }
 
     /// One evaluation at `now_ms` (a monotonic clock's milliseconds).
@@ -216,13 +242,24 @@ impl Shedder {
         match verdict {
             Verdict::Breached => {
                 self.calm_since_ms = None;
-                self.level = (self.level + 1).min(policy.max_level);
+                if self.level < policy.max_level {
+                    let hold = self.hold_ms(policy);
+                    let flapped = self
+                        .lowered_at_ms
+                        .is_some_and(|t| now_ms.saturating_sub(t) < hold);
+                    self.hold_factor = match flapped {
+                        true => (self.hold_factor * 2).min(MAX_HOLD_FACTOR),
+                        false => 1,
+                    };
+                    self.level += 1;
+                }
             }
             Verdict::Holding => self.calm_since_ms = None,
             Verdict::Calm => {
                 let since = *self.calm_since_ms.get_or_insert(now_ms);
-                if self.level > 0 && now_ms.saturating_sub(since) >= policy.hold_ms {
+                if self.level > 0 && now_ms.saturating_sub(since) >= self.hold_ms(policy) {
                     self.level -= 1;
+                    self.lowered_at_ms = Some(now_ms);
                     // The next level down needs a hold of its own.
                     self.calm_since_ms = Some(now_ms);
                 }

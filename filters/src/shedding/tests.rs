@@ -69,6 +69,36 @@ fn the_hysteresis_band_holds_the_level_and_restarts_the_hold() {
 }
 
 #[test]
+fn a_breach_soon_after_a_restore_doubles_the_hold_up_to_eight_times() {
+    let mut s = Shedder::default();
+    let p = ShedPolicy {
+        max_level: 1,
+        ..policy()
+    };
+    let at = |s: &mut Shedder, ms: f64, t: u64| {
+        s.step(&p, &ttft(ms), t);
+        s.level()
+    };
+    assert_eq!(at(&mut s, 900.0, 0), 1);
+    assert_eq!(at(&mut s, 100.0, 1_000), 1);
+    assert_eq!(at(&mut s, 100.0, 6_000), 0);
+    // Overloaded again 1 s after the restore: the next hold is 10 s, then
+    // 20 s, 40 s, and no longer than 8 × 5 s.
+    let mut t = 7_000;
+    for hold in [10_000, 20_000, 40_000, 40_000] {
+        assert_eq!(at(&mut s, 900.0, t), 1);
+        assert_eq!(s.hold_ms(&p), hold);
+        assert_eq!(at(&mut s, 100.0, t + 1_000), 1);
+        assert_eq!(at(&mut s, 100.0, t + 1_000 + hold - 1), 1);
+        assert_eq!(at(&mut s, 100.0, t + 1_000 + hold), 0);
+        t += 1_000 + hold + 1_000;
+    }
+    // A breach long after the last restore starts from `hold` again.
+    assert_eq!(at(&mut s, 900.0, t + 60_000), 1);
+    assert_eq!(s.hold_ms(&p), 5_000);
+}
+
+#[test]
 fn nothing_to_read_counts_as_calm_and_any_signal_breaches() {
     let mut s = Shedder::default();
     let queue = Signals {
