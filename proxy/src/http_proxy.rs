@@ -15,6 +15,7 @@ mod recording;
 mod request_id;
 mod request_view;
 mod reset;
+mod shedding;
 mod stream_fault;
 
 use std::sync::Arc;
@@ -252,6 +253,10 @@ impl ProxyHttp for HttpProxy {
         };
         ctx.route = Some(route_index);
         recording::on_route(ctx, self.shared.recorder.current(), session.req_header());
+        if let shedding::Verdict::Answered = shedding::admit(session, ctx).await {
+            return Ok(true);
+        }
+        let req = PingoraRequest(session.req_header());
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
             Some(t) => {

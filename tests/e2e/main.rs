@@ -41,6 +41,7 @@ mod recorder;
 mod report_browser;
 mod resp;
 mod rollout;
+mod shedding;
 mod tcp;
 mod token_meter;
 mod trace_cli;

@@ -1,0 +1,81 @@
+//! Admission under a route's `shedding`: while the route sheds (its level
+//! above 0, one atomic read), the request's priority is read (a header, or
+//! its model) and a request of a shed priority is answered 503 with
+//! `retry-after`, before a cluster is chosen: it never reaches one, so the
+//! clusters' windows and the shadow see nothing of it.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use sluice_filters::{retry_after_secs, shed_body, Descriptor};
+
+use super::{model_peek, read_header_model, RequestCtx};
+
+pub(super) enum Verdict {
+    Proceed,
+    /// Shed: answered 503.
+    Answered,
+}
+
+pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx) -> Verdict {
+    let Some(shedding) = ctx
+        .route
+        .and_then(|r| ctx.snapshot.routes.get(r))
+        .and_then(|r| r.shedding.clone())
+    else {
+        return Verdict::Proceed;
+    };
+    if shedding.level() == 0 {
+        return Verdict::Proceed;
+    }
+    let rank = match &shedding.config.descriptor {
+        Descriptor::Model => {
+            read_header_model(session, ctx);
+            if ctx.header_model.is_none() {
+                model_peek::read(session, ctx).await;
+            }
+            shedding.rank(ctx.request_model().map(str::as_bytes))
+        }
+        Descriptor::Header(name) => shedding.rank(
+            session
+                .req_header()
+                .headers
+                .get(name.as_str())
+                .map(|v| v.as_bytes()),
+        ),
+        Descriptor::Route => shedding.config.default,
+    };
+    if !shedding.sheds(rank) {
+        return Verdict::Proceed;
+    }
+    let priority = shedding.config.levels.get(rank).map_or("", String::as_str);
+    let retry_after_ms = u64::try_from(shedding.config.retry_after.as_millis()).unwrap_or(u64::MAX);
+    respond_shed(session, ctx, priority, retry_after_ms).await;
+    Verdict::Answered
+}
+
+async fn respond_shed(
+    session: &mut Session,
+    ctx: &RequestCtx,
+    priority: &str,
+    retry_after_ms: u64,
+) {
+    let body = Bytes::from(shed_body(priority, retry_after_ms));
+    let Ok(mut resp) = ResponseHeader::build(503, Some(8)) else {
+        return;
+    };
+    let _ = resp.insert_header("content-type", "application/json");
+    let _ = resp.insert_header("content-length", body.len());
+    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
+    let _ = resp.insert_header("x-sluice-error", "shed");
+    let _ = resp.insert_header("retry-after", retry_after_secs(retry_after_ms));
+    // The OpenAI SDKs read the millisecond form first.
+    let _ = resp.insert_header("retry-after-ms", retry_after_ms);
+    if session
+        .write_response_header(Box::new(resp), false)
+        .await
+        .is_ok()
+    {
+        let _ = session.write_response_body(Some(body), true).await;
+    }
+}
