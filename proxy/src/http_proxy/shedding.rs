@@ -18,16 +18,12 @@ pub(super) enum Verdict {
 }
 
 pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx) -> Verdict {
-    let Some(shedding) = ctx
-        .route
-        .and_then(|r| ctx.snapshot.routes.get(r))
-        .and_then(|r| r.shedding.clone())
-    else {
+    let route = ctx.route.and_then(|r| ctx.snapshot.routes.get(r));
+    let shedding = route.and_then(|r| r.shedding.as_ref());
+    // The common case, on every request of the route: one atomic load.
+    let Some(shedding) = shedding.filter(|s| s.level() > 0).cloned() else {
         return Verdict::Proceed;
     };
-    if shedding.level() == 0 {
-        return Verdict::Proceed;
-    }
     let rank = match &shedding.config.descriptor {
         Descriptor::Model => {
             read_header_model(session, ctx);

@@ -9,8 +9,16 @@ use super::*;
 
 const STICKY: &str = "sticky: { header: X-Session-Id }";
 
+const STABLE: &str = "endpoints: [127.0.0.1:8000],";
+
+/// The good config with `shedding` on its route, whose cluster `llm-stable`
+/// has its queue gauge scraped.
 fn with_shedding(shedding: &str) -> String {
-    assert!(GOOD.contains(STICKY));
+    without_scrape(shedding).replacen(STABLE, &format!("{STABLE} metrics_path: /metrics,"), 1)
+}
+
+fn without_scrape(shedding: &str) -> String {
+    assert!(GOOD.contains(STICKY) && GOOD.contains(STABLE));
     GOOD.replacen(STICKY, &format!("{STICKY}\n    shedding: {shedding}"), 1)
 }
 
@@ -127,6 +135,19 @@ fn every_bad_shedding_value_is_named_with_its_path() {
             "routes[0].shedding.priority.levels[1]: must not be empty",
             "routes[0].shedding.priority.levels[2]: duplicate priority `interactive` (first at \
              routes[0].shedding.priority.levels[0])",
+        ]
+    );
+}
+
+#[test]
+fn a_queue_bound_needs_a_scraped_cluster() {
+    assert_eq!(
+        errors_in(&without_scrape(
+            "{ priority: { levels: [interactive, batch] }, bounds: { queue: 4 } }"
+        )),
+        [
+            "routes[0].shedding.bounds.queue: no cluster of the route's split has `metrics_path`: \
+          its queue gauge is not scraped"
         ]
     );
 }

@@ -35,6 +35,12 @@ pub(super) fn routes(
                 Some(_) => {}
             }
             let matcher = matcher(&at, r, errs);
+            // Whether a cluster of the split has its queue gauge scraped.
+            let scraped = r.split.keys().any(|name| {
+                clusters
+                    .iter()
+                    .any(|c| &c.name == name && c.metrics_path.is_some())
+            });
             let split = split(&at, r, clusters, errs);
             RouteConfig {
                 name: r.name.clone(),
@@ -55,10 +61,9 @@ pub(super) fn routes(
                     .limits
                     .as_ref()
                     .map(|l| limits(&format!("{at}.limits"), l, errs)),
-                shedding: r
-                    .shedding
-                    .as_ref()
-                    .map(|s| super::shedding::shedding(&format!("{at}.shedding"), s, errs)),
+                shedding: r.shedding.as_ref().map(|s| {
+                    super::shedding::shedding(&format!("{at}.shedding"), s, scraped, errs)
+                }),
             }
         })
         .collect()

@@ -11,7 +11,14 @@ use super::super::typed::*;
 use super::errors::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
 
-pub(super) fn shedding(at: &str, raw: &RawShedding, errs: &mut Errors) -> SheddingConfig {
+/// `scraped`: a cluster of the route's split has `metrics_path`, so that
+/// the queue gauge can be read.
+pub(super) fn shedding(
+    at: &str,
+    raw: &RawShedding,
+    scraped: bool,
+    errs: &mut Errors,
+) -> SheddingConfig {
     let p = &raw.priority;
     let descriptor = match p.descriptor.as_deref() {
         None => Descriptor::Header(DEFAULT_PRIORITY_HEADER.to_owned()),
@@ -60,6 +67,12 @@ pub(super) fn shedding(at: &str, raw: &RawShedding, errs: &mut Errors) -> Sheddi
         }),
     };
     let bounds = bounds(at, &raw.bounds, errs);
+    if bounds.queue.is_some() && !scraped {
+        errs.push(
+            format!("{at}.bounds.queue"),
+            "no cluster of the route's split has `metrics_path`: its queue gauge is not scraped",
+        );
+    }
     let window_path = format!("{at}.window");
     let window = errs.duration(
         window_path.clone(),
