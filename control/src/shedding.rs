@@ -12,7 +12,7 @@
 //! so that a change is judged on what followed it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,33 +38,40 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// The seed of the slope's bootstrap: the same window reads the same.
 const SLOPE_SEED: u64 = 0x5ed_5107e;
 
-/// One route's shedding: its rule, its handles and the live level. Kept
-/// across snapshot swaps while the route's `shedding` is unchanged.
+/// One route's shedding: its rule, its handles and the live level (in
+/// restore steps). Kept across snapshot swaps while the route's `shedding`
+/// is unchanged.
 pub struct RouteShedding {
     pub config: SheddingConfig,
     pub metrics: SheddingRouteMetrics,
-    level: AtomicU8,
+    units: AtomicU16,
 }
 
 impl RouteShedding {
     pub fn new(route: &str, config: SheddingConfig, metrics: &Metrics) -> RouteShedding {
         let metrics = metrics.shedding.route(route, &config.levels);
-        metrics.level.set(0);
+        metrics.level.set(0.0);
         RouteShedding {
             config,
             metrics,
-            level: AtomicU8::new(0),
+            units: AtomicU16::new(0),
         }
     }
 
-    /// The level now: the number of lowest priorities shed.
-    pub fn level(&self) -> u8 {
-        self.level.load(Ordering::Relaxed)
+    /// The level now in restore steps: 0 sheds nothing.
+    pub fn units(&self) -> u16 {
+        self.units.load(Ordering::Relaxed)
     }
 
-    fn set_level(&self, level: u8) {
-        self.level.store(level, Ordering::Relaxed);
-        self.metrics.level.set(i64::from(level));
+    /// The level now: how many of the lowest priorities are shed (0.75:
+    /// three quarters of the lowest).
+    pub fn level(&self) -> f64 {
+        self.config.policy().level(self.units())
+    }
+
+    fn set_units(&self, units: u16) {
+        self.units.store(units, Ordering::Relaxed);
+        self.metrics.level.set(self.config.policy().level(units));
     }
 
     /// The rank (0 highest) of a request whose priority reads `value`.
@@ -72,9 +79,12 @@ impl RouteShedding {
         priority_rank(&self.config.levels, value, self.config.default)
     }
 
-    /// Whether a request of `rank` is shed at the level now; counts it.
-    pub fn sheds(&self, rank: usize) -> bool {
-        let shed = is_shed(rank, self.config.levels.len(), self.level());
+    /// Whether a request of `rank` is shed at the level now (`random`,
+    /// uniform over `u64`, picks the shed share of a partly shed
+    /// priority); counts it.
+    pub fn sheds(&self, rank: usize, random: u64) -> bool {
+        let (levels, steps) = (self.config.levels.len(), self.config.restore_steps);
+        let shed = is_shed(rank, levels, self.units(), steps, random);
         if shed {
             if let Some(c) = self.metrics.shed.get(rank) {
                 c.inc();
@@ -136,7 +146,7 @@ pub(crate) async fn run_shedding(
             let policy = runtime.config.policy();
             if let Some(change) = state.shedder.step(&policy, &readings, now_ms) {
                 state.changed_at = now;
-                runtime.set_level(change.to);
+                runtime.set_units(change.units);
                 record(&shared, &snapshot, &route.name, &change);
             }
         }

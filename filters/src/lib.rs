@@ -103,9 +103,9 @@ pub use sampling::SessionSampler;
 #[doc(hidden)]
 pub use serde as __serde;
 pub use shedding::{
-    is_shed, judge as judge_shedding, priority_rank, shed_body, Evidence, LevelChange, ShedPolicy,
-    Shedder, SheddingMetrics, SheddingRouteMetrics, Signal, Signals, Verdict as ShedVerdict,
-    MAX_HOLD_FACTOR,
+    is_shed, judge as judge_shedding, priority_rank, shed_body, shed_share, Evidence, LevelChange,
+    ShedPolicy, Shedder, SheddingMetrics, SheddingRouteMetrics, Signal, Signals,
+    Verdict as ShedVerdict, MAX_HOLD_FACTOR,
 };
 pub use slope::{
     calm_baseline, median, p99_token_slope, slope_interval, slope_readable, theil_sen,

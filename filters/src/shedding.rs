@@ -5,6 +5,10 @@
 //!
 //! Levels: 0 sheds nothing; level `n` sheds the `n` lowest priorities. The
 //! highest priority is never shed, so the level stops at `priorities − 1`.
+//! A level is taken whole at a breach, and given back in `steps` steps (at
+//! level 0.75 a quarter of the lowest priority is let through): a restore is
+//! a probe of the server, and a small probe that overloads it hurts the
+//! priorities above far less than the whole class at once.
 
 mod metrics;
 
@@ -92,8 +96,10 @@ pub struct ShedPolicy {
     pub bounds: Signals,
     /// The highest level: the number of priorities less one.
     pub max_level: u8,
+    /// Restore steps per level (at least 1): each restores 1/steps of it.
+    pub steps: u8,
     /// How long every signal must stay at or below its bound × `recovery`
-    /// before one level is restored.
+    /// before one step is restored.
     pub hold_ms: u64,
     /// The share (0 < r ≤ 1) of each bound that a signal must fall to for
     /// the route to count as recovered: between it and the bound the level
@@ -110,6 +116,18 @@ pub struct Evidence {
     pub bound: f64,
     /// Over its bound.
     pub breached: bool,
+}
+
+impl ShedPolicy {
+    /// The highest level in steps.
+    pub fn max_units(&self) -> u16 {
+        u16::from(self.max_level) * u16::from(self.steps.max(1))
+    }
+
+    /// `units` (steps) as a level: 3 steps of 4 is 0.75.
+    pub fn level(&self, units: u16) -> f64 {
+        f64::from(units) / f64::from(self.steps.max(1))
+    }
 }
 
 impl Evidence {
@@ -170,8 +188,12 @@ pub fn judge(policy: &ShedPolicy, readings: &Signals) -> (Verdict, Vec<Evidence>
 /// A change of level, with what caused it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LevelChange {
-    pub from: u8,
-    pub to: u8,
+    /// Levels (0.75: three quarters of the lowest priority shed).
+    pub from: f64,
+    pub to: f64,
+    /// The new level in steps, as the proxy reads it.
+    #[serde(skip)]
+    pub units: u16,
     /// Every watched signal as read at the change.
     pub evidence: Vec<Evidence>,
 }
@@ -192,19 +214,19 @@ impl LevelChange {
 /// The most a flapping route's hold is stretched: 8 × `hold`.
 pub const MAX_HOLD_FACTOR: u64 = 8;
 
-/// One route's shedding level over time. A breach raises the level by one
-/// per evaluation (up to the highest); the level comes down by one only
-/// after every signal has stayed at or below its bound × recovery for
-/// `hold`, and another `hold` is needed for each further level. A breach
-/// within a hold of a restore (the restored traffic overloads again)
-/// doubles the hold, up to [`MAX_HOLD_FACTOR`] times; a breach after a
-/// longer calm starts again from `hold`.
+/// One route's shedding level over time, in steps. A breach raises the
+/// level to the next whole one per evaluation (up to the highest); the
+/// level comes down by one step only after every signal has stayed at or
+/// below its bound × recovery for `hold`, and another `hold` is needed for
+/// each further step. A breach within a hold of a restore (the restored
+/// traffic overloads again) doubles the hold, up to [`MAX_HOLD_FACTOR`]
+/// times; a breach after a longer calm starts again from `hold`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shedder {
-    level: u8,
+    units: u16,
     /// Since when every signal has been calm; `None` while not.
     calm_since_ms: Option<u64>,
-    /// The last restore of a level.
+    /// The last restore of a step.
     lowered_at_ms: Option<u64>,
     hold_factor: u64,
 }
@@ -212,7 +234,7 @@ pub struct Shedder {
 impl Default for Shedder {
     fn default() -> Self {
         Shedder {
-            level: 0,
+            units: 0,
             calm_since_ms: None,
             lowered_at_ms: None,
             hold_factor: 1,
@@ -221,8 +243,9 @@ impl Default for Shedder {
 }
 
 impl Shedder {
-    pub fn level(&self) -> u8 {
-        self.level
+    /// The level in steps.
+    pub fn units(&self) -> u16 {
+        self.units
     }
 
     /// The hold the next restore waits for, ms.
@@ -238,11 +261,12 @@ impl Shedder {
         now_ms: u64,
     ) -> Option<LevelChange> {
         let (verdict, evidence) = judge(policy, readings);
-        let from = self.level;
+        let from = self.units;
+        let steps = u16::from(policy.steps.max(1));
         match verdict {
             Verdict::Breached => {
                 self.calm_since_ms = None;
-                if self.level < policy.max_level {
+                if self.units < policy.max_units() {
                     let hold = self.hold_ms(policy);
                     let flapped = self
                         .lowered_at_ms
@@ -251,23 +275,25 @@ impl Shedder {
                         true => (self.hold_factor * 2).min(MAX_HOLD_FACTOR),
                         false => 1,
                     };
-                    self.level += 1;
+                    // Up to the next whole level: a partial one was a probe.
+                    self.units = ((self.units / steps + 1) * steps).min(policy.max_units());
                 }
             }
             Verdict::Holding => self.calm_since_ms = None,
             Verdict::Calm => {
                 let since = *self.calm_since_ms.get_or_insert(now_ms);
-                if self.level > 0 && now_ms.saturating_sub(since) >= self.hold_ms(policy) {
-                    self.level -= 1;
+                if self.units > 0 && now_ms.saturating_sub(since) >= self.hold_ms(policy) {
+                    self.units -= 1;
                     self.lowered_at_ms = Some(now_ms);
-                    // The next level down needs a hold of its own.
+                    // The next step down needs a hold of its own.
                     self.calm_since_ms = Some(now_ms);
                 }
             }
         }
-        (self.level != from).then(|| LevelChange {
-            from,
-            to: self.level,
+        (self.units != from).then(|| LevelChange {
+            from: policy.level(from),
+            to: policy.level(self.units),
+            units: self.units,
             evidence,
         })
     }
@@ -281,10 +307,24 @@ pub fn priority_rank(levels: &[String], value: Option<&[u8]>, default: usize) ->
         .unwrap_or(default)
 }
 
-/// Whether a request of priority `rank` among `levels` priorities is shed
-/// at `level`: the `level` lowest priorities are.
-pub fn is_shed(rank: usize, levels: usize, level: u8) -> bool {
-    level > 0 && rank + usize::from(level) >= levels
+/// The share (0..=1) of the requests of priority `rank` among `levels`
+/// priorities that are shed at `units` steps of `steps` a level: the lowest
+/// priority takes the first `steps`, the next the following ones.
+pub fn shed_share(rank: usize, levels: usize, units: u16, steps: u8) -> f64 {
+    let steps = u64::from(steps.max(1));
+    let above_lowest = levels.saturating_sub(rank + 1) as u64;
+    let over = u64::from(units)
+        .saturating_sub(above_lowest * steps)
+        .min(steps);
+    over as f64 / steps as f64
+}
+
+/// Whether one request of priority `rank` is shed at `units`: always at a
+/// share of 1, never at 0, else when `random` (uniform over `u64`) falls in
+/// the share.
+pub fn is_shed(rank: usize, levels: usize, units: u16, steps: u8, random: u64) -> bool {
+    let share = shed_share(rank, levels, units, steps);
+    share >= 1.0 || (share > 0.0 && ((random >> 11) as f64) < share * (1u64 << 53) as f64)
 }
 
 /// The body of a shed request's 503, in the OpenAI error shape (the SDKs

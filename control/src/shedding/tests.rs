@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use serde_json::Value;
 
 use super::*;
 use crate::stats::{Sample, TokenSample};
@@ -81,23 +80,23 @@ impl Running {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_breach_sheds_batch_and_a_calm_hold_restores_it_each_change_an_event() {
+async fn a_breach_sheds_batch_and_calm_holds_restore_it_step_by_step_each_change_an_event() {
     let running = Running::start(SHEDDING);
     let route = running.runtime();
-    assert_eq!(route.level(), 0);
-    assert!(!route.sheds(route.rank(Some(b"batch"))));
+    assert_eq!(route.level(), 0.0);
+    let (batch, interactive) = (route.rank(Some(b"batch")), route.rank(Some(b"interactive")));
+    assert_eq!((interactive, batch, route.rank(None)), (0, 1, 1));
+    assert!(!route.sheds(batch, 0));
     // Five slow first tokens: over the 500 ms bound.
     for _ in 0..5 {
         running.answer(900, 10, 1000.0);
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(route.level(), 1);
-    let (batch, interactive) = (route.rank(Some(b"batch")), route.rank(Some(b"interactive")));
-    assert_eq!((interactive, batch, route.rank(None)), (0, 1, 1));
-    assert!(route.sheds(batch));
-    assert!(!route.sheds(interactive));
-    assert_eq!(route.metrics.shed[1].get(), 1);
-    assert_eq!(route.metrics.level.get(), 1);
+    assert_eq!(route.level(), 1.0);
+    assert!(route.sheds(batch, 0) && route.sheds(batch, u64::MAX));
+    assert!(!route.sheds(interactive, 0));
+    assert_eq!(route.metrics.shed[1].get(), 2);
+    assert_eq!(route.metrics.level.get(), 1.0);
     let events = running.shedding_events();
     assert_eq!(events.len(), 1, "{events:?}");
     let evidence = events[0].evidence.clone().unwrap();
@@ -113,7 +112,7 @@ async fn a_breach_sheds_batch_and_a_calm_hold_restores_it_each_change_an_event()
     );
     assert_eq!(
         evidence,
-        serde_json::json!({"route": "chat", "from": 0, "to": 1, "signals": [
+        serde_json::json!({"route": "chat", "from": 0.0, "to": 1.0, "signals": [
             {"signal": "ttft_p95", "value": p95, "bound": 500.0, "breached": true},
         ]})
     );
@@ -122,21 +121,57 @@ async fn a_breach_sheds_batch_and_a_calm_hold_restores_it_each_change_an_event()
         running.answer(900, 10, 1000.0);
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(route.level(), 1);
+    assert_eq!(route.level(), 1.0);
     // Nothing more arrives: the slow answers leave the 2 s window, the
-    // signals read nothing (calm), and after the 3 s hold batch is back.
+    // signals read nothing (calm), and batch comes back a quarter at a
+    // time, one 3 s hold each.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(route.level(), 1, "the hold is not over");
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(route.level(), 0);
-    assert!(!route.sheds(batch));
+    assert_eq!(route.level(), 1.0, "the hold is not over");
+    let mut seen = Vec::new();
+    for _ in 0..80 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        if seen.last() != Some(&route.level()) {
+            seen.push(route.level());
+        }
+    }
+    assert_eq!(seen, [1.0, 0.75, 0.5, 0.25, 0.0]);
+    assert!(!route.sheds(batch, 0));
     let events = running.shedding_events();
-    assert_eq!(events.len(), 2, "{events:?}");
+    let to: Vec<f64> = events
+        .iter()
+        .map(|e| e.evidence.as_ref().unwrap()["to"].as_f64().unwrap())
+        .collect();
+    assert_eq!(to, [1.0, 0.75, 0.5, 0.25, 0.0]);
     assert_eq!(
         events[1].action,
-        "route chat: shedding level 1 -> 0: ttft_p95 n/a vs 500ms"
+        "route chat: shedding level 1 -> 0.75: ttft_p95 n/a vs 500ms"
     );
-    assert_eq!(events[1].evidence.as_ref().unwrap()["to"], Value::from(0));
+    running.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partly_restored_priority_is_shed_by_its_share() {
+    let running = Running::start(
+        "shedding: { priority: { levels: [interactive, batch] }, bounds: { ttft_p95: 500ms }, \
+         window: 1s, interval: 250ms, hold: 1s, min_requests: 5, restore_steps: 2 }",
+    );
+    let route = running.runtime();
+    for _ in 0..5 {
+        running.answer(900, 10, 1000.0);
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(route.level(), 1.0);
+    while route.level() == 1.0 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(route.level(), 0.5);
+    // Half the random numbers shed a batch request; interactive never.
+    let shed = (0..100u64)
+        .filter(|i| route.sheds(1, (2 * i + 1) * (u64::MAX / 200)))
+        .count();
+    assert_eq!(shed, 50);
+    assert!(!route.sheds(0, 0));
+    assert_eq!(route.metrics.level.get(), 0.5);
     running.stop().await;
 }
 
@@ -148,7 +183,7 @@ async fn answers_between_the_bound_and_its_recovery_hold_the_level() {
         running.answer(900, 10, 1000.0);
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(route.level(), 1);
+    assert_eq!(route.level(), 1.0);
     // 450 ms first tokens for 8 s: under the bound, over 80% of it.
     for _ in 0..32 {
         for _ in 0..5 {
@@ -156,7 +191,7 @@ async fn answers_between_the_bound_and_its_recovery_hold_the_level() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert_eq!(route.level(), 1);
+    assert_eq!(route.level(), 1.0);
     assert_eq!(running.shedding_events().len(), 1);
     running.stop().await;
 }
@@ -181,10 +216,10 @@ async fn a_token_cost_over_its_calm_baseline_sheds() {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         if ms_per_token == 5.0 {
-            assert_eq!(route.level(), 0, "the baseline itself is no excess");
+            assert_eq!(route.level(), 0.0, "the baseline itself is no excess");
         }
     }
-    assert_eq!(route.level(), 1);
+    assert_eq!(route.level(), 1.0);
     let events = running.shedding_events();
     assert_eq!(events.len(), 1, "{events:?}");
     let signal = &events[0].evidence.as_ref().unwrap()["signals"][0];
@@ -201,7 +236,7 @@ async fn a_changed_rule_starts_at_level_zero_and_an_unchanged_one_keeps_its_leve
         running.answer(900, 10, 1000.0);
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(running.runtime().level(), 1);
+    assert_eq!(running.runtime().level(), 1.0);
     // A split change rebuilds the snapshot: the shedding rule is the same.
     running
         .store
@@ -212,7 +247,7 @@ async fn a_changed_rule_starts_at_level_zero_and_an_unchanged_one_keeps_its_leve
             Ok(())
         })
         .unwrap();
-    assert_eq!(running.runtime().level(), 1);
+    assert_eq!(running.runtime().level(), 1.0);
     running
         .store
         .apply("test", "longer hold", |raw| {
@@ -221,6 +256,6 @@ async fn a_changed_rule_starts_at_level_zero_and_an_unchanged_one_keeps_its_leve
             Ok(())
         })
         .unwrap();
-    assert_eq!(running.runtime().level(), 0);
+    assert_eq!(running.runtime().level(), 0.0);
     running.stop().await;
 }

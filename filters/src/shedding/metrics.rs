@@ -1,13 +1,13 @@
 //! The shedding metric families, and one route's handles resolved at
 //! snapshot build (one shed counter per priority, by rank).
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+use prometheus::{Gauge, GaugeVec, IntCounter, IntCounterVec, Registry};
 
 use crate::metrics::register_family;
 
 #[derive(Clone)]
 pub struct SheddingMetrics {
-    level: IntGaugeVec,
+    level: GaugeVec,
     shed: IntCounterVec,
 }
 
@@ -15,7 +15,7 @@ pub struct SheddingMetrics {
 #[derive(Clone)]
 pub struct SheddingRouteMetrics {
     /// `sluice_shedding_level{route}`.
-    pub level: IntGauge,
+    pub level: Gauge,
     /// `sluice_shed_requests_total{route,priority}`, by the priority's rank.
     pub shed: Vec<IntCounter>,
 }
@@ -26,7 +26,7 @@ impl SheddingMetrics {
             level: register_family(
                 registry,
                 "sluice_shedding_level",
-                "Adaptive shedding level of a route: the number of lowest priorities answered 503.",
+                "Adaptive shedding level of a route: how many of its lowest priorities are answered 503 (0.75: three quarters of the lowest).",
                 &["route"],
             )?,
             shed: register_family(

@@ -10,6 +10,7 @@ fn policy() -> ShedPolicy {
             ..Signals::default()
         },
         max_level: 2,
+        steps: 1,
         hold_ms: 5_000,
         recovery: 0.8,
     }
@@ -22,14 +23,15 @@ fn ttft(ms: f64) -> Signals {
     }
 }
 
-/// Steps `readings` one a second from t = 0; the level after each.
-fn run(shedder: &mut Shedder, readings: &[Signals], start_ms: u64) -> Vec<u8> {
+/// Steps `readings` one a second from `start_ms`; the level (in steps)
+/// after each.
+fn run(shedder: &mut Shedder, readings: &[Signals], start_ms: u64) -> Vec<u16> {
     readings
         .iter()
         .enumerate()
         .map(|(i, r)| {
             shedder.step(&policy(), r, start_ms + 1_000 * i as u64);
-            shedder.level()
+            shedder.units()
         })
         .collect()
 }
@@ -45,7 +47,7 @@ fn a_breach_raises_one_level_per_evaluation_up_to_the_highest() {
 fn a_level_comes_down_one_at_a_time_after_a_calm_hold() {
     let mut s = Shedder::default();
     run(&mut s, &[ttft(900.0); 2], 0);
-    assert_eq!(s.level(), 2);
+    assert_eq!(s.units(), 2);
     // Calm from t = 2 s: the first restore 5 s later (t = 7 s), the next
     // after another 5 s (t = 12 s).
     let levels = run(&mut s, &[ttft(100.0); 11], 2_000);
@@ -77,7 +79,7 @@ fn a_breach_soon_after_a_restore_doubles_the_hold_up_to_eight_times() {
     };
     let at = |s: &mut Shedder, ms: f64, t: u64| {
         s.step(&p, &ttft(ms), t);
-        s.level()
+        s.units()
     };
     assert_eq!(at(&mut s, 900.0, 0), 1);
     assert_eq!(at(&mut s, 100.0, 1_000), 1);
@@ -107,7 +109,7 @@ fn nothing_to_read_counts_as_calm_and_any_signal_breaches() {
         ..Signals::default()
     };
     let change = s.step(&policy(), &queue, 0).unwrap();
-    assert_eq!((change.from, change.to), (0, 1));
+    assert_eq!((change.from, change.to), (0.0, 1.0));
     assert_eq!(
         change.describe(),
         "shedding level 0 -> 1: ttft_p95 100ms <= 500ms; queue 40 > 16"
@@ -119,7 +121,7 @@ fn nothing_to_read_counts_as_calm_and_any_signal_breaches() {
     };
     assert_eq!(s.step(&policy(), &gpu, 1_000), None);
     let change = s.step(&policy(), &Signals::default(), 6_000).unwrap();
-    assert_eq!((change.from, change.to), (1, 0));
+    assert_eq!((change.from, change.to), (1.0, 0.0));
     assert_eq!(
         change.describe(),
         "shedding level 1 -> 0: ttft_p95 n/a vs 500ms; queue n/a vs 16"
@@ -177,10 +179,66 @@ fn the_lowest_priorities_are_shed_first_and_the_highest_never() {
     // Unknown or missing: the default.
     assert_eq!(rank(Some("Interactive")), 2);
     assert_eq!(rank(None), 2);
-    let shed = |rank: usize, level: u8| is_shed(rank, levels.len(), level);
-    assert!(!shed(2, 0) && !shed(1, 0) && !shed(0, 0));
-    assert!(shed(2, 1) && !shed(1, 1) && !shed(0, 1));
-    assert!(shed(2, 2) && shed(1, 2) && !shed(0, 2));
+    // Whole levels (one step a level): any random number decides alike.
+    for random in [0, u64::MAX / 2, u64::MAX] {
+        let shed = |rank: usize, level: u16| is_shed(rank, levels.len(), level, 1, random);
+        assert!(!shed(2, 0) && !shed(1, 0) && !shed(0, 0));
+        assert!(shed(2, 1) && !shed(1, 1) && !shed(0, 1));
+        assert!(shed(2, 2) && shed(1, 2) && !shed(0, 2));
+    }
+}
+
+#[test]
+fn a_level_in_steps_sheds_a_share_of_the_boundary_priority() {
+    // Four steps a level, three priorities: 0..=8 steps.
+    let share = |rank: usize, units: u16| shed_share(rank, 3, units, 4);
+    assert_eq!(
+        [0, 1, 2, 3, 4, 5].map(|u| share(2, u)),
+        [0.0, 0.25, 0.5, 0.75, 1.0, 1.0]
+    );
+    assert_eq!([4, 5, 6, 8].map(|u| share(1, u)), [0.0, 0.25, 0.5, 1.0]);
+    assert_eq!(share(0, 8), 0.0);
+    // The random number picks which requests of the share: the lowest
+    // quarter of the range at 0.25.
+    assert!(is_shed(2, 3, 1, 4, 0));
+    assert!(is_shed(2, 3, 1, 4, u64::MAX / 4 - (1 << 12)));
+    assert!(!is_shed(2, 3, 1, 4, u64::MAX / 4 + (1 << 12)));
+    assert!(!is_shed(2, 3, 1, 4, u64::MAX));
+    // Over evenly spread random numbers (midpoints of 1000 bins), the share.
+    let shed = (0..1000u64)
+        .filter(|i| is_shed(2, 3, 3, 4, (2 * i + 1) * (u64::MAX / 2000)))
+        .count();
+    assert_eq!(shed, 750);
+}
+
+#[test]
+fn a_breach_takes_a_whole_level_and_a_restore_gives_back_one_step() {
+    let p = ShedPolicy {
+        steps: 4,
+        ..policy()
+    };
+    let mut s = Shedder::default();
+    let change = s.step(&p, &ttft(900.0), 0).unwrap();
+    assert_eq!((change.from, change.to, change.units), (0.0, 1.0, 4));
+    // Calm: a step every 5 s, 0.75, 0.5 ...
+    let change = s.step(&p, &ttft(100.0), 1_000);
+    assert_eq!(change, None);
+    let change = s.step(&p, &ttft(100.0), 6_000).unwrap();
+    assert_eq!((change.from, change.to, change.units), (1.0, 0.75, 3));
+    assert_eq!(
+        change.describe(),
+        "shedding level 1 -> 0.75: ttft_p95 100ms <= 500ms; queue n/a vs 16"
+    );
+    s.step(&p, &ttft(100.0), 11_000).unwrap();
+    assert_eq!(s.units(), 2);
+    // ... until the probe overloads: back to the whole level at once, and
+    // a breach within the hold of the restore doubles the next hold.
+    let change = s.step(&p, &ttft(900.0), 12_000).unwrap();
+    assert_eq!((change.from, change.to), (0.5, 1.0));
+    assert_eq!(s.hold_ms(&p), 10_000);
+    // Breached at level 1 of 2: level 2 next, whole.
+    let change = s.step(&p, &ttft(900.0), 13_000).unwrap();
+    assert_eq!((change.from, change.to, change.units), (1.0, 2.0, 8));
 }
 
 #[test]

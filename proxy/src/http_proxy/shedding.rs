@@ -21,7 +21,7 @@ pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx) -> Verdic
     let route = ctx.route.and_then(|r| ctx.snapshot.routes.get(r));
     let shedding = route.and_then(|r| r.shedding.as_ref());
     // The common case, on every request of the route: one atomic load.
-    let Some(shedding) = shedding.filter(|s| s.level() > 0).cloned() else {
+    let Some(shedding) = shedding.filter(|s| s.units() > 0).cloned() else {
         return Verdict::Proceed;
     };
     let rank = match &shedding.config.descriptor {
@@ -41,7 +41,7 @@ pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx) -> Verdic
         ),
         Descriptor::Route => shedding.config.default,
     };
-    if !shedding.sheds(rank) {
+    if !shedding.sheds(rank, rand::random()) {
         return Verdict::Proceed;
     }
     let priority = shedding.config.levels.get(rank).map_or("", String::as_str);

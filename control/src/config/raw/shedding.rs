@@ -25,6 +25,9 @@ pub struct RawShedding {
     /// The share of each bound a signal must fall to before the hold starts
     /// (default 80%).
     pub recovery: Option<RawPercent>,
+    /// Steps a level is restored in (default 4: a quarter of the shed
+    /// priority is let back in at a time).
+    pub restore_steps: Option<u64>,
     /// `retry-after` of a shed request (default 2s).
     pub retry_after: Option<String>,
     /// Answers a latency signal needs in its window to be read (default 20).

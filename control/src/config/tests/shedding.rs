@@ -50,14 +50,18 @@ fn shedding_reads_its_bounds_and_defaults_the_rest() {
             Duration::from_secs(2)
         )
     );
-    assert_eq!((s.recovery, s.min_requests), (0.8, 20));
+    assert_eq!((s.recovery, s.min_requests, s.restore_steps), (0.8, 20, 4));
     let p = s.policy();
-    assert_eq!((p.max_level, p.hold_ms, p.recovery), (1, 5000, 0.8));
+    assert_eq!(
+        (p.max_level, p.steps, p.hold_ms, p.recovery),
+        (1, 4, 5000, 0.8)
+    );
 
     let text = with_shedding(
         "{ priority: { descriptor: model, levels: [gold, silver, bronze], default: silver }, \
          bounds: { token_cost_excess_p99: 0.8ms, ttft_p95: 1500ms, queue: 16, gpu_memory: 95% }, \
-         window: 5s, interval: 250ms, hold: 3s, recovery: 50%, retry_after: 1s, min_requests: 5 }",
+         window: 5s, interval: 250ms, hold: 3s, recovery: 50%, retry_after: 1s, min_requests: 5, \
+         restore_steps: 1 }",
     );
     let s = Config::from_yaml(&text).unwrap().routes[0]
         .shedding
@@ -84,8 +88,13 @@ fn shedding_reads_its_bounds_and_defaults_the_rest() {
         )
     );
     assert_eq!(
-        (s.recovery, s.min_requests, s.policy().max_level),
-        (0.5, 5, 2)
+        (
+            s.recovery,
+            s.min_requests,
+            s.policy().max_level,
+            s.policy().steps
+        ),
+        (0.5, 5, 2, 1)
     );
 }
 
@@ -109,7 +118,8 @@ fn every_bad_shedding_value_is_named_with_its_path() {
         errors_in(&with_shedding(
             "{ priority: { descriptor: route, levels: [batch], default: bulk }, \
              bounds: { token_cost_excess_p99: 0ms, ttft_p95: soon, queue: 0, gpu_memory: 120% }, \
-             window: 2m, hold: 0s, recovery: 0%, retry_after: 1 parsec, min_requests: 0 }"
+             window: 2m, hold: 0s, recovery: 0%, retry_after: 1 parsec, min_requests: 0, \
+             restore_steps: 21 }"
         )),
         [
             "routes[0].shedding.priority.descriptor: unknown descriptor `route` (model or header:NAME)",
@@ -122,6 +132,7 @@ fn every_bad_shedding_value_is_named_with_its_path() {
             "routes[0].shedding.bounds.gpu_memory: 120 is not within 0..=100",
             "routes[0].shedding.window: 2m is over the 60s maximum",
             "routes[0].shedding.recovery: must be greater than 0%",
+            "routes[0].shedding.restore_steps: must be within 1..=20, found 21",
             "routes[0].shedding.min_requests: must be at least 1, found 0",
             "routes[0].shedding.hold: must be greater than 0",
             "routes[0].shedding.retry_after: `1 parsec` has unknown unit ` parsec` (use us, ms, s, m or h)",
@@ -169,7 +180,8 @@ fn unknown_shedding_keys_are_refused() {
         )),
         [
             "routes[0].shedding.cooldown: unknown field `cooldown`, expected one of `priority`, \
-          `bounds`, `window`, `interval`, `hold`, `recovery`, `retry_after`, `min_requests` \
+          `bounds`, `window`, `interval`, `hold`, `recovery`, `restore_steps`, `retry_after`, \
+          `min_requests` \
           at line 18 column 69"
         ]
     );

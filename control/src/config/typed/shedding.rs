@@ -10,6 +10,9 @@ pub(crate) const DEFAULT_SHED_HOLD: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_RECOVERY_PERCENT: f64 = 80.0;
 pub(crate) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);
 pub(crate) const DEFAULT_SHED_MIN_REQUESTS: u64 = 20;
+pub(crate) const DEFAULT_RESTORE_STEPS: u8 = 4;
+/// More steps than this would make a restore last too many holds.
+pub(crate) const MAX_RESTORE_STEPS: u64 = 20;
 /// Where a request's priority is read unless the config says.
 pub(crate) const DEFAULT_PRIORITY_HEADER: &str = "x-priority";
 
@@ -29,6 +32,8 @@ pub struct SheddingConfig {
     pub hold: Duration,
     /// A share in (0, 1].
     pub recovery: f64,
+    /// Steps a level is restored in, 1..=20.
+    pub restore_steps: u8,
     pub retry_after: Duration,
     pub min_requests: u64,
 }
@@ -39,6 +44,7 @@ impl SheddingConfig {
         ShedPolicy {
             bounds: self.bounds,
             max_level: u8::try_from(self.levels.len().saturating_sub(1)).unwrap_or(u8::MAX),
+            steps: self.restore_steps,
             hold_ms: u64::try_from(self.hold.as_millis()).unwrap_or(u64::MAX),
             recovery: self.recovery,
         }

@@ -99,6 +99,17 @@ pub(super) fn shedding(
         Some(v) => v,
         None => DEFAULT_RECOVERY_PERCENT,
     } / 100.0;
+    let restore_steps = match raw.restore_steps {
+        Some(n @ 1..=MAX_RESTORE_STEPS) => n as u8,
+        Some(n) => {
+            errs.push(
+                format!("{at}.restore_steps"),
+                format!("must be within 1..={MAX_RESTORE_STEPS}, found {n}"),
+            );
+            DEFAULT_RESTORE_STEPS
+        }
+        None => DEFAULT_RESTORE_STEPS,
+    };
     let min_requests = match raw.min_requests {
         Some(0) => {
             errs.push(format!("{at}.min_requests"), "must be at least 1, found 0");
@@ -120,6 +131,7 @@ pub(super) fn shedding(
         ),
         hold: errs.duration(format!("{at}.hold"), raw.hold.as_deref(), DEFAULT_SHED_HOLD),
         recovery,
+        restore_steps,
         retry_after: errs.duration(
             format!("{at}.retry_after"),
             raw.retry_after.as_deref(),
