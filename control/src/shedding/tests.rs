@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::stats::{Sample, TokenSample};
-use crate::testing::{ab_chat, stop, store};
+use crate::testing::{ab_chat, stop, store, MetricsServer};
 
 const SHEDDING: &str = "shedding: { priority: { levels: [interactive, batch] }, \
      bounds: { ttft_p95: 500ms }, window: 2s, interval: 250ms, hold: 3s, min_requests: 5 }";
@@ -258,4 +258,66 @@ async fn a_changed_rule_starts_at_level_zero_and_an_unchanged_one_keeps_its_leve
         .unwrap();
     assert_eq!(running.runtime().level(), 0.0);
     running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_servers_queue_gauge_sheds_and_its_fall_restores() {
+    let server = MetricsServer::start(
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 40\n"
+            .to_owned(),
+    )
+    .await;
+    let yaml = format!(
+        "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
+         clusters:\n  - {{ name: vllm, kind: llm, endpoints: [{}], metrics_path: /metrics, \
+         metrics_interval: 50ms }}\n\
+         routes:\n  - {{ name: chat, listener: public, split: {{ vllm: 100 }}, \
+         shedding: {{ priority: {{ levels: [interactive, batch] }}, bounds: {{ queue: 16 }}, \
+         interval: 50ms, hold: 200ms, restore_steps: 1 }} }}\n",
+        server.addr
+    );
+    let (store, shared) = store(&yaml);
+    let registry = prometheus::Registry::new();
+    let observers = Observers {
+        gpu: None,
+        upstreams: Some(crate::upstream_metrics::UpstreamScraper::new(&registry).unwrap()),
+    };
+    let cancel = CancellationToken::new();
+    let scraper = observers.upstreams.clone().unwrap();
+    let tasks = [
+        tokio::spawn(scraper.run(store.clone(), cancel.clone())),
+        tokio::spawn(run_shedding(
+            store.clone(),
+            shared.clone(),
+            observers,
+            cancel.clone(),
+        )),
+    ];
+    let route = store.load().routes[0].shedding.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while route.level() == 0.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(route.level(), 1.0);
+    let events: Vec<_> = shared
+        .events
+        .list()
+        .into_iter()
+        .filter(|e| e.source == "shedding")
+        .collect();
+    assert_eq!(
+        events[0].action,
+        "route chat: shedding level 0 -> 1: queue 40 > 16"
+    );
+    // The server stops answering: no reading is calm, and after the hold
+    // the level is 0.
+    drop(server);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while route.level() > 0.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(route.level(), 0.0);
+    for task in tasks {
+        stop(&cancel, task).await;
+    }
 }
