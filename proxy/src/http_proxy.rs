@@ -12,6 +12,7 @@ mod mirror;
 mod model_peek;
 mod outcome;
 mod recording;
+mod refusal;
 mod request_id;
 mod request_view;
 mod reset;

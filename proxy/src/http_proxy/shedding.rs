@@ -4,12 +4,10 @@
 //! `retry-after`, before a cluster is chosen: it never reaches one, so the
 //! clusters' windows and the shadow see nothing of it.
 
-use bytes::Bytes;
-use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
-use sluice_filters::{retry_after_secs, shed_body, Descriptor};
+use sluice_filters::{shed_body, Descriptor};
 
-use super::{model_peek, read_header_model, RequestCtx};
+use super::{model_peek, read_header_model, refusal, RequestCtx};
 
 pub(super) enum Verdict {
     Proceed,
@@ -46,32 +44,7 @@ pub(super) async fn admit(session: &mut Session, ctx: &mut RequestCtx) -> Verdic
     }
     let priority = shedding.config.levels.get(rank).map_or("", String::as_str);
     let retry_after_ms = u64::try_from(shedding.config.retry_after.as_millis()).unwrap_or(u64::MAX);
-    respond_shed(session, ctx, priority, retry_after_ms).await;
+    let body = shed_body(priority, retry_after_ms);
+    refusal::respond(session, ctx, 503, "shed", body, retry_after_ms, |_| {}).await;
     Verdict::Answered
-}
-
-async fn respond_shed(
-    session: &mut Session,
-    ctx: &RequestCtx,
-    priority: &str,
-    retry_after_ms: u64,
-) {
-    let body = Bytes::from(shed_body(priority, retry_after_ms));
-    let Ok(mut resp) = ResponseHeader::build(503, Some(8)) else {
-        return;
-    };
-    let _ = resp.insert_header("content-type", "application/json");
-    let _ = resp.insert_header("content-length", body.len());
-    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
-    let _ = resp.insert_header("x-sluice-error", "shed");
-    let _ = resp.insert_header("retry-after", retry_after_secs(retry_after_ms));
-    // The OpenAI SDKs read the millisecond form first.
-    let _ = resp.insert_header("retry-after-ms", retry_after_ms);
-    if session
-        .write_response_header(Box::new(resp), false)
-        .await
-        .is_ok()
-    {
-        let _ = session.write_response_body(Some(body), true).await;
-    }
 }
