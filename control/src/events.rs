@@ -24,6 +24,10 @@ pub struct Event {
     pub version: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// What a change the control plane made by itself was decided on (a
+    /// shedding level's signals, values and bounds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<serde_json::Value>,
 }
 
 /// Written by the control plane only; the request path never touches it.
@@ -34,6 +38,28 @@ pub struct EventLog {
 
 impl EventLog {
     pub fn push(&self, source: &str, action: &str, version: u64, errors: Vec<String>) {
+        self.push_event(source, action, version, errors, None);
+    }
+
+    /// An applied change with the evidence it was decided on.
+    pub fn push_with_evidence(
+        &self,
+        source: &str,
+        action: &str,
+        version: u64,
+        evidence: serde_json::Value,
+    ) {
+        self.push_event(source, action, version, Vec::new(), Some(evidence));
+    }
+
+    fn push_event(
+        &self,
+        source: &str,
+        action: &str,
+        version: u64,
+        errors: Vec<String>,
+        evidence: Option<serde_json::Value>,
+    ) {
         let time_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -56,6 +82,7 @@ impl EventLog {
             .to_string(),
             version,
             errors,
+            evidence,
         });
     }
 

@@ -23,6 +23,7 @@ mod recorder;
 mod reload;
 mod rollout;
 mod shared;
+mod shedding;
 mod side_thread;
 mod snapshot;
 mod state;
@@ -40,10 +41,11 @@ pub use config::{
     ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
     OnRestart, OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates,
     RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource,
-    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawSize, RecorderConfig, RolloutConfig,
-    RolloutSource, RouteConfig, RuntimeConfig, SidePriority, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX,
-    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
+    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding,
+    RawSheddingPriority, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts,
+    TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
+    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
@@ -67,11 +69,12 @@ pub use rollout::{
     RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
 pub use shared::Shared;
+pub use shedding::RouteShedding;
 pub use side_thread::set_side_priority;
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{
-    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_WINDOW_SECONDS,
-    WINDOW_SECONDS,
+    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_TOKEN_POINTS,
+    MAX_WINDOW_SECONDS, WINDOW_SECONDS,
 };
 pub use store::SnapshotStore;
 pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

@@ -1,11 +1,11 @@
 //! The control plane as one thing that starts and stops: [`ControlPlane::start`]
 //! builds the store and its shared parts, binds the admin API, and runs every
 //! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
-//! fault loop, recorder, rate limit store sync, config file reload, admin
-//! API, stop requests and signals) on a current-thread runtime of its own,
-//! on thread `sluice-control`, so that neither a busy data plane nor a
-//! caller's runtime can starve it. The returned handle gives out the parts
-//! and ends the tasks on drop.
+//! shedding, fault loop, recorder, rate limit store sync, config file
+//! reload, admin API, stop requests and signals) on a current-thread runtime
+//! of its own, on thread `sluice-control`, so that neither a busy data plane
+//! nor a caller's runtime can starve it. The returned handle gives out the
+//! parts and ends the tasks on drop.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use crate::recorder::run_recorder;
 use crate::reload::watch_config_file;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
+use crate::shedding::run_shedding;
 use crate::state::{self, Loaded};
 use crate::store::SnapshotStore;
 
@@ -252,6 +253,12 @@ impl Tasks {
         let tracker = TaskTracker::new();
         tracker.spawn(self.shared.stats.clone().run_aggregator(cancel.clone()));
         self.observers.spawn(&tracker, &self.store, &cancel);
+        tracker.spawn(run_shedding(
+            self.store.clone(),
+            self.shared.clone(),
+            self.observers.clone(),
+            cancel.clone(),
+        ));
         // The config's rollouts start now; later ones as the config gains them.
         tracker.spawn(self.rollouts.clone().run(cancel.clone()));
         tracker.spawn(run_fault_loop(

@@ -14,6 +14,7 @@ use crate::config::{ClusterConfig, Config, ListenerProtocol};
 use crate::fault::FaultRuntime;
 use crate::limits::RouteLimits;
 use crate::mirror::MirrorRuntime;
+use crate::shedding::RouteShedding;
 use crate::stats::{Stats, StatsKey};
 
 /// A cluster as the data plane sees it.
@@ -64,6 +65,8 @@ pub struct RouteRuntime {
     pub limits: Option<Arc<RouteLimits>>,
     /// `max_body`: the longest request body, in bytes.
     pub max_body: u64,
+    /// The shedding level, when the route has `shedding`.
+    pub shedding: Option<Arc<RouteShedding>>,
 }
 
 impl RouteRuntime {
@@ -231,9 +234,20 @@ impl Snapshot {
                         .filter(|old| old.config == *l)
                         .unwrap_or_else(|| Arc::new(RouteLimits::new(&r.name, l.clone(), metrics)))
                 });
+                // The level carries over a swap while the route's rule is unchanged.
+                let shedding = r.shedding.as_ref().map(|s| {
+                    previous
+                        .and_then(|p| p.route(&r.name))
+                        .and_then(|old| old.shedding.clone())
+                        .filter(|old| old.config == *s)
+                        .unwrap_or_else(|| {
+                            Arc::new(RouteShedding::new(&r.name, s.clone(), metrics))
+                        })
+                });
                 RouteRuntime {
                     limits,
                     max_body: r.max_body,
+                    shedding,
                     mirror,
                     versions,
                     name: r.name.clone(),

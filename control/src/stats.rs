@@ -7,7 +7,7 @@
 
 mod window;
 
-pub use window::{Measure, WindowView};
+pub use window::{Measure, WindowView, MAX_TOKEN_POINTS};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -287,6 +287,21 @@ impl Stats {
     /// counts always): what a rollout's gates read, four times a second.
     pub fn view_only(&self, key: StatsKey, window: Duration, measures: &[Measure]) -> WindowView {
         self.view_of(key, window, measures, true)
+    }
+
+    /// The requests of every key of `keys` over the last `window`, merged:
+    /// a cluster's traffic over every route that sends it there.
+    pub fn view_merged(
+        &self,
+        keys: &[StatsKey],
+        window: Duration,
+        measures: &[Measure],
+    ) -> WindowView {
+        let mut view = WindowView::default();
+        for key in keys {
+            view.merge_only(&self.view_of(*key, window, measures, true), measures);
+        }
+        view
     }
 
     /// As [`Stats::view_only`], with load traffic left out unless `load`

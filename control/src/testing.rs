@@ -1,11 +1,19 @@
 //! Setup the control plane's unit tests share: the configs most of them start from, the store
-//! built on a config as at boot.
+//! built on a config as at boot, a model server's metrics page.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -62,4 +70,49 @@ pub(crate) fn store(yaml: &str) -> (Arc<SnapshotStore>, Shared) {
     let shared = Shared::new().unwrap();
     let store = SnapshotStore::new(config(yaml), &shared);
     (store, shared)
+}
+
+/// A model server's metrics on loopback: `text` at `/metrics`, 404 elsewhere; stops on drop.
+pub(crate) struct MetricsServer {
+    pub(crate) addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl MetricsServer {
+    pub(crate) async fn start(text: String) -> MetricsServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let text = Bytes::from(text);
+        // Aborted on drop; its connections end with it.
+        #[allow(clippy::disallowed_methods)]
+        let task = tokio::spawn(async move {
+            let mut conns = JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let text = text.clone();
+                conns.spawn(async move {
+                    let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                        let found = req.uri().path() == "/metrics";
+                        let mut resp = http::Response::new(Full::new(match found {
+                            true => text.clone(),
+                            false => Bytes::new(),
+                        }));
+                        if !found {
+                            *resp.status_mut() = StatusCode::NOT_FOUND;
+                        }
+                        async move { Ok::<_, Infallible>(resp) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        MetricsServer { addr, task }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }

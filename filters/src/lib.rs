@@ -34,6 +34,8 @@ mod redis_url;
 mod request_scan;
 mod resp;
 mod sampling;
+mod shedding;
+mod slope;
 mod trace;
 mod trace_context;
 mod units;
@@ -105,6 +107,15 @@ pub use resp::{
 pub use sampling::SessionSampler;
 #[doc(hidden)]
 pub use serde as __serde;
+pub use shedding::{
+    is_shed, judge as judge_shedding, priority_rank, shed_body, shed_share, Evidence, LevelChange,
+    ShedPolicy, Shedder, SheddingMetrics, SheddingRouteMetrics, Signal, Signals,
+    Verdict as ShedVerdict, MAX_HOLD_FACTOR,
+};
+pub use slope::{
+    calm_baseline, median, p99_token_slope, slope_interval, slope_readable, theil_sen,
+    token_cost_excess, SlopeAt, TokenBin, TokenSlope, DEFAULT_EXCESS_BOUND_MS, SLOPE_MIN_REQUESTS,
+};
 pub use trace::{
     format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
     LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,

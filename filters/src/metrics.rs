@@ -14,6 +14,7 @@ use crate::genai::GenAiMetrics;
 use crate::limit::LimitMetrics;
 use crate::load::{Source, Stripped};
 use crate::mirror::MirrorMetrics;
+use crate::shedding::SheddingMetrics;
 
 mod family;
 mod resp;
@@ -111,6 +112,8 @@ pub struct Metrics {
     pub load_stripped: LoadStrippedMetrics,
     /// `sluice_ratelimit_*`.
     pub limits: LimitMetrics,
+    /// `sluice_shedding_level`, `sluice_shed_requests_total`.
+    pub shedding: SheddingMetrics,
     /// `sluice_grpc_requests_total{route,cluster,version,grpc_method,grpc_status}`.
     grpc_requests: IntCounterVec,
     /// `sluice_outlier_ejections_total{cluster,endpoint}`.
@@ -260,6 +263,7 @@ impl Metrics {
             mirror: MirrorMetrics::new(&registry)?,
             load_stripped: LoadStrippedMetrics::new(&registry)?,
             limits: LimitMetrics::new(&registry)?,
+            shedding: SheddingMetrics::new(&registry)?,
             grpc_requests: register_family(
                 &registry,
                 GRPC_REQUESTS_METRIC,

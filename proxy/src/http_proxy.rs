@@ -15,9 +15,11 @@ mod model_peek;
 mod outcome;
 mod outlier;
 mod recording;
+mod refusal;
 mod request_id;
 mod request_view;
 mod reset;
+mod shedding;
 mod stream_fault;
 
 use std::sync::Arc;
@@ -264,6 +266,10 @@ impl ProxyHttp for HttpProxy {
             return Ok(true);
         }
         recording::on_route(ctx, self.shared.recorder.current(), session.req_header());
+        if let shedding::Verdict::Answered = shedding::admit(session, ctx).await {
+            return Ok(true);
+        }
+        let req = PingoraRequest(session.req_header());
         let target = snapshot.routes[route_index].pick_target(&req, rand::random());
         match target {
             Some(t) => {

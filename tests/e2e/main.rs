@@ -44,6 +44,7 @@ mod recorder;
 mod report_browser;
 mod resp;
 mod rollout;
+mod shedding;
 mod state;
 mod tcp;
 mod token_meter;

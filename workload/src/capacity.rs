@@ -11,7 +11,6 @@ mod saturation;
 mod score;
 mod search;
 mod signals;
-mod slope;
 mod stage;
 mod watch;
 
@@ -28,7 +27,9 @@ pub use score::{
 };
 pub use search::{next as next_stage, Next, Probe, SearchRules};
 pub use signals::StageProgress;
-pub use slope::{
+// The slope is `sluice_filters`' (the proxy's shedding reads the same
+// definition); re-exported where the capacity API always had it.
+pub use sluice_filters::{
     p99_token_slope, slope_interval, theil_sen, TokenBin, TokenSlope, SLOPE_MIN_REQUESTS,
 };
 pub use stage::{measure, worst, Purpose, StageResult};

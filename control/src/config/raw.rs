@@ -7,6 +7,7 @@ mod keyed;
 mod mirror;
 mod recorder;
 mod rollout;
+mod shedding;
 
 use super::typed::SidePriority;
 
@@ -21,6 +22,7 @@ pub use rollout::{
     RawBound, RawGates, RawOnBreach, RawOnRestart, RawPercent, RawPrometheusSource, RawRollout,
     RawRolloutSource,
 };
+pub use shedding::{RawPriority as RawSheddingPriority, RawShedBounds, RawShedding};
 
 use std::collections::BTreeMap;
 
@@ -279,6 +281,8 @@ pub struct RawRoute {
     pub limits: Option<RawLimits>,
     /// The largest request body the route takes (default 32MiB); 413 beyond.
     pub max_body: Option<RawSize>,
+    /// Adaptive shedding of the lowest priorities under load.
+    pub shedding: Option<RawShedding>,
 }
 
 #[skip_serializing_none]

@@ -13,6 +13,7 @@ mod mirror;
 mod protocol;
 mod recorder;
 mod rollouts;
+mod shedding;
 mod upstream_health;
 
 const GOOD: &str = r#"

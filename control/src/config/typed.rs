@@ -3,6 +3,7 @@
 mod mirror;
 mod recorder;
 mod rollout;
+mod shedding;
 
 pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
@@ -12,6 +13,12 @@ pub use rollout::{Gate, Gates, OnBreach, OnRestart, QueryKey, RolloutConfig, Rol
 pub(crate) use rollout::{
     DEFAULT_CONSECUTIVE, DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS,
     DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
+};
+pub use shedding::SheddingConfig;
+pub(crate) use shedding::{
+    DEFAULT_PRIORITY_HEADER, DEFAULT_RECOVERY_PERCENT, DEFAULT_RESTORE_STEPS, DEFAULT_RETRY_AFTER,
+    DEFAULT_SHED_HOLD, DEFAULT_SHED_INTERVAL, DEFAULT_SHED_MIN_REQUESTS, DEFAULT_SHED_WINDOW,
+    MAX_RESTORE_STEPS,
 };
 
 use std::collections::BTreeMap;
@@ -345,6 +352,7 @@ pub struct RouteConfig {
     pub limits: Option<LimitsConfig>,
     /// The largest request body in bytes: a longer one is answered 413.
     pub max_body: u64,
+    pub shedding: Option<SheddingConfig>,
 }
 
 /// `routes[].max_body` when unset: far above a chat request's body (a

@@ -11,6 +11,7 @@ mod outlier;
 mod recorder;
 mod rollout;
 mod routes;
+mod shedding;
 mod telemetry;
 
 use std::collections::HashMap;

@@ -233,3 +233,55 @@ async fn load_traffic_counts_unless_a_view_leaves_it_out() {
     assert_eq!((rows[0].requests, rows[0].errors), (40, 30));
     running.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn token_points_are_kept_per_second_up_to_the_cap_and_merged_only_when_asked() {
+    let running = Running::start();
+    let stats = &running.stats;
+    let (a, b) = (stats.key("chat", "a", "v1"), stats.key("other", "a", "v1"));
+    tokio::time::advance(Duration::from_secs(5)).await;
+    // 600 answers of route chat in one second (over the cap), and two of
+    // route other.
+    for i in 0..600u64 {
+        stats.record(Sample {
+            tokens: Some(TokenSample {
+                output_tokens: 10 + i,
+                ..TokenSample::default()
+            }),
+            latency: Duration::from_millis(100 + i),
+            ..sample(a, 200, 0)
+        });
+    }
+    stats.record(sample(b, 200, 50));
+    stats.record(Sample {
+        tokens: Some(TokenSample {
+            output_tokens: 7,
+            ..TokenSample::default()
+        }),
+        latency: Duration::from_millis(70),
+        ..sample(b, 200, 0)
+    });
+    settle().await;
+    let window = Duration::from_secs(2);
+    let view = stats.view_merged(&[a, b], window, &[Measure::TokenPoints]);
+    assert_eq!(view.requests, 602);
+    assert_eq!(view.token_points.len(), MAX_TOKEN_POINTS + 2);
+    assert_eq!(view.token_points[0], (10, 100.0));
+    assert!(view.token_points.contains(&(7, 70.0)));
+    assert!(view.token_points.contains(&(3, 150.0)));
+    // The histograms' readers do not pay for the points.
+    assert!(stats.view(a, window).token_points.is_empty());
+    // The next second keeps its own.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    stats.record(Sample {
+        tokens: Some(TokenSample {
+            output_tokens: 3,
+            ..TokenSample::default()
+        }),
+        ..sample(a, 200, 0)
+    });
+    settle().await;
+    let view = stats.view_merged(&[a], window, &[Measure::TokenPoints]);
+    assert_eq!(view.token_points.len(), MAX_TOKEN_POINTS + 1);
+    running.stop().await;
+}

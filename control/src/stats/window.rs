@@ -9,6 +9,11 @@ use super::Sample;
 
 /// Latencies are kept in microseconds up to ten minutes.
 const MAX_MICROS: u64 = 600_000_000;
+/// `(output tokens, E2E)` points kept per one-second bucket: the P99 token
+/// slope's input. Beyond it a second's later answers are not kept (the
+/// slope reads bins of output length, which a second's first 512 answers
+/// fill as well as all of them).
+pub const MAX_TOKEN_POINTS: usize = 512;
 
 /// What a set of requests looked like: one second's bucket, or a window
 /// merged from several. Histograms are in microseconds and allocated on
@@ -30,6 +35,10 @@ pub struct WindowView {
     pub cost_usd: f64,
     /// Requests that contributed at least one gap between chunks.
     pub gap_requests: u64,
+    /// `(output tokens, E2E ms)` of answers with output tokens, at most
+    /// [`MAX_TOKEN_POINTS`] a second; merged only for
+    /// [`Measure::TokenPoints`].
+    pub token_points: Vec<(u64, f64)>,
     latency_us: Option<Histogram<u64>>,
     ttft_us: Option<Histogram<u64>>,
     gap_us: Option<Histogram<u64>>,
@@ -47,6 +56,9 @@ pub enum Measure {
     Gap,
     /// Time per output token after the first.
     Tpot,
+    /// The `(output tokens, E2E)` points of the P99 token slope. Not a
+    /// histogram, and not in [`Measure::ALL`]: only shedding reads it.
+    TokenPoints,
 }
 
 impl Measure {
@@ -82,6 +94,10 @@ impl WindowView {
             if !t.gaps.is_empty() {
                 self.gap_requests += 1;
             }
+            if t.output_tokens > 0 && self.token_points.len() < MAX_TOKEN_POINTS {
+                self.token_points
+                    .push((t.output_tokens, s.latency.as_secs_f64() * 1000.0));
+            }
             for gap in &t.gaps {
                 record(&mut self.gap_us, *gap);
             }
@@ -106,7 +122,10 @@ impl WindowView {
         self.cost_usd += other.cost_usd;
         self.gap_requests += other.gap_requests;
         for &m in measures {
-            merge(self.histogram_mut(m), other.histogram(m));
+            match self.histogram_mut(m) {
+                Some(h) => merge(h, other.histogram(m)),
+                None => self.token_points.extend_from_slice(&other.token_points),
+            }
         }
     }
 
@@ -121,6 +140,7 @@ impl WindowView {
         self.priced_tokens = 0;
         self.cost_usd = 0.0;
         self.gap_requests = 0;
+        self.token_points.clear();
         for h in [
             &mut self.latency_us,
             &mut self.ttft_us,
@@ -159,12 +179,13 @@ impl WindowView {
         (self.requests > 0).then(|| self.errors as f64 * 100.0 / self.requests as f64)
     }
 
-    fn histogram_mut(&mut self, measure: Measure) -> &mut Option<Histogram<u64>> {
+    fn histogram_mut(&mut self, measure: Measure) -> Option<&mut Option<Histogram<u64>>> {
         match measure {
-            Measure::Latency => &mut self.latency_us,
-            Measure::Ttft => &mut self.ttft_us,
-            Measure::Gap => &mut self.gap_us,
-            Measure::Tpot => &mut self.tpot_us,
+            Measure::Latency => Some(&mut self.latency_us),
+            Measure::Ttft => Some(&mut self.ttft_us),
+            Measure::Gap => Some(&mut self.gap_us),
+            Measure::Tpot => Some(&mut self.tpot_us),
+            Measure::TokenPoints => None,
         }
     }
 
@@ -174,6 +195,7 @@ impl WindowView {
             Measure::Ttft => self.ttft_us.as_ref(),
             Measure::Gap => self.gap_us.as_ref(),
             Measure::Tpot => self.tpot_us.as_ref(),
+            Measure::TokenPoints => None,
         }
     }
 }

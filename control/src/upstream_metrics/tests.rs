@@ -2,18 +2,14 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use bytes::Bytes;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use super::parse::{endpoint_load, sample, samples};
 use super::*;
 use crate::config::RawConfig;
+use crate::testing::MetricsServer;
 
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
@@ -126,49 +122,6 @@ fn maps_vllm_and_llamacpp_names() {
     assert_eq!(endpoint_load(&both).kv_cache_usage, Some(0.3));
     // A server that exports none of them.
     assert_eq!(endpoint_load("up 1\n"), EndpointLoad::default());
-}
-
-/// A metrics server on loopback serving `text` at `/metrics`; stops on drop.
-struct MetricsServer {
-    addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl MetricsServer {
-    async fn start(text: String) -> MetricsServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let text = Bytes::from(text);
-        let task = tokio::spawn(async move {
-            let mut conns = JoinSet::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                let text = text.clone();
-                conns.spawn(async move {
-                    let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let found = req.uri().path() == "/metrics";
-                        let mut resp = http::Response::new(Full::new(match found {
-                            true => text.clone(),
-                            false => Bytes::new(),
-                        }));
-                        if !found {
-                            *resp.status_mut() = StatusCode::NOT_FOUND;
-                        }
-                        async move { Ok::<_, Infallible>(resp) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        MetricsServer { addr, task }
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// A loopback port nobody listens on.

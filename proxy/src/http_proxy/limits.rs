@@ -3,15 +3,14 @@
 //! the headers OpenAI clients read, and the settlement when the answer ends
 //! (the server's `usage`, else the meter's count).
 
-use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_filters::{
-    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs,
-    store_down_body, Cost, Decision, LimitKind, RateHeaders,
+    estimate_input_tokens, format_reset, limit_key, limited_body, store_down_body, Cost, Decision,
+    LimitKind, RateHeaders,
 };
 
-use super::{model_peek, RequestCtx};
+use super::{model_peek, refusal, RequestCtx};
 
 /// What became of the request at admission.
 pub(super) enum Verdict {
@@ -115,44 +114,30 @@ async fn respond_limited(
     retry_after_ms: u64,
     rate: RateHeaders,
 ) {
-    let body = Bytes::from(limited_body(kind, retry_after_ms));
-    let Ok(mut resp) = ResponseHeader::build(429, Some(8)) else {
-        return;
-    };
-    let _ = resp.insert_header("content-type", "application/json");
-    let _ = resp.insert_header("content-length", body.len());
-    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
-    let _ = resp.insert_header("x-sluice-error", "rate_limited");
-    let _ = resp.insert_header("retry-after", retry_after_secs(retry_after_ms));
-    // The OpenAI SDKs read the millisecond form first.
-    let _ = resp.insert_header("retry-after-ms", retry_after_ms);
-    insert_headers(&mut resp, &rate);
-    if session
-        .write_response_header(Box::new(resp), false)
-        .await
-        .is_ok()
-    {
-        let _ = session.write_response_body(Some(body), true).await;
-    }
+    let body = limited_body(kind, retry_after_ms);
+    refusal::respond(
+        session,
+        ctx,
+        429,
+        "rate_limited",
+        body,
+        retry_after_ms,
+        |resp| insert_headers(resp, &rate),
+    )
+    .await;
 }
 
 /// A fleet-wide route failing closed while its store cannot be reached:
 /// 503, so clients retry rather than read it as their own budget spent.
 async fn respond_store_unavailable(session: &mut Session, ctx: &RequestCtx, retry_after_ms: u64) {
-    let body = Bytes::from(store_down_body());
-    let Ok(mut resp) = ResponseHeader::build(503, Some(6)) else {
-        return;
-    };
-    let _ = resp.insert_header("content-type", "application/json");
-    let _ = resp.insert_header("content-length", body.len());
-    let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
-    let _ = resp.insert_header("x-sluice-error", "ratelimit_store_unavailable");
-    let _ = resp.insert_header("retry-after", retry_after_secs(retry_after_ms));
-    if session
-        .write_response_header(Box::new(resp), false)
-        .await
-        .is_ok()
-    {
-        let _ = session.write_response_body(Some(body), true).await;
-    }
+    refusal::respond(
+        session,
+        ctx,
+        503,
+        "ratelimit_store_unavailable",
+        store_down_body(),
+        retry_after_ms,
+        |_| {},
+    )
+    .await;
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sluice_filters::Gate;
+use sluice_filters::{calm_baseline, token_cost_excess, Gate, SlopeAt};
 
 use super::knee::{knee, Knee};
 use super::score::{recommend, score, Bounds, StageSignals, Weights};
@@ -194,17 +194,23 @@ pub(super) struct StageRun {
     pub purpose: Purpose,
     pub length: Duration,
     /// The slope of the lowest-rate stage run before, and its rate.
-    pub base: Option<(f64, f64)>,
+    pub base: Option<SlopeAt>,
 }
 
 /// The slope at the lowest rate that has one that can be read against
 /// `bound`, and that rate.
-fn base_slope(stages: &[StageResult], bound: f64) -> Option<(f64, f64)> {
-    stages
-        .iter()
-        .filter(|s| s.slope_readable(bound))
-        .filter_map(|s| Some((s.p99_slope_ms_per_token?, s.rate)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+fn base_slope(stages: &[StageResult], bound: f64) -> Option<SlopeAt> {
+    calm_baseline(
+        stages
+            .iter()
+            .filter(|s| s.slope_readable(bound))
+            .filter_map(|s| {
+                Some(SlopeAt {
+                    rate: s.rate,
+                    ms_per_token: s.p99_slope_ms_per_token?,
+                })
+            }),
+    )
 }
 
 fn run_stage(
@@ -298,10 +304,10 @@ fn conclude(
     // A slope too noisy to read has no excess: the signal is left out of
     // the stage's score rather than read as what load did.
     let bound = opts.bounds.p99_excess_ms_per_token;
-    let base = base_slope(&stages, bound).map(|b| b.0);
+    let base = base_slope(&stages, bound);
     for s in &mut stages {
         s.p99_excess_ms_per_token = match (s.p99_slope_ms_per_token, base) {
-            (Some(v), Some(b)) if s.slope_readable(bound) => Some(v - b),
+            (Some(v), Some(b)) if s.slope_readable(bound) => Some(token_cost_excess(v, b)),
             _ => None,
         };
     }

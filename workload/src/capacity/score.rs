@@ -8,7 +8,7 @@ use serde::Serialize;
 use sluice_filters::{Gate, GateUnit};
 
 /// The default bound on the P99 sensitivity's excess, ms per token.
-pub const DEFAULT_SLOPE_BOUND_MS: f64 = 0.8;
+pub const DEFAULT_SLOPE_BOUND_MS: f64 = sluice_filters::DEFAULT_EXCESS_BOUND_MS;
 
 /// The weights of the P99 sensitivity, the knee and the cost.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -5,9 +5,10 @@
 //! the last live reading and the result agree by construction.
 
 use serde::Serialize;
-use sluice_filters::{cost_per_1k, Gate, Price, Usage};
+use sluice_filters::{
+    cost_per_1k, p99_token_slope, token_cost_excess, Gate, Price, SlopeAt, TokenSlope, Usage,
+};
 
-use super::slope::{p99_token_slope, TokenSlope};
 use super::stage::Purpose;
 use crate::load::{Answer, Scenario, Service};
 
@@ -126,12 +127,7 @@ impl StageProgress {
     /// Reads the signals from the measured requests that ended so far;
     /// `base` is the slope of the lowest-rate stage already run, and its
     /// rate.
-    pub(crate) fn read(
-        &mut self,
-        scenario: &Scenario,
-        answers: &[Answer],
-        base: Option<(f64, f64)>,
-    ) {
+    pub(crate) fn read(&mut self, scenario: &Scenario, answers: &[Answer], base: Option<SlopeAt>) {
         let m = model_signals(scenario, answers, self.elapsed_s);
         let per_s = |n: f64| {
             if self.elapsed_s > 0.0 {
@@ -145,7 +141,7 @@ impl StageProgress {
         self.token_throughput = per_s(m.output_tokens as f64);
         self.p99_slope_ms_per_token = slope;
         self.p99_excess_ms_per_token = match (slope, base) {
-            (Some(v), Some((b, at))) if at < self.rate => Some(v - b),
+            (Some(v), Some(b)) if b.rate < self.rate => Some(token_cost_excess(v, b)),
             _ => None,
         };
         self.cost_per_1k = m.cost_per_1k;

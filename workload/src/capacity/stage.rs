@@ -4,12 +4,12 @@
 //! model steps, the cost of 1k tokens, and the worst SLA margin that the
 //! search steers by.
 
+use rand::SeedableRng;
 use serde::Serialize;
-use sluice_filters::Gate;
+use sluice_filters::{slope_interval, slope_readable, Gate, TokenBin};
 
 use super::score::{Scored, SlaCheck};
 use super::signals::{model_signals, ModelSignals};
-use super::slope::{slope_interval, TokenBin};
 use crate::load::{Answer, Outcome, RunOutput, RunReport, Scenario};
 
 /// Why a stage is a probe or a confirmation.
@@ -77,8 +77,10 @@ impl StageResult {
     /// A wider one means the stage's few requests let queueing outliers
     /// set the slope, and the signal is left out rather than read as load.
     pub fn slope_readable(&self, bound: f64) -> bool {
-        self.p99_slope_interval
-            .is_some_and(|[low, high]| high - low <= 2.0 * bound)
+        slope_readable(
+            self.p99_slope_interval.map(|[low, high]| (low, high)),
+            bound,
+        )
     }
 }
 
@@ -125,7 +127,7 @@ pub fn measure(
     } = model_signals(scenario, &answers, measured_s);
     let interval = slope
         .as_ref()
-        .and_then(|_| slope_interval(&points, SLOPE_SEED))
+        .and_then(|_| slope_interval(&points, &mut rand::rngs::StdRng::seed_from_u64(SLOPE_SEED)))
         .map(|(low, high)| [low, high]);
     let sla: Vec<SlaCheck> = report
         .thresholds

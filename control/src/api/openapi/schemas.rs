@@ -129,6 +129,7 @@ pub(super) fn components() -> Value {
                 "seq": count(), "time_ms": count(), "source": string(), "action": string(),
                 "result": {"type": "string", "enum": ["applied", "rejected"]},
                 "version": count(), "errors": {"type": "array", "items": string()},
+                "evidence": {"type": "object"},
             }),
         )}})),
         }),

@@ -38,6 +38,12 @@ pub(super) fn routes(
                 Some(_) => {}
             }
             let matcher = matcher(&at, r, errs);
+            // Whether a cluster of the split has its queue gauge scraped.
+            let scraped = r.split.keys().any(|name| {
+                clusters
+                    .iter()
+                    .any(|c| &c.name == name && c.metrics_path.is_some())
+            });
             let split = split(&at, r, clusters, errs);
             RouteConfig {
                 name: r.name.clone(),
@@ -59,6 +65,9 @@ pub(super) fn routes(
                     .as_ref()
                     .map(|l| limits(&format!("{at}.limits"), l, errs)),
                 max_body: route_max_body(&at, r, errs),
+                shedding: r.shedding.as_ref().map(|s| {
+                    super::shedding::shedding(&format!("{at}.shedding"), s, scraped, errs)
+                }),
             }
         })
         .collect()

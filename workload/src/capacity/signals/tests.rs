@@ -85,6 +85,7 @@ fn a_gpu_hour_is_paid_by_the_time_and_an_unpriced_model_gives_no_cost() {
 
 /// Stage 3 at `rate`, 8 s into 20, with the requests that ended so far.
 fn reading(s: &Scenario, answers: &[Answer], rate: f64, base: Option<(f64, f64)>) -> StageProgress {
+    let base = base.map(|(ms_per_token, rate)| sluice_filters::SlopeAt { rate, ms_per_token });
     let mut p = StageProgress::at(3, rate, Purpose::Probe, 8.0);
     p.length_s = 20.0;
     p.backlog = 4;

@@ -1,10 +1,16 @@
 //! P99 latency sensitivity: how many milliseconds each output token adds
-//! to a stage's P99 E2E, by a robust regression (Theil–Sen over the P99s
-//! of equal-count bins of output length). The raw slope is the server's
-//! per-token cost (its TPOT); the signal is its growth under load, the
-//! excess over the slope at the lowest probed rate.
+//! to the P99 E2E of a set of answers, by a robust regression (Theil–Sen
+//! over the P99s of equal-count bins of output length). The raw slope is
+//! the server's per-token cost (its TPOT); the signal is its growth under
+//! load, the excess over the slope of the calm baseline (the readable slope
+//! at the lowest rate seen). One definition for both halves: `sluice
+//! capacity` reads it per stage, the proxy's adaptive shedding per window.
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
+
+/// The default bound on the P99 cost per output token over its calm
+/// baseline, ms per token.
+pub const DEFAULT_EXCESS_BOUND_MS: f64 = 0.8;
 
 /// Requests per bin at least. Below 100 the nearest-rank P99 of a bin is
 /// its largest value, so this makes it the worst of at least 20.
@@ -75,17 +81,16 @@ pub fn p99_token_slope(requests: &[(u64, f64)]) -> Option<TokenSlope> {
 const RESAMPLES: usize = 200;
 
 /// The 90% percentile-bootstrap interval of [`p99_token_slope`] over
-/// `requests`: the requests resampled with replacement (seeded, so a result
-/// file is reproducible), the slope read again each time. A stage's P99s
+/// `requests`: the requests resampled with replacement (by `rng`: a seeded
+/// one makes a result file reproducible), the slope read again each time. A stage's P99s
 /// come from the worst of 20 requests a bin, so a few queueing outliers
 /// can swing the slope by more than the signal's bound: the interval says
 /// whether it can be read at all. `None` when fewer than half the
 /// resamples give a slope.
-pub fn slope_interval(requests: &[(u64, f64)], seed: u64) -> Option<(f64, f64)> {
+pub fn slope_interval<R: Rng>(requests: &[(u64, f64)], rng: &mut R) -> Option<(f64, f64)> {
     if requests.is_empty() {
         return None;
     }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut slopes = Vec::with_capacity(RESAMPLES);
     let mut sample = Vec::with_capacity(requests.len());
     for _ in 0..RESAMPLES {
@@ -102,6 +107,47 @@ pub fn slope_interval(requests: &[(u64, f64)], seed: u64) -> Option<(f64, f64)> 
     let at =
         |q: f64| slopes[((q * (slopes.len() - 1) as f64).round() as usize).min(slopes.len() - 1)];
     Some((at(0.05), at(0.95)))
+}
+
+/// Whether a slope whose 90% interval is `interval` can be read against
+/// `bound` (the excess's, ms per token): the interval is no wider than
+/// twice the bound. A wider one means a few queueing outliers set the
+/// slope, and the signal is left out rather than read as load.
+pub fn slope_readable(interval: Option<(f64, f64)>, bound: f64) -> bool {
+    interval.is_some_and(|(low, high)| high - low <= 2.0 * bound)
+}
+
+/// A readable slope and the rate (requests or arrivals a second) it was
+/// read at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlopeAt {
+    pub rate: f64,
+    pub ms_per_token: f64,
+}
+
+/// The calm baseline of a set of readable slopes: the one read at the
+/// lowest rate (the first of equal rates). A running baseline folds each
+/// new reading in with [`SlopeAt::calmer`].
+pub fn calm_baseline(readings: impl IntoIterator<Item = SlopeAt>) -> Option<SlopeAt> {
+    readings
+        .into_iter()
+        .fold(None, |base, r| Some(SlopeAt::calmer(base, r)))
+}
+
+impl SlopeAt {
+    /// Of the baseline so far and a new reading, the one at the lower rate.
+    pub fn calmer(base: Option<SlopeAt>, reading: SlopeAt) -> SlopeAt {
+        match base {
+            Some(b) if b.rate <= reading.rate => b,
+            _ => reading,
+        }
+    }
+}
+
+/// The excess P99 cost per output token: `slope` over the calm
+/// baseline's, ms per token.
+pub fn token_cost_excess(slope: f64, baseline: SlopeAt) -> f64 {
+    slope - baseline.ms_per_token
 }
 
 /// Theil–Sen: the median of the slopes of every pair with distinct `x`,
@@ -126,7 +172,7 @@ pub fn theil_sen(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 
 /// The median (the mean of the middle two for an even count); `values`
 /// need not be sorted. 0 when empty.
-pub(crate) fn median(values: &[f64]) -> f64 {
+pub fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -139,6 +185,8 @@ pub(crate) fn median(values: &[f64]) -> f64 {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
+    use rand::SeedableRng;
+
     use super::*;
 
     #[test]
@@ -194,7 +242,8 @@ mod tests {
                 (tokens, 40.0 + 5.0 * tokens as f64 + jitter)
             })
             .collect();
-        let (low, high) = slope_interval(&steady, 1).unwrap();
+        let seeded = || rand::rngs::StdRng::seed_from_u64(1);
+        let (low, high) = slope_interval(&steady, &mut seeded()).unwrap();
         assert!(low <= 5.0 && 5.0 <= high, "{low}..{high}");
         assert!(high - low < 0.8, "{low}..{high}");
         // 70 requests of a two-slot server near saturation: the same
@@ -208,16 +257,41 @@ mod tests {
                 (tokens, 40.0 + 5.0 * tokens as f64 + wait)
             })
             .collect();
-        let (low, high) = slope_interval(&queued, 1).unwrap();
+        let (low, high) = slope_interval(&queued, &mut seeded()).unwrap();
         assert!(high - low > 20.0, "{low}..{high}");
-        assert_eq!(slope_interval(&queued, 1), Some((low, high)), "seeded");
-        assert_eq!(slope_interval(&queued[..30], 1), None);
+        assert_eq!(
+            slope_interval(&queued, &mut seeded()),
+            Some((low, high)),
+            "seeded"
+        );
+        assert_eq!(slope_interval(&queued[..30], &mut seeded()), None);
+        assert!(slope_readable(Some((low, low + 1.6)), 0.8));
+        assert!(!slope_readable(Some((low, high)), 0.8));
+        assert!(!slope_readable(None, 0.8));
     }
 
     #[test]
     fn too_few_requests_or_one_length_give_no_slope() {
         assert_eq!(p99_token_slope(&[(10, 5.0); 59]), None);
         assert_eq!(p99_token_slope(&[(10, 5.0); 400]), None);
+    }
+
+    #[test]
+    fn the_calm_baseline_is_the_slope_at_the_lowest_rate() {
+        let at = |rate, ms_per_token| SlopeAt { rate, ms_per_token };
+        let base = calm_baseline([at(8.0, 5.1), at(4.0, 5.0), at(4.0, 7.0), at(16.0, 9.0)]);
+        assert_eq!(base, Some(at(4.0, 5.0)));
+        assert_eq!(calm_baseline([]), None);
+        assert_eq!(token_cost_excess(5.9, at(4.0, 5.0)), 5.9 - 5.0);
+        // A running baseline keeps its reading until a calmer one comes.
+        assert_eq!(
+            SlopeAt::calmer(Some(at(4.0, 5.0)), at(6.0, 2.0)),
+            at(4.0, 5.0)
+        );
+        assert_eq!(
+            SlopeAt::calmer(Some(at(4.0, 5.0)), at(3.0, 6.0)),
+            at(3.0, 6.0)
+        );
     }
 
     #[test]
