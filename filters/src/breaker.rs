@@ -1,9 +1,12 @@
 //! Circuit breakers (`clusters[].circuit_breakers`), as Envoy's: a cluster
 //! takes at most `max_requests` requests in flight and `max_pending` waiting
 //! for an upstream connection; one more is refused at once (503) instead of
-//! queueing behind a server that is already behind. The counts are plain
-//! atomics shared by every snapshot of the cluster; a slot is given back when
-//! its guard drops, however the request ends.
+//! queueing behind a server that is already behind. And a retry budget
+//! (`clusters[].retry_budget`): retries in flight at most a share of the
+//! requests in flight, so that retries cannot multiply the load on a server
+//! that fails. The counts are plain atomics shared by every snapshot of the
+//! cluster; a slot is given back when its guard drops, however the request
+//! ends.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,6 +30,28 @@ impl Default for BreakerLimits {
     }
 }
 
+/// Envoy's retry budget: retries in flight at most `percent` of the
+/// requests in flight, and `min_concurrent` whatever the share.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryBudget {
+    pub percent: f64,
+    pub min_concurrent: usize,
+}
+
+/// Envoy's defaults: 20%, at least 3.
+pub const DEFAULT_RETRY_BUDGET: RetryBudget = RetryBudget {
+    percent: 20.0,
+    min_concurrent: 3,
+};
+
+impl RetryBudget {
+    /// The retries allowed in flight while `requests` are.
+    pub fn allowed(&self, requests: usize) -> usize {
+        let share = (requests as f64 * self.percent / 100.0).floor() as usize;
+        share.max(self.min_concurrent)
+    }
+}
+
 /// Which breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Breaker {
@@ -34,16 +59,19 @@ pub enum Breaker {
     Requests,
     /// Requests waiting for an upstream connection.
     Pending,
+    /// Retries in flight, under the retry budget.
+    Retries,
 }
 
 impl Breaker {
-    pub const ALL: [Breaker; 2] = [Breaker::Requests, Breaker::Pending];
+    pub const ALL: [Breaker; 3] = [Breaker::Requests, Breaker::Pending, Breaker::Retries];
 
     /// The `breaker` label and the config key's stem.
     pub fn name(self) -> &'static str {
         match self {
             Breaker::Requests => "max_requests",
             Breaker::Pending => "max_pending",
+            Breaker::Retries => "retry_budget",
         }
     }
 }
@@ -53,6 +81,7 @@ impl Breaker {
 pub struct Breakers {
     requests: AtomicUsize,
     pending: AtomicUsize,
+    retries: AtomicUsize,
 }
 
 /// A place held under one breaker until dropped.
@@ -67,6 +96,7 @@ impl Breakers {
         match which {
             Breaker::Requests => &self.requests,
             Breaker::Pending => &self.pending,
+            Breaker::Retries => &self.retries,
         }
     }
 
@@ -116,6 +146,21 @@ mod tests {
         drop(first);
         assert_eq!(b.taken(Breaker::Requests), 1);
         assert!(b.try_enter(Breaker::Requests, 2).is_some());
+    }
+
+    #[test]
+    fn the_retry_budget_is_a_share_of_the_requests_with_a_floor() {
+        let b = DEFAULT_RETRY_BUDGET;
+        assert_eq!((b.allowed(0), b.allowed(15), b.allowed(19)), (3, 3, 3));
+        assert_eq!(
+            (b.allowed(20), b.allowed(100), b.allowed(1024)),
+            (4, 20, 204)
+        );
+        let none = RetryBudget {
+            percent: 0.0,
+            min_concurrent: 0,
+        };
+        assert_eq!(none.allowed(1_000), 0);
     }
 
     #[test]

@@ -494,6 +494,11 @@ impl ProxyHttp for HttpProxy {
             e.set_retry(false);
         } else {
             e.retry.decide_reuse(client_reused);
+            if matches!(e.retry, RetryType::Decided(true))
+                && !breakers::may_retry(ctx, &self.shared.metrics)
+            {
+                e.set_retry(false);
+            }
         }
         e
     }

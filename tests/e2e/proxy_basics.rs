@@ -277,3 +277,38 @@ async fn posts_survive_upstreams_that_close_pooled_connections() {
         assert_eq!(r.status(), 200, "request {i}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_retry_budget_a_dead_pooled_connection_is_not_retried_and_counted() {
+    let up = closing_upstream().await;
+    let no_budget = "retry_budget: { percent: 0%, min_concurrent: 0 }";
+    let sluice = start(&one_route([up], no_budget));
+    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
+    // A connection per request: after the 502 sluice closes the client's
+    // connection (the failed exchange leaves it unusable).
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let mut failed = 0;
+    for _ in 0..40 {
+        let r = client
+            .post(&url)
+            .body("{\"model\":\"m\"}")
+            .send()
+            .await
+            .unwrap();
+        if r.status() != 200 {
+            assert_eq!(r.status(), 502);
+            failed += 1;
+        }
+    }
+    // A request that meets a pooled connection the upstream dropped fails
+    // (pingora finds some of them closed before use: not every second one).
+    assert!(failed >= 1, "{failed} of 40 failed");
+    let text = metrics_when(&sluice, |t| t.contains("breaker=\"retry_budget\"")).await;
+    let line = format!(
+        "sluice_circuit_breaker_overflow_total{{breaker=\"retry_budget\",cluster=\"up\"}} {failed}"
+    );
+    assert!(text.contains(&line), "{text}");
+}

@@ -215,6 +215,16 @@ pub struct RawCluster {
     pub outlier_detection: Option<RawOutlierDetection>,
     /// Requests in flight and waiting for a connection, at most (1024 each).
     pub circuit_breakers: Option<RawCircuitBreakers>,
+    /// Retries in flight, at most a share of the requests in flight.
+    pub retry_budget: Option<RawRetryBudget>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetryBudget {
+    pub percent: Option<RawPercent>,
+    pub min_concurrent: Option<u64>,
 }
 
 #[skip_serializing_none]

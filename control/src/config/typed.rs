@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sluice_filters::{
-    BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price,
+    BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price, RetryBudget,
 };
 
 use super::RawConfig;
@@ -325,6 +325,8 @@ pub struct ClusterConfig {
     pub outlier_detection: Option<OutlierPolicy>,
     /// `circuit_breakers`, Envoy's 1024 each unless set.
     pub circuit_breakers: BreakerLimits,
+    /// `retry_budget`, Envoy's 20% and 3 unless set.
+    pub retry_budget: RetryBudget,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -231,6 +231,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     .as_ref()
                     .and_then(|o| outlier::policy(&at, c, o, errs)),
                 circuit_breakers: breakers::limits(&at, c, errs),
+                retry_budget: breakers::retry_budget(&at, c, errs),
             }
         })
         .collect()

@@ -2,7 +2,10 @@
 //! cluster's `max_requests` once the cluster is chosen, held to the
 //! request's end, and a place among its `max_pending` from the pick of an
 //! endpoint until the connection is made or failed. A request that finds a
-//! breaker open is answered 503 `overflow` with `retry-after`.
+//! breaker open is answered 503 `overflow` with `retry-after`. A retry (of a
+//! request whose reused connection failed) is made only within the
+//! cluster's `retry_budget`; past it the request fails as it would without
+//! the retry.
 
 use pingora::prelude::*;
 use sluice_filters::{Breaker, Metrics};
@@ -46,6 +49,30 @@ pub(super) fn enter_pending(ctx: &mut RequestCtx, metrics: &Metrics) -> Result<(
         None => {
             count(ctx, Breaker::Pending, metrics);
             Error::e_explain(ErrorType::Custom(OVERFLOW), "max_pending reached")
+        }
+    }
+}
+
+/// Whether a retry may be made: the request already holds a place among
+/// the cluster's retries in flight, or takes one within the budget (a share
+/// of its requests in flight). Counted when not.
+pub(super) fn may_retry(ctx: &mut RequestCtx, metrics: &Metrics) -> bool {
+    if ctx.retry_slot.is_some() {
+        return true;
+    }
+    let Some(cluster) = ctx.cluster() else {
+        return true;
+    };
+    let in_flight = cluster.breakers.taken(Breaker::Requests);
+    let max = cluster.config.retry_budget.allowed(in_flight);
+    match cluster.breakers.try_enter(Breaker::Retries, max) {
+        Some(slot) => {
+            ctx.retry_slot = Some(slot);
+            true
+        }
+        None => {
+            count(ctx, Breaker::Retries, metrics);
+            false
         }
     }
 }

@@ -53,6 +53,8 @@ pub(crate) struct RequestCtx {
     pub request_slot: Option<BreakerSlot>,
     /// A place among its `max_pending`, while waiting for a connection.
     pub pending_slot: Option<BreakerSlot>,
+    /// A place among the cluster's retries in flight, once it retried.
+    pub retry_slot: Option<BreakerSlot>,
     /// The peeked body with the target's `rewrite.model` put in; sent in
     /// its place (`request_body_filter`), its length in `content-length`.
     pub rewritten_body: Option<bytes::Bytes>,
@@ -116,6 +118,7 @@ impl RequestCtx {
             upstream_answered: false,
             request_slot: None,
             pending_slot: None,
+            retry_slot: None,
             rewritten_body: None,
             admission: None,
             rate_headers: None,

@@ -113,3 +113,42 @@ fn circuit_breakers_default_to_1024_and_refuse_0_and_cache_clusters() {
         ["clusters[2].circuit_breakers: not allowed on a cache cluster (tcp listeners do not apply them)"]
     );
 }
+
+#[test]
+fn the_retry_budget_defaults_to_envoys_and_reads_a_share_and_a_floor() {
+    let c = Config::from_yaml(GOOD).unwrap();
+    assert_eq!(
+        c.clusters[0].retry_budget,
+        sluice_filters::DEFAULT_RETRY_BUDGET
+    );
+    let stable = "timeouts: { connect: 1s, first_byte: 120s, idle: 4s } }";
+    let with = |block: &str| {
+        GOOD.replacen(
+            stable,
+            &format!(
+                "timeouts: {{ connect: 1s, first_byte: 120s, idle: 4s }}, retry_budget: {block} }}"
+            ),
+            1,
+        )
+    };
+    let c = Config::from_yaml(&with("{ percent: 50%, min_concurrent: 0 }")).unwrap();
+    assert_eq!(
+        c.clusters[0].retry_budget,
+        sluice_filters::RetryBudget {
+            percent: 50.0,
+            min_concurrent: 0
+        }
+    );
+    assert_eq!(
+        errors_in(&with("{ percent: 120% }")),
+        ["clusters[0].retry_budget.percent: 120 is not within 0..=100"]
+    );
+    let cache = "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379] }";
+    assert_eq!(
+        errors_of(
+            cache,
+            "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379], retry_budget: {} }"
+        ),
+        ["clusters[2].retry_budget: not allowed on a cache cluster (tcp listeners do not retry)"]
+    );
+}

@@ -1,7 +1,8 @@
-//! `clusters[].circuit_breakers`: Envoy's 1024 for what is not set, at
-//! least 1, and none on a cache cluster (tcp listeners do not read them).
+//! `clusters[].circuit_breakers` and `retry_budget`: Envoy's defaults for
+//! what is not set, at least 1 request, a share within 0..=100, and none on
+//! a cache cluster (tcp listeners do not read them).
 
-use sluice_filters::{Breaker, BreakerLimits};
+use sluice_filters::{Breaker, BreakerLimits, RetryBudget, DEFAULT_RETRY_BUDGET};
 
 use super::super::raw::{RawCluster, RawClusterKind};
 use super::errors::Errors;
@@ -28,6 +29,28 @@ pub(super) fn limits(at: &str, cluster: &RawCluster, errs: &mut Errors) -> Break
             Some(n) => *slot = usize::try_from(n).unwrap_or(usize::MAX),
             None => {}
         }
+    }
+    out
+}
+
+pub(super) fn retry_budget(at: &str, cluster: &RawCluster, errs: &mut Errors) -> RetryBudget {
+    let mut out = DEFAULT_RETRY_BUDGET;
+    let Some(raw) = &cluster.retry_budget else {
+        return out;
+    };
+    let at = format!("{at}.retry_budget");
+    if cluster.kind == RawClusterKind::Cache {
+        errs.push(
+            at,
+            "not allowed on a cache cluster (tcp listeners do not retry)",
+        );
+        return out;
+    }
+    if let Some(p) = errs.percent(format!("{at}.percent"), raw.percent.as_ref()) {
+        out.percent = p;
+    }
+    if let Some(n) = raw.min_concurrent {
+        out.min_concurrent = usize::try_from(n).unwrap_or(usize::MAX);
     }
     out
 }
