@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Envoy's default for each breaker.
-pub const DEFAULT_BREAKER_LIMIT: usize = 1024;
+const DEFAULT_BREAKER_LIMIT: usize = 1024;
 
 /// A cluster's breaker limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,8 +64,6 @@ pub enum Breaker {
 }
 
 impl Breaker {
-    pub const ALL: [Breaker; 3] = [Breaker::Requests, Breaker::Pending, Breaker::Retries];
-
     /// The `breaker` label and the config key's stem.
     pub fn name(self) -> &'static str {
         match self {

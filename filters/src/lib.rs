@@ -44,8 +44,7 @@ mod weighted;
 pub use arrival::{Arrival, WeibullComponent};
 pub use balance::{EndpointSet, OutlierPolicy, DEFAULT_OUTLIER_POLICY};
 pub use breaker::{
-    Breaker, BreakerLimits, BreakerSlot, Breakers, RetryBudget, DEFAULT_BREAKER_LIMIT,
-    DEFAULT_RETRY_BUDGET,
+    Breaker, BreakerLimits, BreakerSlot, Breakers, RetryBudget, DEFAULT_RETRY_BUDGET,
 };
 pub use compare::{
     answer_text, compare, differences, fingerprint, ids_at, recall_at_k, similarity, Comparison,

@@ -27,9 +27,12 @@ async fn chat(client: reqwest::Client, url: String, pool: &'static str) -> reqwe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_max_requests_a_request_gets_503_at_once_and_default_breakers_are_untouched() {
     // About a second per answer: 10 tokens, 100 ms apart.
-    let slow = MockLlm::start(MockLlmOptions::paced_ms(0, 100, 10))
-        .await
-        .unwrap();
+    let slow = MockLlm::start(MockLlmOptions {
+        record: true,
+        ..MockLlmOptions::paced_ms(0, 100, 10)
+    })
+    .await
+    .unwrap();
     let config = TestConfig::new()
         .listener("public", "http", "")
         .cluster_with(
@@ -63,10 +66,6 @@ async fn past_max_requests_a_request_gets_503_at_once_and_default_breakers_are_u
     assert_eq!(refused.headers()["x-sluice-error"], "overflow");
     let text = refused.text().await.unwrap();
     assert!(text.contains("\"error\":\"overflow\""), "{text}");
-    assert!(
-        slow.seen().len() <= 2,
-        "the refused request never reached the upstream"
-    );
 
     // Both streams run to their end; then the breaker lets one in again
     // (polled: the slot is given back as the request's logging ends).
@@ -74,6 +73,8 @@ async fn past_max_requests_a_request_gets_503_at_once_and_default_breakers_are_u
         assert_eq!(r.status(), 200);
         assert!(r.text().await.unwrap().contains("[DONE]"));
     }
+    // The mock notes each request as it arrives: the refused one never did.
+    assert_eq!(slow.seen().len(), 2);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let r = chat(client.clone(), url.clone(), "guarded").await;
