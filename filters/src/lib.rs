@@ -74,7 +74,7 @@ pub use hash::{hash_bytes, mix64};
 pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
 pub use limit::{
-    estimate_input_tokens, format_reset, limit_key, limited_body, retry_after_secs,
+    estimate_input_tokens, format_reset, limit_key, limited_body, peer_ms, retry_after_secs,
     store_down_body, Bucket, Cost, Decision, Descriptor, FleetAsks, FleetBucket, FleetKey,
     KeyState, Lease, LeaseAsk, LeaseGrant, LimitKind, LimitMetrics, LimitRouteMetrics,
     LimitStoreMetrics, Limits, RateHeaders, Settled, FLEET_KINDS, STREAM_RETRY_MS, WINDOW_MS,

@@ -6,7 +6,9 @@
 mod fleet;
 mod metrics;
 
-pub use fleet::{FleetAsks, FleetBucket, FleetKey, Lease, LeaseAsk, LeaseGrant, FLEET_KINDS};
+pub use fleet::{
+    peer_ms, FleetAsks, FleetBucket, FleetKey, Lease, LeaseAsk, LeaseGrant, FLEET_KINDS,
+};
 pub use metrics::{LimitMetrics, LimitRouteMetrics, LimitStoreMetrics};
 
 /// Every limit is per minute; a bucket refills continuously at `limit`

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
-use sluice_filters::{redis_connect_url, FleetAsks, LeaseGrant, WINDOW_MS};
+use sluice_filters::{peer_ms, redis_connect_url, FleetAsks, LeaseGrant, WINDOW_MS};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +25,11 @@ use crate::store::SnapshotStore;
 /// model, step for step. ARGV: this sluice's id, the peer time (ms), how
 /// long an untouched bucket is kept (ms), then six numbers per bucket:
 /// limit, held, returned, debt, want, least. A bucket is a hash: `pool`,
-/// `at`, and `h:ID`, each sluice's lease. Returns the peers, then the grant
-/// and the pool of each bucket. The time is the store's own, so that the
-/// sluices' clocks need not agree.
+/// `at`, `made`, `h:ID` (each sluice's lease) and `r:ID` (the first share
+/// kept for a peer, from the bucket's making until that peer syncs it or
+/// the peer time passes). Returns the peers, then the grant and the pool of
+/// each bucket. The time is the store's own, so that the sluices' clocks
+/// need not agree.
 pub const SCRIPT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -36,23 +38,37 @@ local ttl = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now, me)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
 redis.call('PEXPIRE', KEYS[1], ttl)
-local out = { tostring(redis.call('ZCARD', KEYS[1])) }
+local peers = redis.call('ZRANGE', KEYS[1], 0, -1)
+local out = { tostring(#peers) }
 local f = function(x) return string.format('%.17g', x) end
 for i = 2, #KEYS do
   local a = 4 + (i - 2) * 6
   local limit = tonumber(ARGV[a])
   local held = math.max(0, tonumber(ARGV[a + 1]))
-  local pool, at = limit, now
-  local leased = held
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    local share = limit / #peers
+    for _, p in ipairs(peers) do
+      redis.call('HSET', KEYS[i], 'r:' .. p, f(share))
+    end
+    redis.call('HSET', KEYS[i], 'pool', f(limit - share * #peers), 'at', now, 'made', now)
+  end
   local s = redis.call('HGETALL', KEYS[i])
+  local b = {}
   for j = 1, #s, 2 do
-    local k, v = s[j], s[j + 1]
-    if k == 'pool' then
-      pool = tonumber(v)
-    elseif k == 'at' then
-      at = tonumber(v)
-    elseif k ~= 'h:' .. me then
-      if redis.call('ZSCORE', KEYS[1], string.sub(k, 3)) then
+    b[s[j]] = s[j + 1]
+  end
+  local pool, at = tonumber(b['pool']), tonumber(b['at'])
+  local expired = now - tonumber(b['made'] or 0) > ttl
+  local leased = held
+  for k, v in pairs(b) do
+    local kind, id = string.sub(k, 1, 2), string.sub(k, 3)
+    if kind == 'r:' and (id == me or expired or not redis.call('ZSCORE', KEYS[1], id)) then
+      pool = pool + tonumber(v)
+      redis.call('HDEL', KEYS[i], k)
+    elseif kind == 'r:' then
+      leased = leased + tonumber(v)
+    elseif kind == 'h:' and id ~= me then
+      if redis.call('ZSCORE', KEYS[1], id) then
         leased = leased + tonumber(v)
       else
         redis.call('HDEL', KEYS[i], k)
@@ -195,7 +211,7 @@ async fn sync_route(
         names.push(key);
         pending.push(Pending { entry, asks });
     }
-    let peer_ttl = (5 * fleet.sync_ms()).max(1_000);
+    let peer_ttl = peer_ms(fleet.sync_ms());
     let mut pipe = redis::pipe();
     let chunks: Vec<_> = pending
         .chunks(KEYS_PER_CALL)

@@ -15,11 +15,13 @@
 //!
 //! The one overshoot: a key a sluice has not seen yet starts with an
 //! unbacked share (`limit / peers`) so that its first request is not refused
-//! while the store is asked; it is paid from the pool at the next sync. So
-//! over any time `T` the fleet admits at most `limit + limit × T / 60 s`
-//! plus those unbacked shares: nothing when the key was new to the whole
-//! fleet (the pool was full), at most `limit / peers` per sluice that first
-//! met the key after the others had spent it.
+//! while the store is asked; it is paid at the next sync from the share the
+//! store kept for it when the bucket was made (for the peer time), else from
+//! the pool. So over any time `T` the fleet admits at most
+//! `limit + limit × T / 60 s` plus the shares the pool could not pay: none
+//! when the sluices met a new key within the peer time of each other, at
+//! most `limit / peers` per sluice that first met the key later, once the
+//! others had spent it.
 
 use super::{Cost, Decision, LimitKind, Limits, RateHeaders, WINDOW_MS};
 
@@ -158,6 +160,12 @@ impl Lease {
     }
 }
 
+/// How long a sluice counts as a peer without a sync, at `sync_ms`
+/// between syncs; a new bucket keeps each peer's first share as long.
+pub fn peer_ms(sync_ms: u64) -> u64 {
+    (5 * sync_ms).max(1_000)
+}
+
 /// The store's state of one fleet bucket (see the module's doc), its
 /// sluices numbered. The store's script also drops the lease of a sluice
 /// that has not synced for a while (it is no longer counted a peer).
@@ -166,32 +174,51 @@ pub struct FleetBucket {
     pub pool: f64,
     /// Each sluice's lease, as it last told it.
     pub held: Vec<f64>,
+    /// Each peer's first share, kept out of the pool from the bucket's
+    /// making until that peer syncs the key (its first share is paid from
+    /// it) or `peer_ms` passes: the sluices that met a new key together
+    /// spend its budget once, whatever the order of their syncs.
+    pub kept: Vec<f64>,
     pub at_ms: u64,
+    pub made_ms: u64,
+    pub peer_ms: u64,
 }
 
 impl FleetBucket {
-    /// A budget no sluice has touched: the pool full.
-    pub fn full(limit: u64, now_ms: u64) -> Self {
+    /// A budget no sluice has touched, shared by `peers`: the limit split
+    /// into their first shares.
+    pub fn full(limit: u64, peers: usize, peer_ms: u64, now_ms: u64) -> Self {
+        let share = limit as f64 / peers.max(1) as f64;
         FleetBucket {
-            pool: limit as f64,
+            pool: limit as f64 - share * peers.max(1) as f64,
             held: Vec::new(),
+            kept: vec![share; peers.max(1)],
             at_ms: now_ms,
+            made_ms: now_ms,
+            peer_ms,
         }
     }
 
-    /// What the sluices hold in all.
+    /// What the sluices hold, and what is kept for them, in all.
     pub fn leased(&self) -> f64 {
-        self.held.iter().sum()
+        self.held.iter().sum::<f64>() + self.kept.iter().sum::<f64>()
     }
 
-    /// Sluice `sluice`'s sync: its lease recounted, its returns and debts,
-    /// the refill since the last sync (never past `limit - leased`), then
-    /// the grant: at most what the pool has, nothing if that is less than
-    /// `least`.
+    /// Sluice `sluice`'s sync: its kept first share (and every one kept
+    /// past the peer time) back to the pool, its lease recounted, its
+    /// returns and debts, the refill since the last sync (never past
+    /// `limit - leased`), then the grant: at most what the pool has,
+    /// nothing if that is less than `least`.
     pub fn sync(&mut self, limit: u64, sluice: usize, ask: &LeaseAsk, now_ms: u64) -> LeaseGrant {
         let limit = limit as f64;
         if self.held.len() <= sluice {
             self.held.resize(sluice + 1, 0.0);
+        }
+        let expired = now_ms.saturating_sub(self.made_ms) > self.peer_ms;
+        for (i, kept) in self.kept.iter_mut().enumerate() {
+            if i == sluice || expired {
+                self.pool += std::mem::take(kept);
+            }
         }
         self.held[sluice] = ask.held.max(0.0);
         self.pool += ask.returned - ask.debt;

@@ -256,9 +256,17 @@ async fn three_sluices_share_one_budget_in_redis_and_fall_back_as_configured() {
     }
 }
 
-/// `EVAL` of the store's script on one bucket through `redis-cli`, as
-/// sluice `id`: the peers, then the grant and the pool.
-fn eval(port: u16, id: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
+/// `EVAL` of the store's script through `redis-cli`, as sluice `id`, on
+/// the buckets of `prefix` (its peers `PREFIX:peers`): a heartbeat, or one
+/// bucket's sync. Answers the peers, then the grant and the pool.
+fn eval(port: u16, prefix: &str, id: &str, sync: Option<(u64, &LeaseAsk)>) -> Vec<f64> {
+    let mut keys = vec![format!("{prefix}:peers")];
+    let mut args = vec![id.to_owned(), "1000".to_owned(), "120000".to_owned()];
+    if let Some((limit, ask)) = sync {
+        keys.push(format!("{prefix}:b"));
+        args.push(limit.to_string());
+        args.extend([ask.held, ask.returned, ask.debt, ask.want, ask.least].map(|x| x.to_string()));
+    }
     let out = Command::new("redis-cli")
         .args([
             "-p",
@@ -266,11 +274,10 @@ fn eval(port: u16, id: &str, limit: u64, ask: &LeaseAsk) -> Vec<f64> {
             "--no-raw",
             "EVAL",
             LIMIT_STORE_SCRIPT,
-            "2",
         ])
-        .args(["t:peers", "t:b", id, "1000", "120000"])
-        .arg(limit.to_string())
-        .args([ask.held, ask.returned, ask.debt, ask.want, ask.least].map(|x| x.to_string()))
+        .arg(keys.len().to_string())
+        .args(keys)
+        .args(args)
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -295,7 +302,8 @@ async fn the_store_script_answers_as_its_model() {
         return;
     }
     let redis = RedisServer::start().await.unwrap();
-    let mut model = FleetBucket::full(30, 0);
+    // Sluice 0 makes the bucket alone: its first share is all it keeps.
+    let mut model = FleetBucket::full(30, 1, 1_000, 0);
     let steps = [
         // Sluice 0's first share of 10 paid, 6 left of it, 2 more wanted.
         (0, lease_ask(6.0, 0.0, 10.0, 2.0, 0.0)),
@@ -316,7 +324,7 @@ async fn the_store_script_answers_as_its_model() {
     let slack = || 30.0 * (started.elapsed().as_millis() as f64 + 2.0) / 60_000.0;
     let mut granted = Vec::new();
     for (i, (sluice, ask)) in steps.iter().enumerate() {
-        let got = eval(redis.port(), &format!("s{sluice}"), 30, ask);
+        let got = eval(redis.port(), "t", &format!("s{sluice}"), Some((30, ask)));
         let want = model.sync(30, *sluice, ask, 0);
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(
@@ -338,7 +346,55 @@ async fn the_store_script_answers_as_its_model() {
     // Sluices 0 and 1 stop syncing: past the peer time (1 s here) their
     // leases no longer hold the pool below 30 - 3.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let got = eval(redis.port(), "s2", 30, &lease_ask(0.0, 29.0, 0.0, 0.0, 0.0));
+    let got = eval(
+        redis.port(),
+        "t",
+        "s2",
+        Some((30, &lease_ask(0.0, 29.0, 0.0, 0.0, 0.0))),
+    );
     assert_eq!(got[0], 1.0, "one peer left: {got:?}");
     assert!(got[2] > 29.0 && got[2] <= 30.0, "{got:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_keeps_each_peers_first_share_of_a_new_bucket_for_the_peer_time() {
+    if !support::require("redis-server", support::redis_available()) {
+        return;
+    }
+    let redis = RedisServer::start().await.unwrap();
+    for (i, id) in ["s0", "s1", "s2"].iter().enumerate() {
+        assert_eq!(eval(redis.port(), "u", id, None), [i as f64 + 1.0]);
+    }
+    let started = Instant::now();
+    let slack = || 30.0 * (started.elapsed().as_millis() as f64 + 2.0) / 60_000.0;
+    let mut model = FleetBucket::full(30, 3, 1_000, 0);
+    // Sluice 0, busy, wants 10 more than its first share; sluice 1 pays its
+    // first share from the 10 kept for it rather than from a pool sluice 0
+    // emptied: nothing is granted and the pool stays at 0, not -10.
+    let steps = [
+        (0, lease_ask(6.0, 0.0, 10.0, 10.0, 0.0), 0.0),
+        (1, lease_ask(9.0, 0.0, 10.0, 5.0, 0.0), 0.0),
+    ];
+    for (sluice, ask, granted) in steps {
+        let got = eval(redis.port(), "u", &format!("s{sluice}"), Some((30, &ask)));
+        let want = model.sync(30, sluice, &ask, 0);
+        assert_eq!(got[0], 3.0, "{got:?}");
+        assert_eq!(want.granted, granted);
+        assert!(
+            (got[1] - want.granted).abs() <= slack(),
+            "{got:?} vs {want:?}"
+        );
+        assert!((got[2] - want.pool).abs() <= slack(), "{got:?} vs {want:?}");
+    }
+    // Sluice 2 never came: past the peer time its share is sluice 0's.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let ask = lease_ask(6.0, 0.0, 0.0, 30.0, 0.0);
+    let got = eval(redis.port(), "u", "s0", Some((30, &ask)));
+    let now = started.elapsed().as_millis() as u64;
+    let want = model.sync(30, 0, &ask, now);
+    assert!(want.granted >= 10.0, "{want:?}");
+    assert!(
+        (got[1] - want.granted).abs() <= slack(),
+        "{got:?} vs {want:?}"
+    );
 }

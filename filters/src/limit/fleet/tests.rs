@@ -22,7 +22,7 @@ fn allowed(d: Decision) -> bool {
 }
 
 #[test]
-fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
+fn a_first_share_is_paid_from_the_share_the_store_kept_for_it() {
     // 30 a minute over 3 sluices: 10 each before the store is asked.
     let mut key = FleetKey::new(&RPM_30, 3);
     for _ in 0..4 {
@@ -45,27 +45,46 @@ fn a_first_share_is_paid_from_the_pool_at_the_first_sync() {
             }
         )]
     );
-    let mut bucket = FleetBucket::full(30, 0);
+    // The store made the bucket with 10 kept for each of the three: sluice
+    // 0's pays its debt, the other two stay kept for them, so nothing is
+    // left for its want yet.
+    let mut bucket = FleetBucket::full(30, 3, 1_000, 0);
     let grant = bucket.sync(30, 0, &asks[0].2, 0);
     assert_eq!(
         grant,
         LeaseGrant {
-            granted: 2.0,
-            pool: 18.0
+            granted: 0.0,
+            pool: 0.0
         }
     );
-    // The pool and the leases hold what is left of the 30: 4 were spent.
+    // The pool, the leases and the kept shares hold what is left of the
+    // 30: 4 were spent.
     assert_eq!(bucket.pool + bucket.leased(), 26.0);
     key.granted(&asks, &[grant]);
-    assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 8.0);
-    assert_eq!(key.headers(&RPM_30).requests, Some((30, 26, 8_000)));
+    assert_eq!(key.lease(LimitKind::Requests).unwrap().level(), 6.0);
+    assert_eq!(key.headers(&RPM_30).requests, Some((30, 6, 48_000)));
+    // The other two never met the key: past the peer time their shares go
+    // back to the pool (with 2 s of refill), and sluice 0's want is granted.
+    for _ in 0..4 {
+        assert!(allowed(key.admit(&RPM_30, one(), 100)));
+    }
+    let asks = key.asks(&RPM_30, 3);
+    assert_eq!((asks[0].2.held, asks[0].2.want), (2.0, 6.0));
+    let grant = bucket.sync(30, 0, &asks[0].2, 2_000);
+    assert_eq!(
+        grant,
+        LeaseGrant {
+            granted: 6.0,
+            pool: 15.0
+        }
+    );
 }
 
 #[test]
 fn an_idle_lease_goes_back_to_the_pool_but_one_request() {
     let mut key = FleetKey::new(&RPM_30, 3);
     assert!(allowed(key.admit(&RPM_30, one(), 100)));
-    let mut bucket = FleetBucket::full(30, 0);
+    let mut bucket = FleetBucket::full(30, 1, 1_000, 0);
     let asks = key.asks(&RPM_30, 3);
     key.granted(&asks, &[bucket.sync(30, 0, &asks[0].2, 0)]);
     // Asked for 1: aims at 2, holds 9: gives 7 back.
@@ -83,7 +102,7 @@ fn an_idle_lease_goes_back_to_the_pool_but_one_request() {
 
 #[test]
 fn the_pool_never_refills_past_what_the_leases_leave() {
-    let mut bucket = FleetBucket::full(30, 0);
+    let mut bucket = FleetBucket::full(30, 1, 1_000, 0);
     let ask = LeaseAsk {
         want: 20.0,
         ..LeaseAsk::default()
@@ -236,7 +255,7 @@ impl Fleet {
             ..Limits::default()
         };
         let peers = self.sluices.len() as u64;
-        let mut bucket = FleetBucket::full(self.limit, 0);
+        let mut bucket = FleetBucket::full(self.limit, peers as usize, peer_ms(self.sync_ms), 0);
         for now in 0..until_ms {
             for (n, s) in self.sluices.iter_mut().enumerate() {
                 // The store's answer arrives.
@@ -296,6 +315,24 @@ fn one_busy_sluice_gets_nearly_the_whole_budget_within_a_second() {
 }
 
 #[test]
+fn a_tenant_at_one_sluice_gets_the_others_shares_after_the_peer_time() {
+    // The other two never meet the key: their shares (100 each) are kept
+    // for the peer time (1 s at 100 ms syncs), then spent here.
+    let mut fleet = Fleet::new(300, 100, 2)
+        .sluice(2, 0, 0)
+        .sluice(2, 100_000, 33)
+        .sluice(2, 100_000, 66);
+    let first = fleet.run(1_000);
+    assert!((100..=105).contains(&first), "{first}");
+    let mut fleet = Fleet::new(300, 100, 2)
+        .sluice(2, 0, 0)
+        .sluice(2, 100_000, 33)
+        .sluice(2, 100_000, 66);
+    let admitted = fleet.run(2_000);
+    assert!((295..=310).contains(&admitted), "{admitted}");
+}
+
+#[test]
 fn a_sluice_meeting_a_spent_key_overshoots_by_its_first_share_at_most() {
     // Two sluices spend the 30; a third meets the key at 5 s, when the
     // fleet has only its refill left: it spends its unbacked 10 first.
@@ -315,7 +352,7 @@ fn a_sluice_meeting_a_spent_key_overshoots_by_its_first_share_at_most() {
 #[test]
 fn the_pool_keeps_its_crumbs_for_a_sluice_that_can_use_them() {
     // 30 a minute: 1 s of refill is half a request.
-    let mut bucket = FleetBucket::full(30, 0);
+    let mut bucket = FleetBucket::full(30, 1, 1_000, 0);
     let spend_all = LeaseAsk {
         debt: 30.0,
         ..LeaseAsk::default()
@@ -334,4 +371,19 @@ fn the_pool_keeps_its_crumbs_for_a_sluice_that_can_use_them() {
     let mut key = FleetKey::new(&RPM_30, 3);
     assert!(allowed(key.admit(&RPM_30, one(), 100)));
     assert_eq!(key.asks(&RPM_30, 3)[0].2.least, 0.0);
+}
+
+#[test]
+fn sluices_meeting_a_new_key_together_admit_the_budget_whatever_the_order_of_their_syncs() {
+    // Sluice 0 syncs at once, then at 100 ms with a busy interval behind
+    // it, before sluice 2 (which met the key 1 ms after it) first syncs:
+    // sluice 2's first share must still be there to pay its debt.
+    let mut fleet = Fleet::new(30, 100, 0)
+        .sluice(10, 0, 0)
+        .sluice(10, 0, 50)
+        .sluice(10, 1, 0);
+    let admitted = fleet.run(2_000);
+    // 30 and 1 of refill.
+    assert!(admitted <= 31, "{admitted}");
+    assert!(admitted >= 30, "{admitted}");
 }
