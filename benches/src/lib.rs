@@ -1,6 +1,7 @@
-//! Shared pieces of sluice's load benches: percentiles, the client runtime, and a
-//! streaming client that timestamps every SSE chunk.
+//! Shared pieces of sluice's load benches: percentiles, the client runtime, a
+//! streaming client that timestamps every SSE chunk, and the integrity run.
 
+pub mod integrity;
 mod sse_client;
 mod stats;
 
