@@ -159,3 +159,55 @@ async fn cluster_over_tls_verified_with_a_ca_or_unverified() {
     assert_eq!(status, 502, "{body}");
     assert_eq!(upstream.requests(), before);
 }
+
+/// One h2c connection, two uploads: the first is held by a 3 s delay fault
+/// before sluice reads its body. The second must not wait for it: with
+/// h2's default 64 KiB connection window, the held body's first frames
+/// filled the window and every other upload on the connection stalled
+/// until the delay ended (the integrity run saw 0.5 s for 2-byte requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2c_upload_held_by_a_fault_does_not_stall_the_others_on_its_connection() {
+    let upstream = NamedUpstream::start("alpha").await.unwrap();
+    let yaml = TestConfig::http()
+        .cluster_with("up", "http", [upstream.addr()], "")
+        .route_with(
+            "all",
+            "up: 100",
+            "match: { path_prefix: / }, allow_header_faults: true",
+        )
+        .yaml();
+    let sluice = harness::start(&yaml);
+    let url = format!("http://{}/v1/upload", harness::listener(&sluice, "public"));
+    let h2c = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let held_body = vec![7u8; 1 << 20];
+    let held = tokio::spawn({
+        let (h2c, url) = (h2c.clone(), url.clone());
+        async move {
+            h2c.post(&url)
+                .header("x-sluice-fault-delay", "3s")
+                .body(held_body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let body = vec![9u8; 100 << 10];
+    let started = std::time::Instant::now();
+    let response = h2c.post(&url).body(body.clone()).send().await.unwrap();
+    assert_eq!(response.version(), Version::HTTP_2);
+    let echo = echo_of(response).await;
+    assert_eq!(echo["body_sha256"], support::sha256_hex(&body));
+    // Answered while the held one still waits out its delay.
+    assert!(!held.is_finished());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(held.await.unwrap(), 200);
+}

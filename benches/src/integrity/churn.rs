@@ -78,7 +78,11 @@ pub(super) async fn run(
     while !stop.load(Ordering::Relaxed) {
         interval.tick().await;
         k += 1;
-        let (a, b) = if k.is_multiple_of(2) { (80, 20) } else { (20, 80) };
+        let (a, b) = if k.is_multiple_of(2) {
+            (80, 20)
+        } else {
+            (20, 80)
+        };
         let body = format!(r#"{{"a": {a}, "b": {b}}}"#);
         note(
             "split",
