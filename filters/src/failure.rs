@@ -26,10 +26,13 @@ pub enum Failure {
     BodyTooLarge,
     /// A circuit breaker of the cluster is open.
     Overflow,
+    /// An HTTP/2 request's target is longer than the listener's
+    /// `max_uri_bytes` (HTTP/1.1 heads are refused before they are parsed).
+    UriTooLong,
 }
 
 impl Failure {
-    pub const ALL: [Failure; 11] = [
+    pub const ALL: [Failure; 12] = [
         Failure::NoRoute,
         Failure::NoCluster,
         Failure::ConnectError,
@@ -41,6 +44,7 @@ impl Failure {
         Failure::NeedsHttp2,
         Failure::BodyTooLarge,
         Failure::Overflow,
+        Failure::UriTooLong,
     ];
 
     pub fn status(self) -> u16 {
@@ -52,6 +56,7 @@ impl Failure {
             Failure::BadRequest => 400,
             Failure::Internal => 500,
             Failure::BodyTooLarge => 413,
+            Failure::UriTooLong => 414,
         }
     }
 
@@ -69,6 +74,7 @@ impl Failure {
             Failure::NeedsHttp2 => "needs_http2",
             Failure::BodyTooLarge => "body_too_large",
             Failure::Overflow => "overflow",
+            Failure::UriTooLong => "uri_too_long",
         }
     }
 
@@ -86,7 +92,7 @@ impl Failure {
             | Failure::Overflow => 14,
             Failure::UpstreamTimeout => 4,
             Failure::BadRequest | Failure::Internal => 13,
-            Failure::BodyTooLarge => 8,
+            Failure::BodyTooLarge | Failure::UriTooLong => 8,
         }
     }
 
@@ -117,6 +123,7 @@ impl Failure {
             Failure::Overflow => {
                 "the cluster has too many requests in flight (circuit breaker open)"
             }
+            Failure::UriTooLong => "the request target is longer than the listener's max_uri_bytes",
         }
     }
 }

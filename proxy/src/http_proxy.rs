@@ -207,6 +207,19 @@ async fn respond_grpc_failure(session: &mut Session, ctx: &mut RequestCtx, failu
     }
 }
 
+impl HttpProxy {
+    /// Whether the request target is over the listener's `max_uri_bytes`.
+    /// HTTP/1.1 heads are checked on the stream before pingora parses them
+    /// (`listener_limits`); HTTP/2 ones arrive parsed, and are checked here.
+    fn uri_too_long(&self, session: &Session, ctx: &RequestCtx) -> bool {
+        let Some(listener) = ctx.snapshot.config.listeners.get(self.listener) else {
+            return false;
+        };
+        let uri = &session.req_header().uri;
+        uri.path_and_query().map_or(0, |p| p.as_str().len()) > listener.limits.head.max_uri_bytes
+    }
+}
+
 #[async_trait]
 impl ProxyHttp for HttpProxy {
     type CTX = RequestCtx;
@@ -220,6 +233,11 @@ impl ProxyHttp for HttpProxy {
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         ctx.request_id = request_id::take_or_make(session.req_header_mut());
         load::on_request(session, ctx, &self.shared.metrics);
+        if session.is_http2() && self.uri_too_long(session, ctx) {
+            self.respond_failure(session, ctx, Failure::UriTooLong)
+                .await;
+            return Ok(true);
+        }
         // Keeps up to 64 KiB of the body so that a request sent on a pooled
         // connection that turns out dead can be replayed (see `error_while_proxy`).
         session.as_mut().enable_retry_buffering();

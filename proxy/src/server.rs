@@ -241,7 +241,7 @@ fn add_services(
                         options.h2c = true;
                         proxy.server_options = Some(options);
                     }
-                    proxy.h2_options = Some(client_h2_options());
+                    proxy.h2_options = Some(client_h2_options(&l.limits.head));
                     let app = Limited::new(proxy, &l.name, l.limits, *h2c, &families);
                     let mut service = Service::new(l.name.clone(), app);
                     service.add_tcp(addr);
@@ -257,7 +257,7 @@ fn add_services(
                     let app =
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                     let mut proxy = pingora::proxy::http_proxy(&conf, app);
-                    proxy.h2_options = Some(client_h2_options());
+                    proxy.h2_options = Some(client_h2_options(&l.limits.head));
                     let app = Limited::new(proxy, &l.name, l.limits, false, &families);
                     let mut service = Service::new(l.name.clone(), app);
                     let mut tls =
@@ -304,18 +304,24 @@ fn check_tls_files(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Res
     Ok(())
 }
 
-/// What a client's HTTP/2 connection may send before sluice reads it: per
-/// stream, and for the whole connection. h2's defaults (64 KiB for both)
-/// let one upload that sluice does not read yet (held by a delay fault, or
-/// waiting for its upstream) fill the connection's window, and every other
-/// upload on the connection stalls behind it. The windows only bound what
-/// may be buffered; nothing is allocated up front. pingora's bounded
-/// defaults (header list size, concurrent streams) are kept.
-fn client_h2_options() -> pingora::protocols::http::v2::server::H2Options {
+/// A client's HTTP/2 connection: what it may send before sluice reads it,
+/// per stream and for the whole connection, and the largest request head.
+/// h2's default windows (64 KiB for both) let one upload that sluice does
+/// not read yet (held by a delay fault, or waiting for its upstream) fill
+/// the connection's window, and every other upload on the connection
+/// stalls behind it. The windows only bound what may be buffered; nothing
+/// is allocated up front. The head is the listener's `max_header_bytes`
+/// as HTTP/2 counts a header list (each field's name and value plus 32
+/// bytes): h2 answers a larger one 431 itself. pingora's bound on
+/// concurrent streams is kept.
+fn client_h2_options(
+    head: &sluice_filters::HeadLimits,
+) -> pingora::protocols::http::v2::server::H2Options {
     const STREAM_WINDOW: u32 = 1 << 20;
     const CONNECTION_WINDOW: u32 = 16 << 20;
     let mut options = pingora::protocols::http::v2::server::default_h2_options();
     options.initial_window_size(STREAM_WINDOW);
     options.initial_connection_window_size(CONNECTION_WINDOW);
+    options.max_header_list_size(u32::try_from(head.max_header_bytes).unwrap_or(u32::MAX));
     options
 }

@@ -191,3 +191,56 @@ async fn connections_past_max_connections_are_closed_at_accept_and_counted() {
         "no connection was served after one of the two closed"
     );
 }
+
+/// HTTP/2 heads arrive through h2, not the stream layer: the same limits
+/// hold (431 from h2 itself past `max_header_bytes`, counted as HTTP/2
+/// counts a header list; 414 from sluice past `max_uri_bytes`), and the
+/// connection serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_h2c_heads_get_431_and_414_and_the_connection_goes_on() {
+    let up = NamedUpstream::start("a").await.unwrap();
+    let yaml = TestConfig::new()
+        .listener(
+            "public",
+            "http",
+            "limits: { max_uri_bytes: 1KiB, max_header_bytes: 16KiB }",
+        )
+        .cluster_with("up", "http", [up.addr()], "version: v1")
+        .route_with("all", "up: 100", "match: { path_prefix: / }")
+        .yaml();
+    let sluice = start(&yaml);
+    let base = format!("http://{}", listener(&sluice, "public"));
+    let h2c = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+
+    // 16 KiB of header list (pingora's own bound is 64 KiB).
+    let big = h2c
+        .get(format!("{base}/v1/x"))
+        .header("x-big", "b".repeat(20_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 431);
+
+    let long = h2c
+        .get(format!("{base}/{}", "u".repeat(2000)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(long.status(), 414);
+    assert_eq!(long.version(), http::Version::HTTP_2);
+    let body = long.text().await.unwrap();
+    assert!(body.contains("uri_too_long"), "{body}");
+
+    // Within the limits, on the same connection: untouched.
+    let fine = h2c
+        .get(format!("{base}/{}", "u".repeat(900)))
+        .header("x-fine", "f".repeat(10_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fine.status(), 200);
+    assert_eq!(up.requests(), 1);
+}

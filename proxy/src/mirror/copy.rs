@@ -301,6 +301,7 @@ fn result_of(failure: Failure) -> MirrorResult {
         | Failure::Internal
         | Failure::NeedsHttp2
         | Failure::BodyTooLarge
+        | Failure::UriTooLong
         | Failure::Overflow => MirrorResult::Error,
     }
 }
