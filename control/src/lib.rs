@@ -22,6 +22,7 @@ mod plane;
 mod recorder;
 mod reload;
 mod rollout;
+mod runtimes;
 mod shared;
 mod shedding;
 mod side_thread;
@@ -68,6 +69,7 @@ pub use rollout::{
     Command, Figure, Figures, GateReading, Observation, Policy, RolloutError, RolloutEvent,
     RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
+pub use runtimes::Runtimes;
 pub use shared::Shared;
 pub use shedding::RouteShedding;
 pub use side_thread::set_side_priority;

@@ -249,6 +249,9 @@ fn start_store(
 
 impl Tasks {
     async fn run(self) {
+        self.shared
+            .runtimes
+            .watch("control", tokio::runtime::Handle::current());
         let cancel = self.cancel;
         let tracker = TaskTracker::new();
         tracker.spawn(self.shared.stats.clone().run_aggregator(cancel.clone()));

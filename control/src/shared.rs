@@ -1,6 +1,6 @@
 //! What the data plane records into and the control plane reads: the
 //! metric families, the stats windows, the audit log, the mirror's
-//! differing pairs and the recorder. Built once by the control plane and handed out as
+//! differing pairs, the recorder and the watched runtimes. Built once by the control plane and handed out as
 //! clones (each part is an `Arc`), so that every user names the part it
 //! needs instead of reaching it through the snapshot store.
 
@@ -11,6 +11,7 @@ use sluice_filters::Metrics;
 use crate::events::EventLog;
 use crate::mirror::MirrorDiffs;
 use crate::recorder::Recorder;
+use crate::runtimes::Runtimes;
 use crate::state::StateSignal;
 use crate::stats::Stats;
 
@@ -28,6 +29,8 @@ pub struct Shared {
     pub recorder: Arc<Recorder>,
     /// Asks for the run-time state to be saved (`runtime.state_dir`).
     pub(crate) state: Arc<StateSignal>,
+    /// The tokio runtimes whose live tasks `/metrics` reports.
+    pub runtimes: Arc<Runtimes>,
 }
 
 impl Shared {
@@ -36,6 +39,7 @@ impl Shared {
         let metrics = Arc::new(Metrics::new()?);
         Ok(Shared {
             recorder: Recorder::new(metrics.registry())?,
+            runtimes: Runtimes::new(metrics.registry())?,
             metrics,
             stats: Stats::new(),
             events: Arc::new(EventLog::default()),

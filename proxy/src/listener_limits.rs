@@ -9,7 +9,7 @@
 //! (h2c preface or ALPN) goes to pingora's own loop untouched.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ use pingora::protocols::http::ServerSession;
 use pingora::protocols::{Stream, ALPN};
 use pingora::server::ShutdownWatch;
 use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
-use sluice_control::ListenerLimits;
+use sluice_control::{ListenerLimits, Runtimes};
 use sluice_filters::{register_family, HeadScan, HeadVerdict};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{timeout_at, Instant};
@@ -74,6 +74,11 @@ pub(crate) struct Limited<A> {
     h2c: bool,
     open: AtomicUsize,
     counters: Counters,
+    /// The listener's runtime, watched for its tasks from its first
+    /// connection on (pingora makes it when the service starts).
+    runtimes: Arc<Runtimes>,
+    runtime_name: String,
+    watched: Once,
 }
 
 impl<A> Limited<A> {
@@ -83,6 +88,7 @@ impl<A> Limited<A> {
         limits: ListenerLimits,
         h2c: bool,
         families: &LimitFamilies,
+        runtimes: Arc<Runtimes>,
     ) -> Self {
         let limit = |name: &str| families.limited.with_label_values(&[listener, name]);
         Self {
@@ -98,6 +104,9 @@ impl<A> Limited<A> {
                 idle_timeout: limit("idle_timeout"),
                 open: families.connections.with_label_values(&[listener]),
             },
+            runtimes,
+            runtime_name: format!("listener:{listener}"),
+            watched: Once::new(),
         }
     }
 }
@@ -130,6 +139,10 @@ where
         mut stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
+        self.watched.call_once(|| {
+            self.runtimes
+                .watch(&self.runtime_name, tokio::runtime::Handle::current());
+        });
         if self.open.fetch_add(1, Ordering::AcqRel) >= self.limits.max_connections {
             self.open.fetch_sub(1, Ordering::AcqRel);
             self.counters.max_connections.inc();

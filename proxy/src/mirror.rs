@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sluice_control::{set_side_priority, Config, EventLog, MirrorDiffs, SidePriority};
+use sluice_control::{set_side_priority, Config, EventLog, MirrorDiffs, Runtimes, SidePriority};
 use sluice_filters::MirrorResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +76,7 @@ impl MirrorSender {
         diffs: Arc<MirrorDiffs>,
         events: Arc<EventLog>,
         priority: SidePriority,
+        runtimes: &Runtimes,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let shadow = Shadow::new(config).map_err(std::io::Error::other)?;
@@ -86,6 +87,7 @@ impl MirrorSender {
             .on_thread_start(set_priority)
             .enable_all()
             .build()?;
+        runtimes.watch("mirror", runtime.handle().clone());
         let cancel = CancellationToken::new();
         let token = cancel.clone();
         let thread = std::thread::Builder::new()

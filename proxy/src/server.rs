@@ -85,6 +85,7 @@ impl Sluice {
             control.shared().mirror_diffs.clone(),
             control.shared().events.clone(),
             config.runtime.mirror_priority,
+            &control.shared().runtimes,
         )
         .context("mirror sender")?;
         let started = Started::new();
@@ -242,7 +243,14 @@ fn add_services(
                         proxy.server_options = Some(options);
                     }
                     proxy.h2_options = Some(client_h2_options(&l.limits.head));
-                    let app = Limited::new(proxy, &l.name, l.limits, *h2c, &families);
+                    let app = Limited::new(
+                        proxy,
+                        &l.name,
+                        l.limits,
+                        *h2c,
+                        &families,
+                        shared.runtimes.clone(),
+                    );
                     let mut service = Service::new(l.name.clone(), app);
                     service.add_tcp(addr);
                     Ok(service)
@@ -258,7 +266,14 @@ fn add_services(
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                     let mut proxy = pingora::proxy::http_proxy(&conf, app);
                     proxy.h2_options = Some(client_h2_options(&l.limits.head));
-                    let app = Limited::new(proxy, &l.name, l.limits, false, &families);
+                    let app = Limited::new(
+                        proxy,
+                        &l.name,
+                        l.limits,
+                        false,
+                        &families,
+                        shared.runtimes.clone(),
+                    );
                     let mut service = Service::new(l.name.clone(), app);
                     let mut tls =
                         TlsSettings::intermediate(&cert.to_string_lossy(), &key.to_string_lossy())

@@ -204,12 +204,13 @@ fn thread_policies(name: &str) -> Vec<u32> {
 /// thread and every runtime worker run under `policy`; how many do.
 #[cfg(target_os = "linux")]
 fn sender_threads_under(priority: SidePriority, policy: u32) -> usize {
-    let (store, _shared) = store("{ cluster: s }");
+    let (store, shared) = store("{ cluster: s }");
     let (mut sender, _queue) = MirrorSender::start(
         &store.load().config,
         Arc::new(MirrorDiffs::default()),
         Arc::new(sluice_control::EventLog::default()),
         priority,
+        &shared.runtimes,
     )
     .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
