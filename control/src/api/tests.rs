@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
 use super::*;
+use crate::config::Scope;
 use crate::observers::Observers;
 use crate::testing;
 
@@ -43,10 +44,14 @@ impl Server {
         let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
         tokio::spawn(rollouts.clone().run(cancel.clone()));
         let readiness = Arc::new(Readiness::new());
-        let api = AdminApi::new(store, shared, rollouts, observers, readiness, TOKEN.into());
+        let auth = Auth::fixed(
+            &[("default", Scope::Admin, TOKEN)],
+            shared.metrics.registry(),
+        );
+        let api = AdminApi::new(store, shared, rollouts, observers, readiness, auth);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));
+        let task = tokio::spawn(serve_admin(listener, api.clone(), None, cancel.clone()));
         Server {
             addr,
             api,

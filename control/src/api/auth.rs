@@ -1,0 +1,223 @@
+//! Who may call the API: the tokens and their scopes (rotated by editing
+//! their files), the per-peer limit on failed authentications, and the
+//! counters of both. Health, readiness and metrics need none of it.
+
+mod failures;
+mod tokens;
+mod watch;
+
+#[cfg(test)]
+pub(crate) use tokens::Token;
+pub(crate) use tokens::{load as load_tokens, Tokens};
+pub(crate) use watch::watch_token_files;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use parking_lot::Mutex;
+use prometheus::{IntCounter, IntCounterVec, Registry};
+use serde::Serialize;
+use sluice_filters::register_family;
+use tracing::{debug, info, warn};
+
+use super::respond::{self, ApiResponse};
+use crate::config::{Scope, TokenSource};
+use failures::{PeerFailures, FAILURE_LIMIT};
+use tokens::Presented;
+
+pub const AUTH_FAILURES_METRIC: &str = "sluice_admin_auth_failures_total";
+pub const AUTH_REFUSALS_METRIC: &str = "sluice_admin_auth_refusals_total";
+pub const TOKEN_RELOAD_ERRORS_METRIC: &str = "sluice_admin_token_reload_errors_total";
+
+/// A request's caller, once its token is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Caller {
+    pub name: String,
+    pub scope: Scope,
+}
+
+struct AuthMetrics {
+    /// By reason: `missing_token`, `wrong_token` (401), `scope` (403),
+    /// `tls_handshake` (a refused or failed handshake).
+    failures: IntCounterVec,
+    /// Requests answered 429: their peer failed too often.
+    refusals: IntCounter,
+    reload_errors: IntCounter,
+}
+
+pub struct Auth {
+    sources: Vec<TokenSource>,
+    tokens: ArcSwap<Tokens>,
+    failures: Mutex<PeerFailures>,
+    metrics: AuthMetrics,
+}
+
+#[derive(Serialize)]
+struct Forbidden<'a> {
+    error: String,
+    needed_scope: &'a str,
+}
+
+impl Auth {
+    /// The tokens of `sources` as read now (generated when there are
+    /// none), and the counters registered in `registry`.
+    pub(crate) fn new(
+        sources: Vec<TokenSource>,
+        tokens: Tokens,
+        registry: &Registry,
+    ) -> Result<Auth, prometheus::Error> {
+        let failures: IntCounterVec = register_family(
+            registry,
+            AUTH_FAILURES_METRIC,
+            "Failed control API authentications, by reason.",
+            &["reason"],
+        )?;
+        let refusals: IntCounterVec = register_family(
+            registry,
+            AUTH_REFUSALS_METRIC,
+            "Control API requests refused (429) because their peer failed to authenticate too often.",
+            &[],
+        )?;
+        let reload_errors: IntCounterVec = register_family(
+            registry,
+            TOKEN_RELOAD_ERRORS_METRIC,
+            "Token file edits that could not be loaded (the last good tokens stay).",
+            &[],
+        )?;
+        Ok(Auth {
+            sources,
+            tokens: ArcSwap::from_pointee(tokens),
+            failures: Mutex::new(PeerFailures::new(FAILURE_LIMIT)),
+            metrics: AuthMetrics {
+                failures,
+                refusals: refusals.with_label_values::<&str>(&[]),
+                reload_errors: reload_errors.with_label_values::<&str>(&[]),
+            },
+        })
+    }
+
+    /// An `Auth` over fixed tokens `(name, scope, secret)`, for tests.
+    #[cfg(test)]
+    pub(crate) fn fixed(
+        tokens: &[(&str, Scope, &str)],
+        registry: &Registry,
+    ) -> std::sync::Arc<Auth> {
+        let tokens = tokens
+            .iter()
+            .map(|(n, s, t)| Token::new(*n, *s, *t))
+            .collect();
+        let tokens = Tokens::new(tokens).expect("distinct test tokens");
+        std::sync::Arc::new(Auth::new(Vec::new(), tokens, registry).expect("fresh registry"))
+    }
+
+    /// The caller of a `/v1/` request from `peer`, or the answer refusing
+    /// it: 429 while the peer is blocked (even with a right token), 401
+    /// for a missing or wrong token (which counts against the peer).
+    pub(crate) fn admit(
+        &self,
+        peer: IpAddr,
+        headers: &HeaderMap,
+        now: Instant,
+    ) -> Result<Caller, ApiResponse> {
+        if let Some(left) = self.failures.lock().blocked(peer, now) {
+            self.metrics.refusals.inc();
+            let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            let mut answer = respond::error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many failed authentications from this address",
+            );
+            answer
+                .headers_mut()
+                .insert("retry-after", HeaderValue::from(seconds));
+            return Err(answer);
+        }
+        let tokens = self.tokens.load();
+        let reason = match tokens.find(headers) {
+            Presented::Known(name, scope) => {
+                return Ok(Caller {
+                    name: name.to_string(),
+                    scope,
+                })
+            }
+            Presented::Missing => "missing_token",
+            Presented::Wrong => "wrong_token",
+        };
+        self.metrics.failures.with_label_values(&[reason]).inc();
+        if self.failures.lock().fail(peer, now) {
+            warn!(%peer, "control API: too many failed authentications; peer blocked");
+        }
+        Err(respond::error(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token",
+        ))
+    }
+
+    /// 403 naming the scope `what` needs, unless `caller`'s covers it.
+    pub(crate) fn permit(
+        &self,
+        caller: &Caller,
+        needed: Scope,
+        what: &str,
+    ) -> Result<(), ApiResponse> {
+        if caller.scope.allows(needed) {
+            return Ok(());
+        }
+        self.metrics.failures.with_label_values(&["scope"]).inc();
+        let error = format!(
+            "token `{}` has scope {}; {what} needs scope {needed}",
+            caller.name, caller.scope
+        );
+        Err(respond::json(
+            StatusCode::FORBIDDEN,
+            &Forbidden {
+                error,
+                needed_scope: needed.as_str(),
+            },
+        ))
+    }
+
+    /// Counts a TLS handshake that failed (a client certificate missing or
+    /// not signed by `client_ca` included).
+    pub(crate) fn handshake_failed(&self) {
+        self.metrics
+            .failures
+            .with_label_values(&["tls_handshake"])
+            .inc();
+    }
+
+    /// The files whose edits rotate the tokens.
+    fn files(&self) -> Vec<PathBuf> {
+        self.sources
+            .iter()
+            .filter_map(|s| match s {
+                TokenSource::Env { .. } => None,
+                TokenSource::Secret { path, .. } | TokenSource::File(path) => Some(path.clone()),
+            })
+            .collect()
+    }
+
+    /// Reads every source again; the new set replaces the old whole, or,
+    /// when any source fails, the old set stays whole. `quietly`: the
+    /// watcher's first look, most likely what the start just read.
+    fn reload(&self, quietly: bool) {
+        match tokens::load(&self.sources) {
+            Ok((tokens, _)) => {
+                match quietly {
+                    true => debug!(tokens = ?tokens.names(), "admin tokens read again"),
+                    false => info!(tokens = ?tokens.names(), "admin tokens reloaded"),
+                }
+                self.tokens.store(tokens.into());
+            }
+            Err(e) => {
+                self.metrics.reload_errors.inc();
+                warn!(error = %e, "admin tokens not reloaded; the last good ones stay");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
