@@ -31,6 +31,15 @@ impl Server {
 
     /// With `observe`, the GPU watcher and upstream scraper run too.
     async fn start_with(observe: bool) -> Server {
+        Server::start_full(observe, &[("default", Scope::Admin, TOKEN)]).await
+    }
+
+    /// With the tokens `(name, scope, secret)`.
+    async fn with_tokens(tokens: &[(&str, Scope, &str)]) -> Server {
+        Server::start_full(false, tokens).await
+    }
+
+    async fn start_full(observe: bool, tokens: &[(&str, Scope, &str)]) -> Server {
         let (store, shared) = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
         let cancel = CancellationToken::new();
         let observers = match observe {
@@ -44,10 +53,7 @@ impl Server {
         let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
         tokio::spawn(rollouts.clone().run(cancel.clone()));
         let readiness = Arc::new(Readiness::new());
-        let auth = Auth::fixed(
-            &[("default", Scope::Admin, TOKEN)],
-            shared.metrics.registry(),
-        );
+        let auth = Auth::fixed(tokens, shared.metrics.registry());
         let api = AdminApi::new(store, shared, rollouts, observers, readiness, auth);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -421,6 +427,7 @@ mod load_runs;
 mod mirror;
 mod observers;
 mod rollouts;
+mod scopes;
 
 #[tokio::test]
 async fn the_recorder_starts_with_a_ttl_shows_and_stops() {
