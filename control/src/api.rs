@@ -29,7 +29,7 @@ use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -40,6 +40,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -164,7 +165,7 @@ impl AdminApi {
         let caller = match is_v1(path) {
             true => match self.auth.admit(peer, &parts.headers, Instant::now()) {
                 Ok(caller) => Some(caller),
-                Err(answer) => return answer,
+                Err(refused) => return refused.answer(),
             },
             false => None,
         };
@@ -217,17 +218,12 @@ impl AdminApi {
             (Some(needed), Some(caller)) => {
                 let what = format!("{} {}", parts.method, endpoint.template());
                 if let Err(refused) = self.auth.permit(caller, needed, &what) {
-                    return (refused, vec![]);
+                    return (refused.answer(), vec![]);
                 }
                 caller
             }
             // A scoped endpoint is under /v1/, where `handle` admitted a caller.
-            (Some(_), None) => {
-                return (
-                    respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"),
-                    vec![],
-                )
-            }
+            (Some(_), None) => return (auth::Refused::Unauthorized.answer(), vec![]),
         };
         let limits = self.store.load().config.admin.clone();
         match respond::read_body(&parts.headers, body, limits.max_body).await {

@@ -13,7 +13,7 @@ pub(crate) use watch::watch_token_files;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use prometheus::{IntCounter, IntCounterVec, Registry};
 use serde::Serialize;
 use sluice_filters::register_family;
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::respond::{self, ApiResponse};
@@ -57,8 +58,47 @@ pub struct Auth {
 
 #[derive(Serialize)]
 struct Forbidden<'a> {
-    error: String,
+    error: &'a str,
     needed_scope: &'a str,
+}
+
+/// Why a request is refused before it reaches its endpoint.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// 429: the peer failed too often; the block has this long left.
+    Blocked(Duration),
+    /// 401: no token, or none of the known ones.
+    Unauthorized,
+    /// 403: a known token whose scope is too small.
+    Forbidden { error: String, needed: Scope },
+}
+
+impl Refused {
+    pub(crate) fn answer(&self) -> ApiResponse {
+        match self {
+            Refused::Blocked(left) => {
+                let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                let mut answer = respond::error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many failed authentications from this address",
+                );
+                answer
+                    .headers_mut()
+                    .insert("retry-after", HeaderValue::from(seconds));
+                answer
+            }
+            Refused::Unauthorized => {
+                respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+            }
+            Refused::Forbidden { error, needed } => respond::json(
+                StatusCode::FORBIDDEN,
+                &Forbidden {
+                    error,
+                    needed_scope: needed.as_str(),
+                },
+            ),
+        }
+    }
 }
 
 impl Auth {
@@ -101,6 +141,7 @@ impl Auth {
 
     /// An `Auth` over fixed tokens `(name, scope, secret)`, for tests.
     #[cfg(test)]
+    #[allow(clippy::expect_used)]
     pub(crate) fn fixed(
         tokens: &[(&str, Scope, &str)],
         registry: &Registry,
@@ -113,26 +154,18 @@ impl Auth {
         std::sync::Arc::new(Auth::new(Vec::new(), tokens, registry).expect("fresh registry"))
     }
 
-    /// The caller of a `/v1/` request from `peer`, or the answer refusing
-    /// it: 429 while the peer is blocked (even with a right token), 401
-    /// for a missing or wrong token (which counts against the peer).
+    /// The caller of a `/v1/` request from `peer`, or why it is refused:
+    /// blocked while the peer failed too often (even with a right token), or
+    /// a missing or wrong token (which counts against the peer).
     pub(crate) fn admit(
         &self,
         peer: IpAddr,
         headers: &HeaderMap,
         now: Instant,
-    ) -> Result<Caller, ApiResponse> {
+    ) -> Result<Caller, Refused> {
         if let Some(left) = self.failures.lock().blocked(peer, now) {
             self.metrics.refusals.inc();
-            let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-            let mut answer = respond::error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too many failed authentications from this address",
-            );
-            answer
-                .headers_mut()
-                .insert("retry-after", HeaderValue::from(seconds));
-            return Err(answer);
+            return Err(Refused::Blocked(left));
         }
         let tokens = self.tokens.load();
         let reason = match tokens.find(headers) {
@@ -149,34 +182,23 @@ impl Auth {
         if self.failures.lock().fail(peer, now) {
             warn!(%peer, "control API: too many failed authentications; peer blocked");
         }
-        Err(respond::error(
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong bearer token",
-        ))
+        Err(Refused::Unauthorized)
     }
 
-    /// 403 naming the scope `what` needs, unless `caller`'s covers it.
-    pub(crate) fn permit(
-        &self,
-        caller: &Caller,
-        needed: Scope,
-        what: &str,
-    ) -> Result<(), ApiResponse> {
+    /// Refused unless `caller`'s scope covers `needed`, the scope `what`
+    /// (`METHOD /template`) needs.
+    pub(crate) fn permit(&self, caller: &Caller, needed: Scope, what: &str) -> Result<(), Refused> {
         if caller.scope.allows(needed) {
             return Ok(());
         }
         self.metrics.failures.with_label_values(&["scope"]).inc();
-        let error = format!(
-            "token `{}` has scope {}; {what} needs scope {needed}",
-            caller.name, caller.scope
-        );
-        Err(respond::json(
-            StatusCode::FORBIDDEN,
-            &Forbidden {
-                error,
-                needed_scope: needed.as_str(),
-            },
-        ))
+        Err(Refused::Forbidden {
+            error: format!(
+                "token `{}` has scope {}; {what} needs scope {needed}",
+                caller.name, caller.scope
+            ),
+            needed,
+        })
     }
 
     /// Counts a TLS handshake that failed (a client certificate missing or

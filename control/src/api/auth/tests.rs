@@ -63,7 +63,14 @@ fn a_known_token_is_its_caller_and_too_small_a_scope_is_403() {
     let refused = auth
         .permit(&caller, Scope::Admin, "PUT /v1/config")
         .unwrap_err();
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        refused,
+        Refused::Forbidden {
+            error: "token `ci` has scope read; PUT /v1/config needs scope admin".into(),
+            needed: Scope::Admin
+        }
+    );
+    assert_eq!(refused.answer().status(), StatusCode::FORBIDDEN);
     assert_eq!(counter(&auth, "scope"), 1);
 }
 
@@ -72,13 +79,15 @@ fn ten_failures_block_the_peer_even_with_a_right_token_and_no_other() {
     let (auth, _) = auth(vec![Token::new("ops", Scope::Admin, "right")]);
     let now = Instant::now();
     for i in 0..FAILURE_LIMIT.max_failures {
-        let answer = auth.admit(PEER, &bearer("wrong"), now).unwrap_err();
-        assert_eq!(answer.status(), StatusCode::UNAUTHORIZED, "failure {i}");
+        let refused = auth.admit(PEER, &bearer("wrong"), now).unwrap_err();
+        assert_eq!(refused, Refused::Unauthorized, "failure {i}");
     }
     assert_eq!(counter(&auth, "wrong_token"), 10);
     let refused = auth.admit(PEER, &bearer("right"), now).unwrap_err();
-    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(refused.headers()["retry-after"], "60");
+    assert_eq!(refused, Refused::Blocked(FAILURE_LIMIT.block));
+    let answer = refused.answer();
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(answer.headers()["retry-after"], "60");
     assert_eq!(auth.metrics.refusals.get(), 1);
     assert!(auth.admit(OTHER, &bearer("right"), now).is_ok());
     let later = now + FAILURE_LIMIT.block;
