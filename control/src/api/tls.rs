@@ -57,3 +57,56 @@ fn certificates(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, 
     }
     Ok(certs)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("sluice-admin-tls-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn an_acceptor_is_built_from_pem_files_or_the_bad_one_is_named() {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = write("cert.pem", &certified.cert.pem());
+        let key = write("key.pem", &certified.key_pair.serialize_pem());
+        let empty = write("empty.pem", "");
+        let tls = |client_ca: Option<&PathBuf>| AdminTls {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: client_ca.cloned(),
+        };
+        assert!(acceptor(&tls(None)).is_ok());
+        assert!(acceptor(&tls(Some(&cert))).is_ok());
+        let err = acceptor(&tls(Some(&empty))).err().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "admin.tls.client_ca: {}: no PEM certificate in it",
+                empty.display()
+            )
+        );
+        let missing = PathBuf::from("/nonexistent/cert.pem");
+        let err = acceptor(&AdminTls {
+            cert: missing.clone(),
+            ..tls(None)
+        })
+        .err()
+        .unwrap();
+        assert!(
+            err.starts_with("admin.tls.cert: /nonexistent/cert.pem: "),
+            "{err}"
+        );
+        for path in [cert, key, empty] {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
