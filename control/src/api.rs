@@ -15,6 +15,7 @@ mod openapi;
 mod recorder;
 mod respond;
 mod rollouts;
+mod serve;
 mod tls;
 mod v1;
 
@@ -23,32 +24,24 @@ pub use auth::{Auth, AUTH_FAILURES_METRIC, AUTH_REFUSALS_METRIC, TOKEN_RELOAD_ER
 pub use endpoints::ApiEndpoint;
 pub use load_runs::{LoadRuns, MAX_LOAD_RUNS};
 pub use respond::MAX_BODY_BYTES;
+pub(crate) use serve::serve_admin;
 pub(crate) use tls::acceptor as tls_acceptor;
 
-use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Method, Request, StatusCode};
 use hyper::body::Body;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::audit_file::ChangeLine;
 use crate::events::{acting_as, Event};
-use crate::graceful::serve_until_cancelled;
 use crate::observers::Observers;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
@@ -56,11 +49,6 @@ use crate::store::SnapshotStore;
 use auth::Caller;
 use endpoints::Resolved;
 use respond::ApiResponse;
-
-/// How long a client may take to send a request's headers.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a connection may take to finish its request once shutdown began.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// What `GET /readyz` answers: ready once the data plane listens, and not
 /// ready again from the moment a drain begins, so that balancers stop
@@ -395,91 +383,6 @@ fn is_rollout_command(endpoint: ApiEndpoint) -> bool {
 
 fn is_v1(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/")
-}
-
-/// Serves the API on `listener` until `cancel`, over TLS when `tls` is
-/// given; then stops accepting, lets each open connection finish its
-/// request (idle ones close at once) and returns when all have ended.
-pub(crate) async fn serve_admin(
-    listener: TcpListener,
-    api: Arc<AdminApi>,
-    tls: Option<TlsAcceptor>,
-    cancel: CancellationToken,
-) {
-    let tracker = TaskTracker::new();
-    if let Ok(addr) = listener.local_addr() {
-        info!(%addr, tls = tls.is_some(), "control API listening");
-    }
-    loop {
-        let accepted = tokio::select! {
-            () = cancel.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of descriptors and the like: back off rather than spin.
-                warn!(error = %e, "control API accept failed");
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                }
-            }
-        };
-        let api = api.clone();
-        let cancel = cancel.clone();
-        let tls = tls.clone();
-        tracker.spawn(async move {
-            let Some(acceptor) = tls else {
-                return serve_connection(stream, api, peer.ip(), &cancel).await;
-            };
-            // The handshake gets the headers' time limit, so that a client
-            // that never finishes it holds nothing for long.
-            let handshake = tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream));
-            let shaken = tokio::select! {
-                () = cancel.cancelled() => return,
-                shaken = handshake => shaken,
-            };
-            match shaken {
-                Ok(Ok(stream)) => serve_connection(stream, api, peer.ip(), &cancel).await,
-                Ok(Err(e)) => {
-                    api.auth.handshake_failed();
-                    debug!(%peer, error = %e, "control API TLS handshake refused");
-                }
-                Err(_) => {
-                    api.auth.handshake_failed();
-                    debug!(%peer, "control API TLS handshake timed out");
-                }
-            }
-        });
-    }
-    tracker.close();
-    tracker.wait().await;
-    info!("control API stopped");
-}
-
-async fn serve_connection<S>(
-    stream: S,
-    api: Arc<AdminApi>,
-    peer: IpAddr,
-    cancel: &CancellationToken,
-) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = service_fn(move |mut req: Request<hyper::body::Incoming>| {
-        let api = api.clone();
-        req.extensions_mut().insert(PeerAddr(peer));
-        async move { Ok::<_, Infallible>(api.handle(req).await) }
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT);
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
-    let result = serve_until_cancelled(conn, cancel, Some(SHUTDOWN_GRACE)).await;
-    if let Err(e) = result {
-        debug!(%peer, error = %e, "control API connection ended with an error");
-    }
 }
 
 #[cfg(test)]
