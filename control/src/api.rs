@@ -1,9 +1,11 @@
 //! The control API: health, readiness and metrics without a token; config,
 //! routes, stats, the audit log, GPUs, upstream load, rollouts, faults, the recorder and
 //! the load runs `sluice load --report-to` pushes under
-//! `/v1/` behind a bearer token. HTTP/1.1
-//! with JSON bodies, served on its own listener beside the data plane.
+//! `/v1/` behind bearer tokens with scopes (`auth`). HTTP/1.1
+//! with JSON bodies, served on its own listener beside the data plane,
+//! over TLS (with client certificates) when `admin.tls` says so.
 
+mod auth;
 mod depth;
 mod endpoints;
 mod faults;
@@ -13,42 +15,40 @@ mod openapi;
 mod recorder;
 mod respond;
 mod rollouts;
-mod token;
+mod serve;
+mod tls;
 mod v1;
 
+pub(crate) use auth::{load_tokens, watch_token_files};
+pub use auth::{Auth, AUTH_FAILURES_METRIC, AUTH_REFUSALS_METRIC, TOKEN_RELOAD_ERRORS_METRIC};
 pub use endpoints::ApiEndpoint;
 pub use load_runs::{LoadRuns, MAX_LOAD_RUNS};
 pub use respond::MAX_BODY_BYTES;
-pub(crate) use token::resolve_token;
+pub(crate) use serve::serve_admin;
+pub(crate) use tls::acceptor as tls_acceptor;
 
-use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use http::request::Parts;
 use http::{Method, Request, StatusCode};
 use hyper::body::Body;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tokio::time::Instant;
+use tracing::{debug, warn};
 
-use crate::graceful::serve_until_cancelled;
+use crate::audit_file::ChangeLine;
+use crate::events::{acting_as, Event};
 use crate::observers::Observers;
 use crate::rollout::Rollouts;
 use crate::shared::Shared;
 use crate::store::SnapshotStore;
+use auth::Caller;
 use endpoints::Resolved;
 use respond::ApiResponse;
-
-/// How long a client may take to send a request's headers.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a connection may take to finish its request once shutdown began.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// What `GET /readyz` answers: ready once the data plane listens, and not
 /// ready again from the moment a drain begins, so that balancers stop
@@ -95,8 +95,14 @@ pub struct AdminApi {
     pub readiness: Arc<Readiness>,
     /// `/v1/load-runs`: what `sluice load --report-to` pushed.
     pub load_runs: LoadRuns,
-    token: String,
+    /// The tokens, their scopes and the failed-authentication limit.
+    pub auth: Arc<Auth>,
 }
+
+/// The address of the peer that sent a request, put in its extensions by
+/// the server (a request without one is treated as from 0.0.0.0).
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddr(pub IpAddr);
 
 #[derive(Serialize)]
 struct Status {
@@ -104,15 +110,14 @@ struct Status {
 }
 
 impl AdminApi {
-    /// `token` is the resolved bearer token (see [`resolve_token`]); an empty
-    /// one admits nobody to `/v1/`.
+    /// `auth` decides who may call `/v1/` and with which scope.
     pub fn new(
         store: Arc<SnapshotStore>,
         shared: Shared,
         rollouts: Arc<Rollouts>,
         observers: Observers,
         readiness: Arc<Readiness>,
-        token: String,
+        auth: Arc<Auth>,
     ) -> Arc<Self> {
         Arc::new(AdminApi {
             store,
@@ -121,7 +126,7 @@ impl AdminApi {
             observers,
             readiness,
             load_runs: LoadRuns::default(),
-            token,
+            auth,
         })
     }
 
@@ -138,82 +143,165 @@ impl AdminApi {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = req.into_parts();
+        let peer = parts
+            .extensions
+            .get::<PeerAddr>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0);
         let path = parts.uri.path();
         // The token is checked before routing: without it, nothing under
         // /v1/ is told apart, not even which paths exist.
-        let response = if is_v1(path) && !token::bearer_matches(&parts.headers, &self.token) {
-            respond::error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
-        } else {
-            match endpoints::resolve(parts.method.as_str(), path) {
-                Resolved::Found(
-                    endpoint @ (ApiEndpoint::Healthz | ApiEndpoint::Readyz | ApiEndpoint::Metrics),
-                    args,
-                ) => self.call(endpoint, &args, &[]),
-                Resolved::Found(endpoint, args) => {
-                    let limits = self.store.load().config.admin.clone();
-                    match respond::read_body(&parts.headers, body, limits.max_body).await {
-                        Ok(bytes) if depth::too_deep(&bytes, limits.max_body_depth) => {
-                            respond::error(
-                                StatusCode::BAD_REQUEST,
-                                &format!(
-                                    "body nests deeper than {} levels (admin.max_body_depth)",
-                                    limits.max_body_depth
-                                ),
-                            )
-                        }
-                        Ok(bytes) if matches!(endpoint, ApiEndpoint::AddRollout) => {
-                            let parsed =
-                                tokio::task::spawn_blocking(move || rollouts::parse(&bytes)).await;
-                            match parsed {
-                                Ok(Ok(raw)) => rollouts::add_parsed(&self.rollouts, raw),
-                                Ok(Err(errors)) => respond::config_errors(&errors),
-                                Err(e) => worker_failed(&e),
-                            }
-                        }
-                        // The other rollout endpoints act beside the
-                        // controllers, on the control thread (no body to parse).
-                        Ok(_) if is_rollout_command(endpoint) => self.call(endpoint, &args, &[]),
-                        Ok(bytes) => self.call_on_worker(endpoint, &args, bytes).await,
-                        Err(answer) => answer,
-                    }
-                }
-                Resolved::WrongMethod(allow) => respond::wrong_method(&parts.method, path, &allow),
-                Resolved::NotFound => respond::not_found(&parts.method, path),
-            }
+        let caller = match is_v1(path) {
+            true => match self.auth.admit(peer, &parts.headers, Instant::now()) {
+                Ok(caller) => Some(caller),
+                Err(refused) => return refused.answer(),
+            },
+            false => None,
         };
+        let (response, made) = self.route(&parts, body, caller.as_ref()).await;
+        let is_change = !matches!(parts.method, Method::GET | Method::HEAD);
         // A change is answered once the state with it is on disk
         // (`runtime.state_dir`), so that what a client was told survives a
         // `kill -9` right after.
-        if !matches!(parts.method, Method::GET | Method::HEAD) && response.status().is_success() {
+        if is_change && response.status().is_success() {
             let state = &self.shared.state;
             if !state.saved(state.changed(), crate::state::SAVE_WAIT).await {
                 warn!(path, "state not saved in time; answering anyway");
             }
         }
+        if let (true, Some(caller)) = (is_change, &caller) {
+            self.audit(caller, peer, &parts, response.status(), &made);
+        }
         debug!(
             method = %parts.method,
             path,
+            token = caller.as_ref().map(|c| c.name.as_str()),
             status = response.status().as_u16(),
             "admin request"
         );
         response
     }
 
+    /// The answer to an admitted request (`caller` is `None` off `/v1/`),
+    /// and the audit events it made.
+    async fn route<B>(
+        self: &Arc<Self>,
+        parts: &Parts,
+        body: B,
+        caller: Option<&Caller>,
+    ) -> (ApiResponse, Vec<Event>)
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let path = parts.uri.path();
+        let (endpoint, args) = match endpoints::resolve(parts.method.as_str(), path) {
+            Resolved::Found(endpoint, args) => (endpoint, args),
+            Resolved::WrongMethod(allow) => {
+                return (respond::wrong_method(&parts.method, path, &allow), vec![])
+            }
+            Resolved::NotFound => return (respond::not_found(&parts.method, path), vec![]),
+        };
+        let caller = match (endpoint.scope(), caller) {
+            (None, _) => return (self.call(endpoint, &args, &[]), vec![]),
+            (Some(needed), Some(caller)) => {
+                let what = format!("{} {}", parts.method, endpoint.template());
+                if let Err(refused) = self.auth.permit(caller, needed, &what) {
+                    return (refused.answer(), vec![]);
+                }
+                caller
+            }
+            // A scoped endpoint is under /v1/, where `handle` admitted a caller.
+            (Some(_), None) => return (auth::Refused::Unauthorized.answer(), vec![]),
+        };
+        let limits = self.store.load().config.admin.clone();
+        match respond::read_body(&parts.headers, body, limits.max_body).await {
+            Ok(bytes) if depth::too_deep(&bytes, limits.max_body_depth) => (
+                respond::error(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "body nests deeper than {} levels (admin.max_body_depth)",
+                        limits.max_body_depth
+                    ),
+                ),
+                vec![],
+            ),
+            Ok(bytes) if matches!(endpoint, ApiEndpoint::AddRollout) => {
+                let parsed = tokio::task::spawn_blocking(move || rollouts::parse(&bytes)).await;
+                match parsed {
+                    Ok(Ok(raw)) => {
+                        acting_as(&caller.name, || rollouts::add_parsed(&self.rollouts, raw))
+                    }
+                    Ok(Err(errors)) => (respond::config_errors(&errors), vec![]),
+                    Err(e) => (worker_failed(&e), vec![]),
+                }
+            }
+            // The other rollout endpoints act beside the
+            // controllers, on the control thread (no body to parse).
+            Ok(_) if is_rollout_command(endpoint) => {
+                acting_as(&caller.name, || self.call(endpoint, &args, &[]))
+            }
+            Ok(bytes) => {
+                self.call_on_worker(&caller.name, endpoint, &args, bytes)
+                    .await
+            }
+            Err(answer) => (answer, vec![]),
+        }
+    }
+
+    /// One line in `admin.audit_file` for a change `caller` asked for.
+    fn audit(
+        &self,
+        caller: &Caller,
+        peer: IpAddr,
+        parts: &Parts,
+        status: StatusCode,
+        made: &[Event],
+    ) {
+        let Some(file) = self.shared.events.audit_file() else {
+            return;
+        };
+        let summary = match made.is_empty() {
+            true => format!(
+                "no change: {}",
+                status.canonical_reason().unwrap_or("refused")
+            ),
+            false => {
+                let actions: Vec<&str> = made.iter().map(|e| e.action.as_str()).collect();
+                actions.join("; ")
+            }
+        };
+        let time_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        file.append_change(&ChangeLine {
+            time_ms,
+            token: &caller.name,
+            peer: peer.to_string(),
+            method: parts.method.as_str(),
+            path: parts.uri.path(),
+            status: status.as_u16(),
+            summary,
+            events: made,
+        });
+    }
+
     async fn call_on_worker(
         self: &Arc<Self>,
+        token: &str,
         endpoint: ApiEndpoint,
         args: &[&str],
         body: Bytes,
-    ) -> ApiResponse {
+    ) -> (ApiResponse, Vec<Event>) {
         let api = self.clone();
+        let token = token.to_string();
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let work = tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            api.call(endpoint, &args, &body)
+            acting_as(&token, || api.call(endpoint, &args, &body))
         });
         match work.await {
             Ok(answer) => answer,
-            Err(e) => worker_failed(&e),
+            Err(e) => (worker_failed(&e), vec![]),
         }
     }
 
@@ -295,57 +383,6 @@ fn is_rollout_command(endpoint: ApiEndpoint) -> bool {
 
 fn is_v1(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/")
-}
-
-/// Serves the API on `listener` until `cancel`; then stops accepting, lets
-/// each open connection finish its request (idle ones close at once) and
-/// returns when all have ended.
-pub(crate) async fn serve_admin(
-    listener: TcpListener,
-    api: Arc<AdminApi>,
-    cancel: CancellationToken,
-) {
-    let tracker = TaskTracker::new();
-    if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "control API listening");
-    }
-    loop {
-        let accepted = tokio::select! {
-            () = cancel.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of descriptors and the like: back off rather than spin.
-                warn!(error = %e, "control API accept failed");
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                }
-            }
-        };
-        let api = api.clone();
-        let cancel = cancel.clone();
-        tracker.spawn(async move {
-            let service = service_fn(move |req| {
-                let api = api.clone();
-                async move { Ok::<_, Infallible>(api.handle(req).await) }
-            });
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            let result = serve_until_cancelled(conn, &cancel, Some(SHUTDOWN_GRACE)).await;
-            if let Err(e) = result {
-                debug!(%peer, error = %e, "control API connection ended with an error");
-            }
-        });
-    }
-    tracker.close();
-    tracker.wait().await;
-    info!("control API stopped");
 }
 
 #[cfg(test)]

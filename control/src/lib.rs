@@ -5,6 +5,7 @@
 //! the [`DataPlane`] trait.
 
 mod api;
+mod audit_file;
 mod config;
 mod events;
 mod fault;
@@ -34,19 +35,23 @@ mod store;
 mod testing;
 mod upstream_metrics;
 
-pub use api::{AdminApi, ApiEndpoint, LoadRuns, Readiness, MAX_BODY_BYTES, MAX_LOAD_RUNS};
+pub use api::{
+    AdminApi, ApiEndpoint, Auth, LoadRuns, PeerAddr, Readiness, AUTH_FAILURES_METRIC,
+    AUTH_REFUSALS_METRIC, MAX_BODY_BYTES, MAX_LOAD_RUNS, TOKEN_RELOAD_ERRORS_METRIC,
+};
+pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
-    AdminConfig, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError, ConfigErrors,
-    EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
-    ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
-    OnRestart, OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates,
-    RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource,
-    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding,
-    RawSheddingPriority, RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
-    RuntimeConfig, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts,
-    TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
-    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
+    AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
+    ConfigErrors, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore,
+    LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig,
+    OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings,
+    RawGates, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
+    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawShedBounds,
+    RawShedding, RawSheddingPriority, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
+    RouteConfig, RuntimeConfig, Scope, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig,
+    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX,
+    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

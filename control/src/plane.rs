@@ -2,7 +2,8 @@
 //! builds the store and its shared parts, binds the admin API, and runs every
 //! control task (stats aggregator, GPU watcher, upstream scraper, rollouts,
 //! shedding, fault loop, recorder, rate limit store sync, config file
-//! reload, admin API, stop requests and signals) on a current-thread runtime
+//! reload, token file rotation, audit file, admin API, stop requests and
+//! signals) on a current-thread runtime
 //! of its own, on thread `sluice-control`, so that neither a busy data plane
 //! nor a caller's runtime can starve it. The returned handle gives out the
 //! parts and ends the tasks on drop.
@@ -13,11 +14,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::warn;
 
-use crate::api::{resolve_token, serve_admin, AdminApi, Readiness};
+use crate::api::{
+    load_tokens, serve_admin, tls_acceptor, watch_token_files, AdminApi, Auth, Readiness,
+};
+use crate::audit_file::{audit_file, AuditWriter};
 use crate::config::Config;
 use crate::fault::run_fault_loop;
 use crate::lifecycle::{DataPlane, Stop, Stopper};
@@ -44,8 +49,10 @@ pub struct ControlOptions {
 /// Why the control plane did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("admin token")]
-    Token(#[source] std::io::Error),
+    #[error("admin tokens: {0}")]
+    Token(String),
+    #[error("{0}")]
+    AdminTls(String),
     #[error("admin API cannot bind {addr}")]
     AdminBind {
         addr: SocketAddr,
@@ -85,7 +92,9 @@ pub struct ControlPlaneHandle {
 /// Everything the control thread runs, moved onto it whole.
 struct Tasks {
     admin_listener: TcpListener,
+    admin_tls: Option<TlsAcceptor>,
     api: Arc<AdminApi>,
+    audit_writer: Option<AuditWriter>,
     store: Arc<SnapshotStore>,
     shared: Shared,
     observers: Observers,
@@ -106,8 +115,13 @@ impl ControlPlane {
         options: ControlOptions,
         data_plane: Arc<dyn DataPlane>,
     ) -> Result<ControlPlaneHandle, StartError> {
-        let (token, token_generated) =
-            resolve_token(&config.admin.token).map_err(StartError::Token)?;
+        let token_sources = config.admin.tokens.clone();
+        let (tokens, token_generated) = load_tokens(&token_sources).map_err(StartError::Token)?;
+        let token = tokens.first_admin().unwrap_or_default().to_string();
+        let admin_tls = match &config.admin.tls {
+            Some(tls) => Some(tls_acceptor(tls).map_err(StartError::AdminTls)?),
+            None => None,
+        };
         let admin = config.admin.listen;
         let bind_error = |source| StartError::AdminBind {
             addr: admin,
@@ -126,6 +140,16 @@ impl ControlPlane {
             })?;
         }
         let shared = Shared::new()?;
+        // Before the store, so that its first events reach the file too.
+        let audit_writer = match &config.admin.audit_file {
+            Some(path) => {
+                let (file, writer) = audit_file(path.clone(), shared.metrics.registry())?;
+                shared.events.set_audit_file(file);
+                Some(writer)
+            }
+            None => None,
+        };
+        let auth = Arc::new(Auth::new(token_sources, tokens, shared.metrics.registry())?);
         let observers = Observers::new(config.gpu, shared.metrics.registry())?;
         let (store, rollouts) = start_store(config, state_dir.as_deref(), &shared, &observers);
         let readiness = Arc::new(Readiness::new());
@@ -135,13 +159,15 @@ impl ControlPlane {
             rollouts.clone(),
             observers.clone(),
             readiness.clone(),
-            token.clone(),
+            auth,
         );
         let (stop_requests, stop_rx) = watch::channel(None);
         let cancel = CancellationToken::new();
         let tasks = Tasks {
             admin_listener,
+            admin_tls,
             api,
+            audit_writer,
             store: store.clone(),
             shared: shared.clone(),
             observers,
@@ -277,9 +303,18 @@ impl Tasks {
         ));
         // Fleet-wide rate limits settle their leases with their store.
         tracker.spawn(run_limit_sync(self.store.clone(), cancel.clone()));
+        if let Some(writer) = self.audit_writer {
+            tracker.spawn(writer.run(cancel.clone()));
+        }
+        tracker.spawn(watch_token_files(self.api.auth.clone(), cancel.clone()));
         match tokio::net::TcpListener::from_std(self.admin_listener) {
             Ok(listener) => {
-                tracker.spawn(serve_admin(listener, self.api, cancel.clone()));
+                tracker.spawn(serve_admin(
+                    listener,
+                    self.api,
+                    self.admin_tls,
+                    cancel.clone(),
+                ));
             }
             Err(e) => warn!(error = %e, "admin API listener could not be registered"),
         }

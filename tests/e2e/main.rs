@@ -7,6 +7,7 @@ mod support;
 mod proxy_basics;
 mod split;
 
+mod admin_security;
 mod alert_rules;
 mod breakers;
 mod capacity;

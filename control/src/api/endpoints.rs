@@ -4,6 +4,7 @@
 //! a test checks that the docs name every one. `GET /v1/openapi.json` is
 //! built from it too, with each endpoint's schemas (`openapi/spec.rs`).
 
+use crate::config::Scope;
 use crate::rollout::Command;
 
 sluice_filters::name_table! {
@@ -51,6 +52,23 @@ const COMMAND: &str = "{command}";
 impl ApiEndpoint {
     pub fn method(self) -> &'static str {
         self.as_str().split_once(' ').map_or("", |(m, _)| m)
+    }
+
+    /// The scope a token needs to call it; none for health, readiness and
+    /// metrics, which need no token. Every `GET` is `read`; the data-plane
+    /// knobs (weights, mirror, faults, recorder, load runs) `write`; the
+    /// config and the rollouts `admin`.
+    pub fn scope(self) -> Option<Scope> {
+        use ApiEndpoint::*;
+        match self {
+            Healthz | Readyz | Metrics => None,
+            PutConfig | AddRollout | RemoveRollout | RolloutCommand => Some(Scope::Admin),
+            PutSplit | PutMirror | DeleteMirror | AddFault | RemoveFault | PutRecorder
+            | DeleteRecorder | PutLoadRun => Some(Scope::Write),
+            GetConfig | ListRoutes | MirrorDiffs | Stats | Events | Gpu | Upstreams
+            | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder | ListLoadRuns
+            | ShowLoadRun | OpenApi => Some(Scope::Read),
+        }
     }
 
     /// The path with its `{placeholders}`.

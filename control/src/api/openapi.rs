@@ -44,8 +44,12 @@ pub(super) fn document() -> Value {
             "title": "sluice control API",
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Health, readiness and metrics without a token; everything under /v1/ \
-                behind `Authorization: Bearer TOKEN` (admin.token_env or admin.token_file). \
-                Bodies that take YAML or JSON are documented as JSON. See docs/control-api.md.",
+                behind `Authorization: Bearer TOKEN` (admin.token_env, admin.token_file or \
+                admin.tokens). Each operation needs a scope (`x-sluice-scope`: read, write or \
+                admin; admin covers write, write covers read): 401 without a known token, 403 \
+                with too small a scope, 429 (with retry-after) from an address that failed to \
+                authenticate too often. Bodies that take YAML or JSON are documented as JSON. \
+                See docs/control-api.md.",
         },
         "paths": paths,
         "components": {
@@ -65,6 +69,8 @@ fn operation(endpoint: ApiEndpoint) -> Value {
     }
     if guarded {
         responses.insert("401".into(), answer(401, &"Error"));
+        responses.insert("403".into(), answer(403, &"Forbidden"));
+        responses.insert("429".into(), answer(429, &"Error"));
     }
     if matches!(spec.body, Body::Json(_)) {
         // Bounded before parsing (admin.max_body, admin.max_body_depth).
@@ -91,6 +97,9 @@ fn operation(endpoint: ApiEndpoint) -> Value {
     }
     if !guarded {
         op["security"] = json!([]);
+    }
+    if let Some(scope) = endpoint.scope() {
+        op["x-sluice-scope"] = json!(scope.as_str());
     }
     op
 }

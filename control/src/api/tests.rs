@@ -3,6 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use http::Method;
 use http_body_util::{BodyExt, Full};
@@ -10,6 +16,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
 use super::*;
+use crate::config::Scope;
 use crate::observers::Observers;
 use crate::testing;
 
@@ -30,6 +37,15 @@ impl Server {
 
     /// With `observe`, the GPU watcher and upstream scraper run too.
     async fn start_with(observe: bool) -> Server {
+        Server::start_full(observe, &[("default", Scope::Admin, TOKEN)]).await
+    }
+
+    /// With the tokens `(name, scope, secret)`.
+    async fn with_tokens(tokens: &[(&str, Scope, &str)]) -> Server {
+        Server::start_full(false, tokens).await
+    }
+
+    async fn start_full(observe: bool, tokens: &[(&str, Scope, &str)]) -> Server {
         let (store, shared) = testing::store(&testing::ab_chat("sticky: { header: x-session-id }"));
         let cancel = CancellationToken::new();
         let observers = match observe {
@@ -43,10 +59,11 @@ impl Server {
         let rollouts = Rollouts::new(store.clone(), shared.clone(), observers.clone());
         tokio::spawn(rollouts.clone().run(cancel.clone()));
         let readiness = Arc::new(Readiness::new());
-        let api = AdminApi::new(store, shared, rollouts, observers, readiness, TOKEN.into());
+        let auth = Auth::fixed(tokens, shared.metrics.registry());
+        let api = AdminApi::new(store, shared, rollouts, observers, readiness, auth);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(serve_admin(listener, api.clone(), cancel.clone()));
+        let task = tokio::spawn(serve_admin(listener, api.clone(), None, cancel.clone()));
         Server {
             addr,
             api,
@@ -416,6 +433,7 @@ mod load_runs;
 mod mirror;
 mod observers;
 mod rollouts;
+mod scopes;
 
 #[tokio::test]
 async fn the_recorder_starts_with_a_ttl_shows_and_stops() {

@@ -128,12 +128,43 @@ pub struct RawRuntime {
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
     pub listen: Option<String>,
+    /// One token, named `default` with scope `admin`, from this variable.
     pub token_env: Option<String>,
+    /// A file of one bare token (`default`, `admin`) or of lines
+    /// `name scope token`; re-read when it changes.
     pub token_file: Option<String>,
+    /// Named tokens, each with a scope and its secret in a variable or a file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<RawAdminToken>,
+    /// TLS on the admin listener, with an optional client CA (mTLS).
+    pub tls: Option<RawAdminTls>,
+    /// Where the audit log is appended as JSON lines.
+    pub audit_file: Option<String>,
     /// The largest request body the API parses (default 16MiB).
     pub max_body: Option<RawSize>,
     /// The deepest nesting of objects and lists in a body (default 64).
     pub max_body_depth: Option<usize>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminToken {
+    pub name: String,
+    /// `read`, `write` or `admin`.
+    pub scope: String,
+    pub env: Option<String>,
+    pub file: Option<String>,
+}
+
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminTls {
+    pub cert: String,
+    pub key: String,
+    /// Clients must present a certificate this CA signed.
+    pub client_ca: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -2,6 +2,7 @@
 
 use super::*;
 
+mod admin;
 mod by_model;
 mod cost;
 mod faults;
@@ -66,7 +67,14 @@ fn good_config_validates() {
         c.clusters[0].timeouts.idle,
         std::time::Duration::from_secs(4)
     );
-    assert_eq!(c.admin.token, TokenSource::Env("SLUICE_ADMIN_TOKEN".into()));
+    assert_eq!(
+        c.admin.tokens,
+        [TokenSource::Env {
+            name: "default".into(),
+            scope: Scope::Admin,
+            var: "SLUICE_ADMIN_TOKEN".into()
+        }]
+    );
 }
 
 #[test]
@@ -251,7 +259,7 @@ fn no_token_off_loopback() {
             "admin: { listen: 127.0.0.1:9901, token_env: SLUICE_ADMIN_TOKEN }",
             "admin: { listen: 0.0.0.0:9901 }"
         ),
-        ["admin: a token (token_env or token_file) is required to listen on non-loopback 0.0.0.0:9901"]
+        ["admin: a token (token_env, token_file or tokens) is required to listen on non-loopback 0.0.0.0:9901"]
     );
 }
 

@@ -1,10 +1,12 @@
 //! The validated config: every value parsed, every reference checked.
 
+mod admin;
 mod mirror;
 mod recorder;
 mod rollout;
 mod shedding;
 
+pub use admin::{AdminConfig, AdminTls, Scope, TokenSource};
 pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
@@ -155,24 +157,6 @@ pub enum SidePriority {
     /// The same priority as the data plane: the side work keeps up under
     /// load, and costs the primary CPU when it is short of it.
     Normal,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TokenSource {
-    Env(String),
-    File(PathBuf),
-    /// No token configured: one is generated at start (loopback only).
-    Generated,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AdminConfig {
-    pub listen: SocketAddr,
-    pub token: TokenSource,
-    /// The largest request body the API reads, in bytes.
-    pub max_body: usize,
-    /// The deepest nesting of objects and lists a body may have.
-    pub max_body_depth: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Second stage: checks every value and reference of a [`RawConfig`] and
 //! builds the typed [`Config`], or returns every error found.
 
+mod admin;
 mod breakers;
 mod errors;
 mod fault;
@@ -29,20 +30,15 @@ use super::typed::*;
 use super::{ConfigErrors, RawConfig};
 use errors::Errors;
 
-const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 const DEFAULT_MAX_EXPERIMENTS: usize = 1000;
-/// Large enough for `GET /v1/config` of a config at `max_experiments` to be
-/// `PUT` back whole.
-pub(crate) const DEFAULT_ADMIN_MAX_BODY: usize = 16 * 1024 * 1024;
-const MAX_ADMIN_MAX_BODY: usize = 256 * 1024 * 1024;
-const DEFAULT_ADMIN_MAX_DEPTH: usize = 64;
+pub(crate) use admin::DEFAULT_ADMIN_MAX_BODY;
 
 impl RawConfig {
     pub fn validate(&self) -> Result<Config, ConfigErrors> {
         let mut errs = Errors::default();
         let runtime = runtime(self, &mut errs);
-        let admin = admin(self, &mut errs);
+        let admin = admin::admin(self, &mut errs);
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
@@ -133,57 +129,6 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         mirror_priority: r.mirror_priority.unwrap_or_default(),
         max_experiments,
         state_dir,
-    }
-}
-
-fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
-    let a = raw.admin.clone().unwrap_or_default();
-    let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_ADMIN);
-    let listen = errs
-        .socket_addr("admin.listen".into(), listen_text)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9901)));
-    let token = match (a.token_env, a.token_file) {
-        (Some(_), Some(_)) => {
-            errs.push("admin", "set token_env or token_file, not both");
-            TokenSource::Generated
-        }
-        (Some(var), None) if var.is_empty() => {
-            errs.push("admin.token_env", "must name an environment variable");
-            TokenSource::Generated
-        }
-        (Some(var), None) => TokenSource::Env(var),
-        (None, Some(file)) => TokenSource::File(PathBuf::from(file)),
-        (None, None) => TokenSource::Generated,
-    };
-    if token == TokenSource::Generated && !listen.ip().is_loopback() {
-        errs.push(
-            "admin",
-            format!(
-                "a token (token_env or token_file) is required to listen on non-loopback {listen}"
-            ),
-        );
-    }
-    let max_body = errs
-        .size_within(
-            "admin.max_body".into(),
-            a.max_body.as_ref(),
-            (1024, MAX_ADMIN_MAX_BODY as u64),
-            "1KiB ..= 256MiB",
-        )
-        .map_or(DEFAULT_ADMIN_MAX_BODY, |n| n as usize);
-    let max_body_depth = match a.max_body_depth {
-        Some(n) if !(8..=1024).contains(&n) => {
-            errs.push("admin.max_body_depth", "must be within 8 ..= 1024");
-            DEFAULT_ADMIN_MAX_DEPTH
-        }
-        Some(n) => n,
-        None => DEFAULT_ADMIN_MAX_DEPTH,
-    };
-    AdminConfig {
-        listen,
-        token,
-        max_body,
-        max_body_depth,
     }
 }
 

@@ -83,3 +83,20 @@ fn the_docs_name_every_endpoint_gate_and_action() {
         "not in README.md or docs/*.md: {missing:?}"
     );
 }
+
+#[test]
+fn the_scope_table_in_the_docs_is_the_routers() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let page = std::fs::read_to_string(root.join("docs/control-api.md")).unwrap();
+    for &endpoint in ApiEndpoint::ALL {
+        let row = |scope: &str| format!("| `{endpoint}` | {scope} |");
+        match endpoint.scope() {
+            Some(scope) => assert!(
+                page.contains(&row(scope.as_str())),
+                "{}",
+                row(scope.as_str())
+            ),
+            None => assert!(!endpoint.template().starts_with("/v1/"), "{endpoint}"),
+        }
+    }
+}

@@ -54,6 +54,10 @@ pub(super) fn components() -> Value {
             "items": object(&["path", "message"], json!({"path": string(), "message": string()})),
         }})),
         "AnyError": {"anyOf": [reference("Error"), reference("Errors")]},
+        "Forbidden": object(&["error", "needed_scope"], json!({
+            "error": string(),
+            "needed_scope": {"type": "string", "enum": ["read", "write", "admin"]},
+        })),
         "Status": object(&["status"], json!({"status": {
             "type": "string", "enum": ["ok", "ready", "not ready", "draining"],
         }})),

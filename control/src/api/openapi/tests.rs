@@ -55,7 +55,11 @@ fn references_resolve_and_every_operation_documents_its_answers() {
         let statuses: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
         assert!(statuses.iter().any(|s| s.starts_with('2')), "{endpoint}");
         let guarded = endpoint.template().starts_with("/v1/");
-        assert_eq!(statuses.iter().any(|s| *s == "401"), guarded, "{endpoint}");
+        for status in ["401", "403", "429"] {
+            assert_eq!(statuses.iter().any(|s| *s == status), guarded, "{endpoint}");
+        }
+        let scope = endpoint.scope().map(|s| json!(s.as_str()));
+        assert_eq!(op.get("x-sluice-scope"), scope.as_ref(), "{endpoint}");
         assert_eq!(op["security"] == json!([]), !guarded, "{endpoint}");
         let placeholders = endpoint.template().matches('{').count();
         let parameters = op["parameters"].as_array().map_or(0, Vec::len);

@@ -184,7 +184,10 @@ async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() 
         rollouts,
         observers,
         Arc::new(Readiness::new()),
-        TOKEN.into(),
+        Auth::fixed(
+            &[("default", Scope::Admin, TOKEN)],
+            shared.metrics.registry(),
+        ),
     );
     let cancel = CancellationToken::new();
     let tasks = [
