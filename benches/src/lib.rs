@@ -1,7 +1,8 @@
 //! Shared pieces of sluice's load benches: percentiles, the client runtime, a
-//! streaming client that timestamps every SSE chunk, and the integrity run.
+//! streaming client that timestamps every SSE chunk, the integrity run and the soak.
 
 pub mod integrity;
+pub mod soak;
 mod sse_client;
 mod stats;
 

@@ -19,14 +19,14 @@ use hyper_util::rt::TokioExecutor;
 /// Each change's count by what the API answered, e.g. `split 200`.
 pub type ChurnCounts = BTreeMap<String, u64>;
 
-pub(super) struct Admin {
+pub(crate) struct Admin {
     client: Client<HttpConnector, Full<Bytes>>,
     base: String,
     token: String,
 }
 
 impl Admin {
-    pub(super) fn new(addr: SocketAddr, token: &str) -> Self {
+    pub(crate) fn new(addr: SocketAddr, token: &str) -> Self {
         Admin {
             client: Client::builder(TokioExecutor::new()).build_http(),
             base: format!("http://{addr}"),
@@ -35,7 +35,7 @@ impl Admin {
     }
 
     /// One call: its status and body (status 0 when there was no answer).
-    pub(super) async fn call(&self, method: Method, path: &str, body: String) -> (u16, Bytes) {
+    pub(crate) async fn call(&self, method: Method, path: &str, body: String) -> (u16, Bytes) {
         let request = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
@@ -63,7 +63,7 @@ impl Admin {
 
 /// Changes things every `tick` until `stop`; the route `r` splits over
 /// clusters `a` and `b`.
-pub(super) async fn run(
+pub(crate) async fn run(
     admin: Admin,
     tick: Duration,
     reload_ticks: u64,

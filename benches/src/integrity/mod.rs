@@ -6,8 +6,8 @@
 //! sluice counted of its copies. `benches/integrity.sh` runs a million;
 //! the `integrity` test in CI 50,000 of the same.
 
-mod churn;
-mod upstream;
+pub(crate) mod churn;
+pub(crate) mod upstream;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -179,13 +179,26 @@ fn size(seed: u64, n: u64, max: usize) -> usize {
 
 type Body = BoxBody<Bytes, Infallible>;
 
-struct Clients {
+pub(crate) struct Clients {
     h1: Client<HttpConnector, Body>,
     h2: Client<HttpConnector, Body>,
     url: String,
 }
 
-enum Outcome {
+impl Clients {
+    /// HTTP/1.1 and h2c clients of the route at `listen`.
+    pub(crate) fn new(listen: SocketAddr) -> Self {
+        Clients {
+            h1: Client::builder(TokioExecutor::new()).build_http(),
+            h2: Client::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build_http(),
+            url: format!("http://{listen}/v1/integrity"),
+        }
+    }
+}
+
+pub(crate) enum Outcome {
     Ok { sent: u64, got: u64 },
     CorruptRequest,
     CorruptAnswer,
@@ -193,7 +206,12 @@ enum Outcome {
 }
 
 /// Request `id`: its protocol, framings and sizes drawn from the seed.
-async fn one(clients: &Clients, plan: &Plan, id: u64, mix: &mut BTreeMap<String, u64>) -> Outcome {
+pub(crate) async fn one(
+    clients: &Clients,
+    plan: &Plan,
+    id: u64,
+    mix: &mut BTreeMap<String, u64>,
+) -> Outcome {
     let d = draw(plan.seed ^ 0xc0ffee, id);
     let h2 = d & 1 == 1;
     let chunked = d & 2 == 2;
@@ -299,13 +317,7 @@ async fn drive(
     admin: churn::Admin,
     progress: &(dyn Fn(u64, f64) + Sync),
 ) -> anyhow::Result<Totals> {
-    let clients = Arc::new(Clients {
-        h1: Client::builder(TokioExecutor::new()).build_http(),
-        h2: Client::builder(TokioExecutor::new())
-            .http2_only(true)
-            .build_http(),
-        url: format!("http://{listen}/v1/integrity"),
-    });
+    let clients = Arc::new(Clients::new(listen));
     let stop = Arc::new(AtomicBool::new(false));
     let churn = tokio::spawn(churn::run(
         admin,
@@ -400,7 +412,7 @@ async fn settle_mirror(admin: &churn::Admin, expected: u64) -> BTreeMap<String, 
 }
 
 /// `sluice_mirror_requests_total{route="r",result=…}` by result.
-fn mirror_counts(metrics: &str) -> BTreeMap<String, u64> {
+pub(crate) fn mirror_counts(metrics: &str) -> BTreeMap<String, u64> {
     metrics
         .lines()
         .filter(|l| l.starts_with("sluice_mirror_requests_total{") && l.contains("route=\"r\""))

@@ -71,7 +71,7 @@ impl Seen {
 }
 
 /// Starts one upstream on a loopback port, noting into `seen`.
-pub(super) async fn start(seen: Arc<Seen>) -> std::io::Result<SocketAddr> {
+pub(crate) async fn start(seen: Arc<Seen>) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
