@@ -333,3 +333,4 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
 }
 
 mod in_process;
+mod many_streams;
