@@ -60,7 +60,7 @@ pub(super) async fn stream(
         .json(&body)
         .send()
         .await
-        .map_err(|e| format!("send: {e}"))?;
+        .map_err(|e| format!("send: {}", chain(&e)))?;
     if response.status() != 200 {
         return Err(format!("status {}", response.status()));
     }
@@ -70,7 +70,7 @@ pub(super) async fn stream(
         match response.chunk().await {
             Ok(Some(chunk)) => text.push_str(&String::from_utf8_lossy(&chunk)),
             Ok(None) => break,
-            Err(e) => return Err(format!("cut after {} bytes: {e}", text.len())),
+            Err(e) => return Err(format!("cut after {} bytes: {}", text.len(), chain(&e))),
         }
         if !counted {
             counted = true;
@@ -78,6 +78,17 @@ pub(super) async fn stream(
         }
     }
     check_whole(&text, tokens)
+}
+
+/// An error with its causes, for a failure message.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
 }
 
 /// `text` is a whole OpenAI stream of `tokens` tokens: every content event,
