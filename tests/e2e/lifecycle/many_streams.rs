@@ -32,7 +32,7 @@ pub(super) fn raise_fd_limit(needed: u64) {
     let mut limit = getrlimit(Resource::Nofile);
     if limit.current.is_some_and(|soft| soft < needed) {
         limit.current = limit.maximum;
-        setrlimit(Resource::Nofile, limit.clone()).expect("raise RLIMIT_NOFILE to its hard limit");
+        setrlimit(Resource::Nofile, limit).expect("raise RLIMIT_NOFILE to its hard limit");
     }
     let soft = getrlimit(Resource::Nofile).current;
     assert!(
@@ -127,7 +127,7 @@ async fn sigterm_with_1000_streams_open_finishes_every_one_then_exits_0() {
         .unwrap();
     let (port, admin) = (free_port(), free_port());
     let yaml = process(admin)
-        .runtime(&format!("threads: 2, grace_period: {}s", GRACE.as_secs()))
+        .runtime(format!("threads: 2, grace_period: {}s", GRACE.as_secs()))
         .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
         .cluster("llm", "llm", [mock.addr()])
         .route_with("chat", "llm: 100", "match: { path_prefix: / }")
