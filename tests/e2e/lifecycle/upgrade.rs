@@ -178,3 +178,42 @@ async fn sigquit_hands_the_listeners_to_sluice_run_upgrade_and_no_request_fails(
         ok()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigquit_with_nobody_waiting_on_the_socket_leaves_sluice_serving() {
+    let mock = MockLlm::start(MockLlmOptions::paced_ms(5, 5, 2))
+        .await
+        .unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let dir = TempDir::new("upgrade-alone");
+    let sock = dir.path().join("upgrade.sock");
+    let yaml = process(admin)
+        .runtime(format!("threads: 1, upgrade_sock: \"{}\"", sock.display()))
+        .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
+        .cluster("llm", "llm", [mock.addr()])
+        .route_with("chat", "llm: 100", "match: { path_prefix: / }")
+        .yaml();
+    let mut sluice = Running::spawn(&dir, &yaml, admin);
+    sluice.ready().await;
+    let pid = sluice.child.id().to_string();
+    let quit = Command::new("kill").args(["-QUIT", &pid]).status().unwrap();
+    assert!(quit.success());
+
+    // pingora's sender gives up after about 5 s of retries.
+    let failed = "graceful upgrade failed; still serving";
+    wait_until(
+        Duration::from_secs(30),
+        "no failed hand-over logged",
+        || sluice.output().contains(failed),
+    )
+    .await;
+    assert!(
+        sluice.child.try_wait().unwrap().is_none(),
+        "{}",
+        sluice.output()
+    );
+    sluice.ready().await;
+    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+    let outcome = stream(reqwest::Client::new(), proxy, Arc::default(), 2).await;
+    assert_eq!(outcome, Ok(()), "{}", sluice.output());
+}
