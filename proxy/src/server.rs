@@ -74,15 +74,13 @@ impl Sluice {
             Some(size) => tracing::debug!(size, "fd table grown up front"),
             None => tracing::debug!("fd table left to grow on demand"),
         }
-        let mut inherited = match options.upgrade {
-            true => Inherited::receive(&config.runtime.upgrade_sock, UPGRADE_WAIT)?,
-            false => Inherited::default(),
+        let mut inherited = if options.upgrade {
+            Inherited::receive(&config.runtime.upgrade_sock, UPGRADE_WAIT)?
+        } else {
+            Inherited::default()
         };
         let bound = bound::bind_all(&config, &mut inherited)?;
-        let admin_listener = inherited
-            .take(ADMIN_KEY)
-            .map(std::net::TcpListener::from)
-            .filter(|l| l.local_addr().is_ok_and(|a| a == config.admin.listen));
+        let admin_listener = inherited.take_admin(config.admin.listen);
         inherited.close_rest();
         let listeners: Vec<(String, SocketAddr)> =
             bound.iter().map(|l| (l.name.clone(), l.addr)).collect();

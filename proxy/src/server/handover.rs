@@ -19,6 +19,7 @@
 //! admin API's goes under [`ADMIN_KEY`].
 
 use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +86,19 @@ impl Inherited {
     /// The socket sent under `key`, if any.
     pub(crate) fn take(&mut self, key: &str) -> Option<OwnedFd> {
         self.0.remove(key)
+    }
+
+    /// The admin API's socket, when it listens on `addr` (an `admin.listen`
+    /// changed, or on port 0, gets a new socket; the old one is closed).
+    pub(crate) fn take_admin(&mut self, addr: SocketAddr) -> Option<TcpListener> {
+        let socket = TcpListener::from(self.take(ADMIN_KEY)?);
+        match socket.local_addr() {
+            Ok(bound) if bound == addr => Some(socket),
+            bound => {
+                warn!(?bound, configured = %addr, "the inherited admin socket is not at admin.listen; closed");
+                None
+            }
+        }
     }
 
     /// Closes the sockets no listener took (one the new config dropped or
