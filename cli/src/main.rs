@@ -35,6 +35,11 @@ enum Command {
     Run {
         #[arg(short, long)]
         config: Option<PathBuf>,
+        /// Zero-downtime upgrade: take the listening sockets over from the
+        /// running sluice (send it SIGQUIT once this one waits) through
+        /// `runtime.upgrade_sock`, instead of binding them.
+        #[arg(long)]
+        upgrade: bool,
     },
     /// The whole story in about a minute: two mock LLMs, the proxy, traffic,
     /// a rollout rolled back at step 3, then a healthy one promoted.
@@ -173,7 +178,7 @@ fn main() -> ExitCode {
         _ => "info",
     });
     let result = match cli.command {
-        Command::Run { config } => run(config),
+        Command::Run { config, upgrade } => run(config, upgrade),
         Command::Demo { duration } => run_demo(DemoOptions {
             duration: Duration::from_secs(duration),
         }),
@@ -258,7 +263,7 @@ fn validate(file: &PathBuf) -> ExitCode {
 }
 
 #[allow(clippy::print_stdout)]
-fn run(path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn run(path: Option<PathBuf>, upgrade: bool) -> anyhow::Result<ExitCode> {
     let mut _mock = None;
     let config = match &path {
         Some(file) => match load(file) {
@@ -288,6 +293,7 @@ fn run(path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         StartOptions {
             config_path: path,
             handle_signals: true,
+            upgrade,
         },
     )?;
     for (name, addr) in &sluice.listeners {

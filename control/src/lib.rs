@@ -57,7 +57,7 @@ pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
 pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
-pub use lifecycle::{DataPlane, Stop};
+pub use lifecycle::{DataPlane, HandOverError, Stop};
 pub use limits::{Admission, RouteLimits, LIMIT_STORE_SCRIPT, MAX_KEYS};
 pub use mirror::{
     DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,

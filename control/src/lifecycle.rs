@@ -1,7 +1,8 @@
 //! How sluice stops, seen from the control plane: the data plane's side of
 //! it as a trait (so that control never names pingora or the proxy), the one
-//! drain that `Sluice::stop(Drain)` and SIGTERM both go through, and the task
-//! that takes stop requests from the handle and from the signals.
+//! drain that `Sluice::stop(Drain)`, SIGTERM and a graceful upgrade (SIGQUIT)
+//! all go through, and the task that takes stop requests from the handle and
+//! from the signals.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,7 +32,17 @@ pub trait DataPlane: Send + Sync {
     fn begin_drain(&self);
     /// Stops the listeners and their services.
     fn stop(&self, how: Stop);
+    /// Sends every listening socket (the admin API's too) to the new
+    /// process waiting for them (`sluice run --upgrade`) and stops
+    /// accepting on them; requests in flight go on. Blocks while it waits
+    /// for the new process (seconds). The number of sockets sent.
+    fn hand_over(&self) -> Result<usize, HandOverError>;
 }
+
+/// Why the listening sockets were not handed over; sluice keeps serving.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HandOverError(pub String);
 
 /// How often a drain looks at the in-flight count.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
@@ -89,8 +100,18 @@ pub(crate) struct Stopper {
     pub data_plane: Arc<dyn DataPlane>,
     pub readiness: Arc<Readiness>,
     pub grace: Duration,
-    /// Take SIGTERM (drain) and SIGINT (fast) too.
+    /// Take SIGTERM (drain), SIGINT (fast) and SIGQUIT (upgrade) too.
     pub signals: bool,
+    /// Stops the admin API accepting once its socket is handed over.
+    pub admin_accept: CancellationToken,
+}
+
+/// What a signal asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    Stop(Stop),
+    /// SIGQUIT: hand the sockets to a new process, then drain.
+    Upgrade,
 }
 
 impl Stopper {
@@ -105,10 +126,18 @@ impl Stopper {
         cancel: CancellationToken,
     ) {
         let mut signals = StopSignals::install(self.signals);
-        let how = tokio::select! {
-            () = cancel.cancelled() => return,
-            how = signals.next() => how,
-            how = first_request(&mut requests) => how,
+        let how = loop {
+            let asked = tokio::select! {
+                () = cancel.cancelled() => return,
+                asked = signals.next() => asked,
+                how = first_request(&mut requests) => Asked::Stop(how),
+            };
+            match asked {
+                Asked::Stop(how) => break how,
+                // A hand-over that failed leaves sluice serving as before.
+                Asked::Upgrade if self.hand_over().await => break Stop::Drain,
+                Asked::Upgrade => {}
+            }
         };
         if how == Stop::Drain {
             let cut = async {
@@ -126,6 +155,30 @@ impl Stopper {
             info!("stopping");
             self.readiness.set_ready(false);
             self.data_plane.stop(how);
+        }
+    }
+}
+
+impl Stopper {
+    /// Hands the sockets over (off this thread: it blocks while the new
+    /// process is awaited); on success the admin API stops accepting too,
+    /// its socket now being the new process's. True when handed over.
+    pub(crate) async fn hand_over(&self) -> bool {
+        let data_plane = self.data_plane.clone();
+        match tokio::task::spawn_blocking(move || data_plane.hand_over()).await {
+            Ok(Ok(sockets)) => {
+                info!(sockets, "listening sockets handed over; draining");
+                self.admin_accept.cancel();
+                true
+            }
+            Ok(Err(e)) => {
+                warn!(error = %e, "graceful upgrade failed; still serving");
+                false
+            }
+            Err(e) => {
+                warn!(error = %e, "graceful upgrade task failed; still serving");
+                false
+            }
         }
     }
 }
@@ -150,49 +203,52 @@ async fn fast_request(requests: &mut watch::Receiver<Option<Stop>>) {
     }
 }
 
-/// SIGTERM and SIGINT, when sluice handles them; never firing otherwise.
+/// SIGTERM, SIGINT and SIGQUIT, when sluice handles them; never firing
+/// otherwise.
+#[derive(Default)]
 struct StopSignals {
     term: Option<tokio::signal::unix::Signal>,
     int: Option<tokio::signal::unix::Signal>,
+    quit: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignals {
     fn install(enabled: bool) -> StopSignals {
         use tokio::signal::unix::{signal, SignalKind};
         if !enabled {
-            return StopSignals {
-                term: None,
-                int: None,
-            };
+            return StopSignals::default();
         }
         match (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
+            signal(SignalKind::quit()),
         ) {
-            (Ok(term), Ok(int)) => StopSignals {
+            (Ok(term), Ok(int), Ok(quit)) => StopSignals {
                 term: Some(term),
                 int: Some(int),
+                quit: Some(quit),
             },
-            (Err(e), _) | (_, Err(e)) => {
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 warn!(error = %e, "signal handlers could not be installed");
-                StopSignals {
-                    term: None,
-                    int: None,
-                }
+                StopSignals::default()
             }
         }
     }
 
-    /// SIGTERM drains; SIGINT stops at once.
-    async fn next(&mut self) -> Stop {
+    /// SIGTERM drains; SIGINT stops at once; SIGQUIT hands over, then drains.
+    async fn next(&mut self) -> Asked {
         tokio::select! {
             () = recv(&mut self.term) => {
                 info!("SIGTERM");
-                Stop::Drain
+                Asked::Stop(Stop::Drain)
             }
             () = recv(&mut self.int) => {
                 info!("SIGINT");
-                Stop::Fast
+                Asked::Stop(Stop::Fast)
+            }
+            () = recv(&mut self.quit) => {
+                info!("SIGQUIT");
+                Asked::Upgrade
             }
         }
     }

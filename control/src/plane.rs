@@ -37,13 +37,17 @@ use crate::state::{self, Loaded};
 use crate::store::SnapshotStore;
 
 /// What the control plane does besides its fixed tasks.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct ControlOptions {
     /// The file the config came from: watched for changes and reloaded on
     /// SIGHUP.
     pub config_path: Option<PathBuf>,
-    /// Handle SIGTERM (drain) and SIGINT (fast stop).
+    /// Handle SIGTERM (drain), SIGINT (fast stop) and SIGQUIT (hand the
+    /// sockets to a new process, then drain).
     pub handle_signals: bool,
+    /// The admin API's socket, already listening on `admin.listen` (taken
+    /// over from the process this one upgrades); bound here when `None`.
+    pub admin_listener: Option<TcpListener>,
 }
 
 /// Why the control plane did not start.
@@ -77,6 +81,8 @@ pub struct ControlPlane;
 /// it does not stop the data plane (see [`ControlPlaneHandle::stop`]).
 pub struct ControlPlaneHandle {
     admin_addr: SocketAddr,
+    /// A second descriptor of the admin API's socket, for a hand-over.
+    admin_socket: TcpListener,
     token: String,
     token_generated: bool,
     store: Arc<SnapshotStore>,
@@ -102,6 +108,9 @@ struct Tasks {
     config_path: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     stopper: Stopper,
+    /// Ends the admin API's accept loop: at the end, or once its socket is
+    /// handed over.
+    admin_accept: CancellationToken,
     stop_requests: watch::Receiver<Option<Stop>>,
     cancel: CancellationToken,
 }
@@ -127,9 +136,13 @@ impl ControlPlane {
             addr: admin,
             source,
         };
-        let admin_listener = TcpListener::bind(admin).map_err(bind_error)?;
+        let admin_listener = match options.admin_listener {
+            Some(listener) => listener,
+            None => TcpListener::bind(admin).map_err(bind_error)?,
+        };
         admin_listener.set_nonblocking(true).map_err(bind_error)?;
         let admin_addr = admin_listener.local_addr().map_err(bind_error)?;
+        let admin_socket = admin_listener.try_clone().map_err(bind_error)?;
 
         let grace = config.runtime.grace_period;
         let state_dir = config.runtime.state_dir.clone();
@@ -163,6 +176,7 @@ impl ControlPlane {
         );
         let (stop_requests, stop_rx) = watch::channel(None);
         let cancel = CancellationToken::new();
+        let admin_accept = cancel.child_token();
         let tasks = Tasks {
             admin_listener,
             admin_tls,
@@ -179,7 +193,9 @@ impl ControlPlane {
                 readiness: readiness.clone(),
                 grace,
                 signals: options.handle_signals,
+                admin_accept: admin_accept.clone(),
             },
+            admin_accept,
             stop_requests: stop_rx,
             cancel: cancel.clone(),
         };
@@ -193,6 +209,7 @@ impl ControlPlane {
             .map_err(StartError::Thread)?;
         Ok(ControlPlaneHandle {
             admin_addr,
+            admin_socket,
             token,
             token_generated,
             store,
@@ -309,11 +326,13 @@ impl Tasks {
         tracker.spawn(watch_token_files(self.api.auth.clone(), cancel.clone()));
         match tokio::net::TcpListener::from_std(self.admin_listener) {
             Ok(listener) => {
+                // `admin_accept` ends with a hand-over to a new process
+                // (its child of `cancel`): this one stops accepting.
                 tracker.spawn(serve_admin(
                     listener,
                     self.api,
                     self.admin_tls,
-                    cancel.clone(),
+                    self.admin_accept,
                 ));
             }
             Err(e) => warn!(error = %e, "admin API listener could not be registered"),
@@ -341,6 +360,12 @@ impl ControlPlaneHandle {
     /// Where the admin API listens (the bound address: port 0 resolved).
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
+    }
+
+    /// A new descriptor of the admin API's listening socket (the same
+    /// socket), for handing it to the process that upgrades this one.
+    pub fn admin_socket(&self) -> std::io::Result<TcpListener> {
+        self.admin_socket.try_clone()
     }
 
     /// The bearer token of the control API.

@@ -7,6 +7,12 @@
 //! the session's pipelined prefix (pingora's public way to give a session
 //! bytes already read). Between requests it waits `idle_timeout`. HTTP/2
 //! (h2c preface or ALPN) goes to pingora's own loop untouched.
+//!
+//! Once the service stops accepting (a stop, or a graceful upgrade's
+//! hand-over), a connection waiting for its next request is not cut at
+//! once: a busy client may be sending it that very moment, and cutting
+//! then fails it. It waits [`STOP_IDLE`] more; a request that comes is
+//! answered with `Connection: close`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
@@ -21,6 +27,8 @@ use pingora::server::ShutdownWatch;
 use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 use sluice_control::{ListenerLimits, Runtimes};
 use sluice_filters::{register_family, HeadScan, HeadVerdict};
+
+use crate::lifecycle::Lifecycle;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{timeout_at, Instant};
 
@@ -29,6 +37,9 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// away) after the answer, so that the client reads the status rather than
 /// a reset.
 const LINGER: Duration = Duration::from_secs(2);
+/// How long a connection may still bring its next request once the
+/// service stops accepting.
+pub(crate) const STOP_IDLE: Duration = Duration::from_secs(1);
 
 /// The families of every listener's limits, registered once.
 #[derive(Clone)]
@@ -79,6 +90,8 @@ pub(crate) struct Limited<A> {
     runtimes: Arc<Runtimes>,
     runtime_name: String,
     watched: Once,
+    /// Counts the connection open, for a drain after a hand-over.
+    lifecycle: Arc<Lifecycle>,
 }
 
 impl<A> Limited<A> {
@@ -89,12 +102,14 @@ impl<A> Limited<A> {
         h2c: bool,
         families: &LimitFamilies,
         runtimes: Arc<Runtimes>,
+        lifecycle: Arc<Lifecycle>,
     ) -> Self {
         let limit = |name: &str| families.limited.with_label_values(&[listener, name]);
         Self {
             inner: Arc::new(inner),
             limits,
             h2c,
+            lifecycle,
             open: AtomicUsize::new(0),
             counters: Counters {
                 max_connections: limit("max_connections"),
@@ -150,6 +165,7 @@ where
         }
         self.counters.open.inc();
         let _slot = Slot(&self.open, &self.counters.open);
+        let _open = self.lifecycle.connection();
         let accepted = Instant::now();
         if self.is_h2(&mut stream, accepted).await? {
             return ServerApp::process_new(&self.inner, stream, shutdown).await;
@@ -241,6 +257,10 @@ impl<A> Limited<A> {
             Instant::now() + self.limits.idle_timeout
         };
         let mut shutdown = shutdown.clone();
+        let mut stopping = *shutdown.borrow_and_update();
+        if stopping {
+            deadline = deadline.min(Instant::now() + STOP_IDLE);
+        }
         loop {
             if buf.capacity() - buf.len() < 1024 {
                 buf.reserve(4096);
@@ -248,9 +268,17 @@ impl<A> Limited<A> {
             let read = tokio::select! {
                 biased;
                 read = timeout_at(deadline, stream.read_buf(&mut buf)) => read,
-                _ = shutdown.changed(), if buf.is_empty() => return Err(NoHead::Gone),
+                changed = shutdown.changed(), if !stopping && buf.is_empty() => {
+                    // A stop, or the watch gone: nothing is accepted any more.
+                    if changed.is_err() || *shutdown.borrow_and_update() {
+                        stopping = true;
+                        deadline = deadline.min(Instant::now() + STOP_IDLE);
+                    }
+                    continue;
+                }
             };
             match read {
+                Err(_) if stopping && buf.is_empty() => return Err(NoHead::Gone),
                 Err(_) if !first && buf.is_empty() => {
                     self.counters.idle_timeout.inc();
                     return Err(NoHead::Gone);

@@ -4,6 +4,7 @@
 //! end-to-end tests both start sluice through [`Sluice::start`].
 
 mod bound;
+mod handover;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,16 +32,24 @@ use crate::tcp_proxy::TcpProxy;
 use crate::telemetry::Tracer;
 use crate::upstream::UpstreamClient;
 use bound::{BoundListener, PreBound, Started};
+pub(crate) use handover::Handover;
+use handover::{Inherited, ADMIN_KEY};
 
 /// How long pingora may take to start every listener's service.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long `sluice run --upgrade` waits for the running sluice's sockets.
+const UPGRADE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
 pub struct StartOptions {
     /// The file the config came from: watched for changes and reloaded on SIGHUP.
     pub config_path: Option<PathBuf>,
-    /// Handle SIGTERM (drain), SIGINT (fast stop) and SIGHUP (reload).
+    /// Handle SIGTERM (drain), SIGINT (fast stop), SIGHUP (reload) and
+    /// SIGQUIT (hand the listening sockets to a new process, then drain).
     pub handle_signals: bool,
+    /// Take the listening sockets over from the running sluice (it sends
+    /// them on SIGQUIT over `runtime.upgrade_sock`) instead of binding.
+    pub upgrade: bool,
 }
 
 /// A running sluice. Dropping it stops it fast.
@@ -65,18 +74,34 @@ impl Sluice {
             Some(size) => tracing::debug!(size, "fd table grown up front"),
             None => tracing::debug!("fd table left to grow on demand"),
         }
-        let bound = bound::bind_all(&config)?;
+        let mut inherited = if options.upgrade {
+            Inherited::receive(&config.runtime.upgrade_sock, UPGRADE_WAIT)?
+        } else {
+            Inherited::default()
+        };
+        let bound = bound::bind_all(&config, &mut inherited)?;
+        let admin_listener = inherited.take_admin(config.admin.listen);
+        inherited.close_rest();
         let listeners: Vec<(String, SocketAddr)> =
             bound.iter().map(|l| (l.name.clone(), l.addr)).collect();
-        let lifecycle = Lifecycle::new();
+        let handover = Handover::new(config.runtime.upgrade_sock.clone());
+        for l in &bound {
+            handover.add(l.addr.to_string(), l.dup().context("listening socket")?);
+        }
+        let lifecycle = Lifecycle::new(handover);
         let control = ControlPlane::start(
             config,
             ControlOptions {
                 config_path: options.config_path,
                 handle_signals: options.handle_signals,
+                admin_listener,
             },
             lifecycle.clone(),
         )?;
+        let admin_socket = control.admin_socket().context("admin API socket")?;
+        lifecycle
+            .handover()
+            .add(ADMIN_KEY.into(), admin_socket.into());
         let store = control.store().clone();
         let config = store.load().config.clone();
         let server = build_server(&config)?;
@@ -117,6 +142,7 @@ impl Sluice {
             );
         }
         sluice.control.set_ready();
+        sluice.lifecycle.handover().arm();
         info!(admin = %sluice.admin_addr, listeners = sluice.listeners.len(), "sluice ready");
         Ok(sluice)
     }
@@ -185,6 +211,9 @@ fn build_server(config: &Config) -> anyhow::Result<Server> {
         // so pingora itself must not sleep a grace period of its own.
         grace_period_seconds: Some(0),
         graceful_shutdown_timeout_seconds: Some(1),
+        // Unused by sluice's own hand-over (see `handover`), set so that
+        // pingora's idea of the path never differs from sluice's.
+        upgrade_sock: config.runtime.upgrade_sock.to_string_lossy().into_owned(),
         ..ServerConf::default()
     };
     let mut cas = config
@@ -227,13 +256,14 @@ fn add_services(
         mirror: Some(mirror),
         upstream: UpstreamClient::new(&snapshot.config)?,
     };
+    let handed_over = lifecycle.handover().handed_over();
     let families = LimitFamilies::register(shared.metrics.registry())
         .map_err(|e| anyhow!("listener limit metrics: {e}"))?;
     // `bind_all` bound the listeners in config order.
     for (i, (l, socket)) in snapshot.config.listeners.iter().zip(bound).enumerate() {
         match &l.protocol {
             ListenerProtocol::Http { h2c } => {
-                let service = PreBound::new(socket, started, |addr| {
+                let service = PreBound::new(socket, started, handed_over.clone(), |addr| {
                     let app =
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                     let mut proxy = pingora::proxy::http_proxy(&conf, app);
@@ -250,6 +280,7 @@ fn add_services(
                         *h2c,
                         &families,
                         shared.runtimes.clone(),
+                        lifecycle.clone(),
                     );
                     let mut service = Service::new(l.name.clone(), app);
                     service.add_tcp(addr);
@@ -261,7 +292,7 @@ fn add_services(
                 // pingora reads these files only later, in its own thread, and
                 // panics there: read them now so a bad file fails the start.
                 check_tls_files(cert, key).with_context(|| format!("listener `{}`", l.name))?;
-                let service = PreBound::new(socket, started, |addr| {
+                let service = PreBound::new(socket, started, handed_over.clone(), |addr| {
                     let app =
                         HttpProxy::new(i, store.clone(), lifecycle.clone(), observability.clone());
                     let mut proxy = pingora::proxy::http_proxy(&conf, app);
@@ -273,6 +304,7 @@ fn add_services(
                         false,
                         &families,
                         shared.runtimes.clone(),
+                        lifecycle.clone(),
                     );
                     let mut service = Service::new(l.name.clone(), app);
                     let mut tls =
@@ -287,7 +319,7 @@ fn add_services(
                 server.add_service(service);
             }
             ListenerProtocol::Tcp { cluster } => {
-                let service = PreBound::new(socket, started, |addr| {
+                let service = PreBound::new(socket, started, handed_over.clone(), |addr| {
                     let app = TcpProxy::new(
                         l.name.clone(),
                         cluster.clone(),

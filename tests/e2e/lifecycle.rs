@@ -1,4 +1,5 @@
-//! The real `sluice run` process: SIGTERM drains an in-flight stream and exits 0,
+//! The real `sluice run` process: SIGTERM drains an in-flight stream (and 1,000 of
+//! them) and exits 0, SIGQUIT hands the listeners to `sluice run --upgrade`,
 //! the config file is reloaded when it changes (and a broken one is rejected), and a
 //! listener port already taken stops it at start with the listener's name.
 
@@ -52,13 +53,26 @@ pub(crate) struct Running {
 impl Running {
     /// `sluice run` on `yaml`, written to `sluice.yaml` in `dir`, its admin API on `admin`.
     pub(crate) fn spawn(dir: &TempDir, yaml: &str, admin: u16) -> Self {
-        let config = dir.write("sluice.yaml", yaml);
-        let log = dir.path().join("sluice.log");
+        Self::spawn_as(dir, "sluice", yaml, admin, &[])
+    }
+
+    /// `sluice run ARGS` on `yaml`, written to `NAME.yaml` in `dir`, its
+    /// output to `NAME.log`.
+    pub(crate) fn spawn_as(
+        dir: &TempDir,
+        name: &str,
+        yaml: &str,
+        admin: u16,
+        args: &[&str],
+    ) -> Self {
+        let config = dir.write(&format!("{name}.yaml"), yaml);
+        let log = dir.path().join(format!("{name}.log"));
         let out = File::create(&log).unwrap();
         let child = Command::new(sluice_bin())
             .arg("run")
             .arg("-c")
             .arg(&config)
+            .args(args)
             .env("SLUICE_TEST_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
@@ -333,3 +347,5 @@ async fn an_unreadable_certificate_stops_the_start_naming_the_listener() {
 }
 
 mod in_process;
+mod many_streams;
+mod upgrade;

@@ -121,6 +121,9 @@ pub struct RawRuntime {
     /// Where the run-time state (API weights, rollouts, experiments) is
     /// kept across restarts; none kept when unset.
     pub state_dir: Option<String>,
+    /// The Unix socket `sluice run --upgrade` takes the listeners over
+    /// (default `/tmp/sluice_upgrade.sock`).
+    pub upgrade_sock: Option<String>,
 }
 
 #[skip_serializing_none]

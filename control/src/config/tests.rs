@@ -309,6 +309,34 @@ fn mirror_priority_is_idle_unless_set_to_normal() {
 }
 
 #[test]
+fn upgrade_sock_has_a_default_and_fits_a_unix_socket_path() {
+    let c = Config::from_yaml(GOOD).unwrap();
+    assert_eq!(
+        c.runtime.upgrade_sock,
+        std::path::PathBuf::from("/tmp/sluice_upgrade.sock")
+    );
+    let set = GOOD.replacen(
+        "threads: 2",
+        "threads: 2, upgrade_sock: /run/sluice/up.sock",
+        1,
+    );
+    let c = Config::from_yaml(&set).unwrap();
+    assert_eq!(
+        c.runtime.upgrade_sock,
+        std::path::PathBuf::from("/run/sluice/up.sock")
+    );
+    assert_eq!(
+        errors_of("threads: 2", "threads: 2, upgrade_sock: \"\""),
+        ["runtime.upgrade_sock: must not be empty"]
+    );
+    let long = format!("threads: 2, upgrade_sock: /{}", "s".repeat(107));
+    assert_eq!(
+        errors_of("threads: 2", &long),
+        ["runtime.upgrade_sock: 108 bytes, over the 107 a Unix socket path may have"]
+    );
+}
+
+#[test]
 fn state_dir_is_unset_unless_given_and_never_empty() {
     let c = Config::from_yaml(GOOD).unwrap();
     assert_eq!(c.runtime.state_dir, None);

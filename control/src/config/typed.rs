@@ -141,6 +141,9 @@ pub struct RuntimeConfig {
     pub max_experiments: usize,
     /// Where the run-time state is kept across restarts (`state.json`).
     pub state_dir: Option<PathBuf>,
+    /// The Unix socket a new `sluice run --upgrade` listens on for the
+    /// running one's listening sockets.
+    pub upgrade_sock: PathBuf,
 }
 
 /// How a side thread (the shadow sender's, the recorder's writer) competes

@@ -31,6 +31,10 @@ use super::{ConfigErrors, RawConfig};
 use errors::Errors;
 
 const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+/// One fixed path, so that the new process and the old agree without being
+/// told each other's pid; two sluices on one host set their own.
+const DEFAULT_UPGRADE_SOCK: &str = "/tmp/sluice_upgrade.sock";
+const MAX_UNIX_PATH: usize = 107;
 const DEFAULT_MAX_EXPERIMENTS: usize = 1000;
 pub(crate) use admin::DEFAULT_ADMIN_MAX_BODY;
 
@@ -122,6 +126,7 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         Some(dir) => Some(PathBuf::from(dir)),
         None => None,
     };
+    let upgrade_sock = upgrade_sock(r.upgrade_sock.as_deref(), errs);
     RuntimeConfig {
         threads,
         grace_period,
@@ -129,6 +134,29 @@ fn runtime(raw: &RawConfig, errs: &mut Errors) -> RuntimeConfig {
         mirror_priority: r.mirror_priority.unwrap_or_default(),
         max_experiments,
         state_dir,
+        upgrade_sock,
+    }
+}
+
+/// A Unix socket path fits `sockaddr_un` (107 bytes and a NUL).
+fn upgrade_sock(raw: Option<&str>, errs: &mut Errors) -> PathBuf {
+    match raw {
+        None => PathBuf::from(DEFAULT_UPGRADE_SOCK),
+        Some("") => {
+            errs.push("runtime.upgrade_sock", "must not be empty");
+            PathBuf::from(DEFAULT_UPGRADE_SOCK)
+        }
+        Some(path) if path.len() > MAX_UNIX_PATH => {
+            errs.push(
+                "runtime.upgrade_sock",
+                format!(
+                    "{} bytes, over the {MAX_UNIX_PATH} a Unix socket path may have",
+                    path.len()
+                ),
+            );
+            PathBuf::from(DEFAULT_UPGRADE_SOCK)
+        }
+        Some(path) => PathBuf::from(path),
     }
 }
 

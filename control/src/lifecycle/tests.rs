@@ -14,6 +14,8 @@ struct FakeDataPlane {
     inflight: AtomicUsize,
     draining: AtomicBool,
     stopped: Mutex<Vec<Stop>>,
+    /// What `hand_over` answers; `None` fails.
+    hand_over: Mutex<Option<usize>>,
 }
 
 impl DataPlane for FakeDataPlane {
@@ -27,6 +29,11 @@ impl DataPlane for FakeDataPlane {
 
     fn stop(&self, how: Stop) {
         self.stopped.lock().unwrap().push(how);
+    }
+
+    fn hand_over(&self) -> Result<usize, HandOverError> {
+        let answer = *self.hand_over.lock().unwrap();
+        answer.ok_or_else(|| HandOverError("nobody waiting".into()))
     }
 }
 
@@ -52,6 +59,7 @@ fn start(inflight: usize) -> Running {
         readiness: readiness.clone(),
         grace: GRACE,
         signals: false,
+        admin_accept: CancellationToken::new(),
     };
     let task = tokio::spawn(stopper.run(rx, cancel.clone()));
     Running {
@@ -126,4 +134,23 @@ async fn cancel_ends_the_task_without_stopping_anything() {
     (&mut r.task).await.unwrap();
     assert!(r.stopped().is_empty());
     assert!(r.readiness.is_ready());
+}
+
+#[tokio::test]
+async fn a_hand_over_stops_the_admin_api_accepting_and_a_failed_one_leaves_it() {
+    let data_plane = Arc::new(FakeDataPlane::default());
+    let stopper = Stopper {
+        data_plane: data_plane.clone(),
+        readiness: Arc::new(Readiness::new()),
+        grace: GRACE,
+        signals: false,
+        admin_accept: CancellationToken::new(),
+    };
+    assert!(!stopper.hand_over().await);
+    assert!(!stopper.admin_accept.is_cancelled());
+    assert!(data_plane.stopped.lock().unwrap().is_empty());
+
+    *data_plane.hand_over.lock().unwrap() = Some(3);
+    assert!(stopper.hand_over().await);
+    assert!(stopper.admin_accept.is_cancelled());
 }

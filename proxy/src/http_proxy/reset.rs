@@ -1,8 +1,9 @@
 //! The `reset` fault: the client's connection ends with a TCP RST, not a FIN.
 //! Closing a socket whose SO_LINGER is on with a zero timeout makes the kernel
 //! send RST (and drop anything unsent). pingora hands out no socket, only the
-//! descriptor's number (`UniqueID::id`), so this is sluice's one `unsafe`
-//! block: borrowing that descriptor for the setsockopt.
+//! descriptor's number (`UniqueID::id`), so this is one of sluice's two
+//! `unsafe` blocks (the other owns the sockets a graceful upgrade receives,
+//! `server/handover.rs`): borrowing that descriptor for the setsockopt.
 
 use std::os::fd::BorrowedFd;
 use std::time::Duration;

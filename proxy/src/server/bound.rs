@@ -7,6 +7,10 @@
 //! start takes (the one pingora fills on a graceful upgrade), under the
 //! address the service was given: pingora then listens on that socket
 //! instead of binding one.
+//!
+//! On a graceful upgrade a listener's socket is the one the old process
+//! handed over (see `handover`) when it listened at the same address, and
+//! the service stops accepting once this process hands its sockets on.
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{IntoRawFd, OwnedFd};
@@ -19,6 +23,9 @@ use async_trait::async_trait;
 use pingora::server::{Fds, ListenFds, RuntimeOpts, ShutdownWatch};
 use pingora::services::Service;
 use sluice_control::Config;
+use tokio::sync::watch;
+
+use super::handover::Inherited;
 
 /// One configured listener, bound.
 pub(crate) struct BoundListener {
@@ -28,14 +35,29 @@ pub(crate) struct BoundListener {
     socket: OwnedFd,
 }
 
-/// Binds every listener of `config`, in config order.
-pub(crate) fn bind_all(config: &Config) -> anyhow::Result<Vec<BoundListener>> {
+impl BoundListener {
+    /// A second descriptor of the same socket, to hand over.
+    pub(crate) fn dup(&self) -> std::io::Result<OwnedFd> {
+        self.socket.try_clone()
+    }
+}
+
+/// Binds every listener of `config`, in config order, or takes the socket
+/// `inherited` has at its address.
+pub(crate) fn bind_all(
+    config: &Config,
+    inherited: &mut Inherited,
+) -> anyhow::Result<Vec<BoundListener>> {
     config
         .listeners
         .iter()
         .map(|l| {
+            let taken = inherited.take(&l.listen.to_string());
             let bind = || -> std::io::Result<(SocketAddr, OwnedFd)> {
-                let socket = TcpListener::bind(l.listen)?;
+                let socket = match taken {
+                    Some(socket) => TcpListener::from(socket),
+                    None => TcpListener::bind(l.listen)?,
+                };
                 // tokio takes the socket as it is: a blocking one would park
                 // a worker thread in accept(2) and stall the requests queued
                 // behind it.
@@ -96,6 +118,8 @@ pub(crate) struct PreBound<S> {
     /// Until the service starts; closed with it if it never does.
     socket: Option<OwnedFd>,
     started: mpsc::Sender<String>,
+    /// True once the socket is another process's: stop accepting.
+    handed_over: watch::Receiver<bool>,
 }
 
 impl<S> PreBound<S> {
@@ -104,6 +128,7 @@ impl<S> PreBound<S> {
     pub(crate) fn new(
         listener: BoundListener,
         started: &Started,
+        handed_over: watch::Receiver<bool>,
         build: impl FnOnce(&str) -> anyhow::Result<S>,
     ) -> anyhow::Result<PreBound<S>> {
         let key = listener.addr.to_string();
@@ -113,6 +138,7 @@ impl<S> PreBound<S> {
             key,
             socket: Some(listener.socket),
             started: started.tx.clone(),
+            handed_over,
         })
     }
 }
@@ -134,9 +160,19 @@ impl<S: Service> Service for PreBound<S> {
         // Nobody waits any more once `Sluice::start` has returned.
         let _ = self.started.send(self.name.clone());
         let fds: ListenFds = Arc::new(parking_lot::Mutex::new(fds));
-        self.inner
-            .start_service(Some(fds), shutdown, listeners_per_fd)
-            .await;
+        // The service sees a shutdown when pingora's comes or when the
+        // socket is handed over: either way it stops accepting, closes idle
+        // keep-alive connections and lets requests in flight finish.
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let inner = self
+            .inner
+            .start_service(Some(fds), stop_rx, listeners_per_fd);
+        let either = stop_on_either(shutdown, self.handed_over.clone(), stop_tx);
+        tokio::pin!(inner);
+        tokio::select! {
+            () = &mut inner => {}
+            () = either => inner.await,
+        }
     }
 
     fn name(&self) -> &str {
@@ -154,4 +190,18 @@ impl<S: Service> Service for PreBound<S> {
     fn listen_addresses(&self) -> Option<Vec<String>> {
         self.inner.listen_addresses()
     }
+}
+
+/// Sends `true` on `stop` once `shutdown` or `handed_over` turns true, or
+/// once either can no longer change (its sender gone).
+async fn stop_on_either(
+    mut shutdown: ShutdownWatch,
+    mut handed_over: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+) {
+    tokio::select! {
+        _ = shutdown.wait_for(|s| *s) => {}
+        _ = handed_over.wait_for(|h| *h) => {}
+    }
+    stop.send_replace(true);
 }
