@@ -44,6 +44,12 @@ fn three_minutes_of_mixed_traffic_and_churn_leave_no_error_and_flat_rss_fds_and_
         sluice: sluice_bin(),
         max_body: 16 << 10,
         concurrency: 8,
+        // Three minutes are not past the warm-up the 5% goal of the long
+        // soak presumes: RSS still climbs here (about 2 MiB a minute in the
+        // debug build, the recorder off or on; see docs/reliability.md), and
+        // 5% between the halves is met by some runs and not others. CI
+        // holds a leak of the fast kind to 10%; `benches/soak.sh` holds 5%.
+        max_rss_growth: 0.10,
     };
     let soak = soak::run(&plan, &|s| {
         eprintln!("soak: {:.0} s, {s:?}", s.seconds);

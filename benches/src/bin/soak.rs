@@ -38,6 +38,7 @@ fn main() -> anyhow::Result<()> {
         sluice: args.sluice,
         max_body: args.max_body,
         concurrency: args.concurrency,
+        max_rss_growth: 0.05,
     };
     let soak = soak::run(&plan, &|s| {
         eprintln!(

@@ -137,16 +137,20 @@ impl Totals {
 /// Copies per request the run mirrors.
 pub const COPIES: u64 = 2;
 
-fn config(
+/// The run's sluice: route `r` on `listen`, split over clusters `a` and
+/// `b`, every request mirrored to `shadow` with at most `in_flight` copies
+/// out; `admin` is what the `admin:` mapping holds (the soak gives its port
+/// and token).
+pub(crate) fn config(
     listen: u16,
-    a: SocketAddr,
-    b: SocketAddr,
-    shadow: SocketAddr,
+    admin: &str,
+    [a, b, shadow]: [SocketAddr; 3],
     max_body: usize,
+    in_flight: usize,
 ) -> String {
     format!(
         "runtime: {{ threads: 2 }}
-admin: {{ listen: 127.0.0.1:0 }}
+admin: {{ {admin} }}
 listeners:
   - {{ name: public, listen: 127.0.0.1:{listen}, protocol: http }}
 clusters:
@@ -157,7 +161,7 @@ routes:
   - name: r
     listener: public
     split: {{ a: 50, b: 50 }}
-    mirror: {{ cluster: shadow, copies: {COPIES}, max_body: {mirror_max}, max_in_flight: 256, timeout: 60s }}
+    mirror: {{ cluster: shadow, copies: {COPIES}, max_body: {mirror_max}, max_in_flight: {in_flight}, timeout: 60s }}
 ",
         mirror_max = max_body.max(1),
     )
@@ -290,7 +294,13 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(u64, f64) + Sync)) -> anyhow::Result<
             upstream::start(shadow.clone()).await?,
         ))
     })?;
-    let yaml = config(crate::free_port()?, a, b, s, plan.max_body);
+    let yaml = config(
+        crate::free_port()?,
+        "listen: 127.0.0.1:0",
+        [a, b, s],
+        plan.max_body,
+        256,
+    );
     let config = Config::from_yaml(&yaml).map_err(|e| anyhow::anyhow!("{e}"))?;
     let sluice = Sluice::start(config, StartOptions::default())?;
     let listen = sluice.listeners[0].1;
