@@ -392,6 +392,16 @@ fn fault_runtimes(
     for f in old {
         if !kept.contains(&Arc::as_ptr(f)) {
             f.mark_removed();
+            // Its counter series goes too, unless a new experiment took the
+            // same id and kind (it counts on in the same series): under
+            // experiments that come and go, the series would grow forever.
+            let (id, kind) = (f.experiment.id.as_str(), f.experiment.action.name());
+            let reused = faults
+                .iter()
+                .any(|n| n.experiment.id == id && n.experiment.action.name() == kind);
+            if !reused {
+                let _ = metrics.faults.injected.remove_label_values(&[id, kind]);
+            }
         }
     }
     faults

@@ -78,7 +78,7 @@ fn fires_within_ttl_never_after_and_caps_concurrency() {
 
 #[test]
 fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
-    let (s, _shared) = store();
+    let (s, shared) = store();
     let f = s.load().faults[0].clone();
     let _ = f.try_fire(&target(), || 0).unwrap();
     s.apply("api", "set split", |raw| {
@@ -96,6 +96,12 @@ fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
     assert!(s.load().faults.is_empty());
     assert!(!f.still_on());
     assert_eq!(f.try_fire(&target(), || 0).unwrap_err(), Skip::Halted);
+    // Its series left /metrics with it: experiments that come and go do not
+    // grow the metric families.
+    assert!(!shared
+        .metrics
+        .encode()
+        .contains("sluice_faults_injected_total{experiment=\"slow\""));
 }
 
 #[tokio::test]
