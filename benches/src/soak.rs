@@ -73,7 +73,7 @@ impl Soak {
 
     /// Every goal missed, empty when all are met. The samples past the
     /// warm-up are cut in halves: RSS compares their means, fds and tasks
-    /// their floors (see below).
+    /// the second's floor with the first's top (see below).
     pub fn missed(&self, plan: &SoakPlan) -> Vec<String> {
         let mut out = Vec::new();
         if !self.errors.is_empty() {
@@ -104,23 +104,29 @@ impl Soak {
                 (to / from.max(1.0) - 1.0) * 100.0
             ));
         }
-        // Flat: the floor of the second half within 10% (or 16) of the
-        // first half's. Floors, since fds and tasks follow the connections
-        // and copies in flight and swing from sample to sample; what leaks
-        // raises the floor.
-        let floors = |value: &dyn Fn(&Sample) -> u64| {
+        // Flat: the second half's floor (lowest sample) no higher than
+        // the first half's top. fds and tasks follow the connections and
+        // copies in flight and swing within a range from sample to sample;
+        // what leaks lifts the whole range, floor over the old top.
+        let range = |value: &dyn Fn(&Sample) -> u64| {
             let (first, second) = after.split_at(after.len() / 2);
-            let floor = |part: &[Sample]| part.iter().map(value).min().unwrap_or(0);
-            (floor(first), floor(second))
+            let top = first.iter().map(value).max().unwrap_or(0);
+            let floor = second.iter().map(value).min().unwrap_or(0);
+            (top, floor)
         };
-        let climbed = |(from, to): (u64, u64)| to > from + (from / 10).max(16);
-        let fds = floors(&|s| s.fds);
-        if climbed(fds) {
-            out.push(format!("fds climbed: floor {} -> {}", fds.0, fds.1));
+        let fds = range(&|s| s.fds);
+        if fds.1 > fds.0 {
+            out.push(format!(
+                "fds climbed: floor {} over the first half's top {}",
+                fds.1, fds.0
+            ));
         }
-        let tasks = floors(&|s| s.tasks.values().sum());
-        if climbed(tasks) {
-            out.push(format!("tasks climbed: floor {} -> {}", tasks.0, tasks.1));
+        let tasks = range(&|s| s.tasks.values().sum());
+        if tasks.1 > tasks.0 {
+            out.push(format!(
+                "tasks climbed: floor {} over the first half's top {}",
+                tasks.1, tasks.0
+            ));
         }
         out
     }
@@ -452,7 +458,7 @@ mod tests {
             ..Soak::default()
         };
         // The warm-up's doubling does not count, nor tasks that swing with
-        // the load: the RSS means are 1.5% apart, the floors equal.
+        // the load: the RSS means are 1.5% apart, the ranges overlap.
         assert_eq!(soak.missed(&plan), Vec::<String>::new());
         // A second half that climbs: RSS 6.5% on the means, fds and tasks
         // on their floors.
@@ -466,8 +472,14 @@ mod tests {
         let missed = soak.missed(&plan);
         assert_eq!(missed.len(), 3, "{missed:?}");
         assert!(missed[0].starts_with("RSS grew 6.5%"), "{missed:?}");
-        assert_eq!(missed[1], "fds climbed: floor 40 -> 80");
-        assert_eq!(missed[2], "tasks climbed: floor 12 -> 60");
+        assert_eq!(
+            missed[1],
+            "fds climbed: floor 80 over the first half's top 42"
+        );
+        assert_eq!(
+            missed[2],
+            "tasks climbed: floor 60 over the first half's top 40"
+        );
         assert!(
             runtime_tasks("sluice_runtime_tasks{runtime=\"mirror\"} 7\n").get("mirror") == Some(&7)
         );
