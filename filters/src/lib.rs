@@ -19,6 +19,7 @@ mod hash;
 mod head_limits;
 mod hop;
 mod limit;
+mod lineage;
 mod load;
 mod load_run;
 mod matcher;
@@ -78,6 +79,9 @@ pub use limit::{
     store_down_body, Bucket, Cost, Decision, Descriptor, FleetAsks, FleetBucket, FleetKey,
     KeyState, Lease, LeaseAsk, LeaseGrant, LimitKind, LimitMetrics, LimitRouteMetrics,
     LimitStoreMetrics, Limits, RateHeaders, Settled, FLEET_KINDS, STREAM_RETRY_MS, WINDOW_MS,
+};
+pub use lineage::{
+    canonical_json, content_id, Artifact, ArtifactKind, ContentId, ModelLineage, VersionedUri,
 };
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,

@@ -251,6 +251,20 @@ pub struct RawCluster {
     pub circuit_breakers: Option<RawCircuitBreakers>,
     /// Retries in flight, at most a share of the requests in flight.
     pub retry_budget: Option<RawRetryBudget>,
+    /// Where the cluster's model came from, for `sluice lineage` and plans.
+    pub lineage: Option<RawLineage>,
+}
+
+/// `lineage: {dataset: uri@version, checkpoint: uri@sha, prompt_template:
+/// uri@sha, api_version: 3.2.1}`, each optional.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLineage {
+    pub dataset: Option<String>,
+    pub checkpoint: Option<String>,
+    pub prompt_template: Option<String>,
+    pub api_version: Option<String>,
 }
 
 #[skip_serializing_none]

@@ -7,6 +7,7 @@ mod by_model;
 mod cost;
 mod faults;
 mod fleet_limits;
+mod lineage;
 mod listener_limits;
 mod load;
 mod max_body;

@@ -29,7 +29,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sluice_filters::{
-    BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, OutlierPolicy, Price, RetryBudget,
+    BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, ModelLineage, OutlierPolicy,
+    Price, RetryBudget,
 };
 
 use super::RawConfig;
@@ -314,6 +315,8 @@ pub struct ClusterConfig {
     pub circuit_breakers: BreakerLimits,
     /// `retry_budget`, Envoy's 20% and 3 unless set.
     pub retry_budget: RetryBudget,
+    /// `lineage`: where the model came from; empty when not set.
+    pub lineage: ModelLineage,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

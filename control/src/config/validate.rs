@@ -20,11 +20,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sluice_filters::{Price, RawPrice};
+use sluice_filters::{ModelLineage, Price, RawPrice, VersionedUri};
 
 use super::raw::{
-    RawCluster, RawClusterKind, RawListener, RawProtocol, RawTimeouts, RawUpstreamProtocol,
-    RawUpstreamTls,
+    RawCluster, RawClusterKind, RawLineage, RawListener, RawProtocol, RawTimeouts,
+    RawUpstreamProtocol, RawUpstreamTls,
 };
 use super::typed::*;
 use super::{ConfigErrors, RawConfig};
@@ -205,9 +205,30 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                     .and_then(|o| outlier::policy(&at, c, o, errs)),
                 circuit_breakers: breakers::limits(&at, c, errs),
                 retry_budget: breakers::retry_budget(&at, c, errs),
+                lineage: lineage(&at, c.lineage.as_ref(), errs),
             }
         })
         .collect()
+}
+
+/// `lineage:`: each of dataset, checkpoint and prompt template as
+/// `uri@version`; the API version as written.
+fn lineage(at: &str, raw: Option<&RawLineage>, errs: &mut Errors) -> ModelLineage {
+    let Some(raw) = raw else {
+        return ModelLineage::default();
+    };
+    let mut uri = |key: &str, text: &Option<String>| {
+        let text = text.as_deref()?;
+        text.parse::<VersionedUri>()
+            .map_err(|e| errs.push(format!("{at}.lineage.{key}"), e))
+            .ok()
+    };
+    ModelLineage {
+        dataset: uri("dataset", &raw.dataset),
+        checkpoint: uri("checkpoint", &raw.checkpoint),
+        prompt_template: uri("prompt_template", &raw.prompt_template),
+        api_version: raw.api_version.clone(),
+    }
 }
 
 /// `cost:`, checked by the table's own rules (the ones `sluice capacity`
