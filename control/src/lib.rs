@@ -17,6 +17,7 @@ mod graceful;
 mod http_client;
 mod lifecycle;
 mod limits;
+mod lineage;
 mod mirror;
 mod observers;
 mod plane;
@@ -59,6 +60,7 @@ pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, HandOverError, Stop};
 pub use limits::{Admission, RouteLimits, LIMIT_STORE_SCRIPT, MAX_KEYS};
+pub use lineage::{cluster_artifacts, cluster_id, event_artifact, rollout_artifact};
 pub use mirror::{
     DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,
 };
