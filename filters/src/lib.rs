@@ -29,6 +29,7 @@ mod mirror;
 mod names;
 mod path_error;
 mod perturb;
+mod plan;
 mod record;
 mod redact;
 mod redis_url;
@@ -101,6 +102,10 @@ pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler}
 pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
 pub use perturb::{PerturbMode, Perturbation, PERTURBED_HEADER};
+pub use plan::{
+    default_bound, plan, Change, Check, ClassRule, Plan, PlanInput, PlanRules, Reason, Semver,
+    Side, Spread,
+};
 pub use record::{RequestRecord, TokenOutcome, UpstreamTiming};
 pub use redact::{is_secret_header, RedactError, RedactionConfig, RedactionKind, Redactor, Secret};
 pub use redis_url::{check_redis_target, expand_env, redis_connect_url};
