@@ -7,9 +7,10 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawBound, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach,
-    RawOnRestart, RawPercent, RawPerturb, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize,
+    RawBound, RawClassRule, RawCompare, RawConfig, RawEmbeddings, RawGates, RawLoad, RawMirror,
+    RawOnBreach, RawOnRestart, RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource,
+    RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding,
+    RawSheddingPriority, RawSize,
 };
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};

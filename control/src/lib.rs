@@ -46,13 +46,13 @@ pub use config::{
     AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
     ConfigErrors, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore,
     LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig,
-    OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawCompare, RawConfig, RawEmbeddings,
-    RawGates, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
-    RawPrometheusSource, RawRecorder, RawRewrite, RawRollout, RawRolloutSource, RawShedBounds,
-    RawShedding, RawSheddingPriority, RawSize, RecorderConfig, RolloutConfig, RolloutSource,
-    RouteConfig, RuntimeConfig, Scope, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig,
-    Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX,
-    DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
+    OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule, RawCompare, RawConfig,
+    RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
+    RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
+    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RecorderConfig,
+    RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope, SheddingConfig, SidePriority,
+    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
+    DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -217,6 +217,58 @@ pub struct Plan {
     pub reasons: Vec<Reason>,
 }
 
+impl Plan {
+    /// One line for events and logs: `plan patch (v1.4.2 → v1.4.3): steps
+    /// [20, 100], hold 1m by rule patch; gates error_rate by rule patch,
+    /// p99_vs_stable by rule traffic; checks none`.
+    pub fn summary(&self) -> String {
+        let rule_of = |part: &str| {
+            self.reasons
+                .iter()
+                .find(|r| r.part == part)
+                .map_or("?", |r| r.rule.as_str())
+        };
+        let gates: Vec<String> = self
+            .gates
+            .iter()
+            .map(|g| format!("{g} ({})", rule_of(&format!("gates.{g}"))))
+            .collect();
+        let checks: Vec<String> = self
+            .checks
+            .iter()
+            .map(|c| {
+                let name = c.as_str();
+                format!("{name} ({})", rule_of(&format!("checks.{name}")))
+            })
+            .collect();
+        format!(
+            "plan {} ({} → {}): steps {:?} and hold {} by rule {}; gates {}; checks {}",
+            self.change.as_str(),
+            self.from,
+            self.to,
+            self.steps,
+            format_duration(self.hold),
+            rule_of("steps"),
+            gates.join(", "),
+            if checks.is_empty() {
+                "none".to_owned()
+            } else {
+                checks.join(", ")
+            }
+        )
+    }
+}
+
+impl Check {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Check::CapacityRun => "capacity_run",
+            Check::Throughput => "throughput",
+            Check::InputLengthStage => "input_length_stage",
+        }
+    }
+}
+
 fn as_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format_duration(*d))
 }

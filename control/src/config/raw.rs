@@ -5,6 +5,7 @@
 mod fault;
 mod keyed;
 mod mirror;
+mod plan;
 mod recorder;
 mod rollout;
 mod shedding;
@@ -16,6 +17,7 @@ pub(crate) use fault::{
     RawFaultMatch, RawTruncateMode,
 };
 pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};
+pub use plan::{RawClassRule, RawPlanMode, RawPlans};
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;
 pub use rollout::{
@@ -55,6 +57,8 @@ pub struct RawConfig {
     pub recorder: Option<RawRecorder>,
     /// Load traffic: whose `x-sluice-load` mark is believed.
     pub load: Option<RawLoad>,
+    /// Overrides of the rules `plan: auto` and `sluice plan` size rollouts by.
+    pub plans: Option<RawPlans>,
 }
 
 #[skip_serializing_none]

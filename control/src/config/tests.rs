@@ -12,6 +12,7 @@ mod listener_limits;
 mod load;
 mod max_body;
 mod mirror;
+mod plans;
 mod protocol;
 mod recorder;
 mod rollouts;

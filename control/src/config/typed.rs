@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use sluice_filters::{
     BreakerLimits, Cidr, Descriptor, Experiment, Limits, Matcher, ModelLineage, OutlierPolicy,
-    Price, RetryBudget,
+    PlanRules, Price, RetryBudget,
 };
 
 use super::RawConfig;
@@ -52,6 +52,9 @@ pub struct Config {
     /// The recording the config asks for, if any.
     pub recorder: Option<RecorderConfig>,
     pub load: LoadConfig,
+    /// The rules `plan: auto` sized its rollouts by (`plans:` over the
+    /// built-in ones); `sluice plan` reads them too.
+    pub plans: PlanRules,
 }
 
 /// `load:`: which peers may label their requests as load traffic.

@@ -9,6 +9,7 @@ mod limits;
 mod load;
 mod mirror;
 mod outlier;
+mod plan;
 mod recorder;
 mod rollout;
 mod routes;
@@ -46,7 +47,8 @@ impl RawConfig {
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);
-        let rollouts = rollout::rollouts(&self.rollouts, &routes, &clusters, &mut errs);
+        let plans = plan::rules(self.plans.as_ref(), &mut errs);
+        let rollouts = rollout::rollouts(&self.rollouts, &routes, &clusters, &plans, &mut errs);
         let known = fault::Known {
             listeners: &self.listeners,
             routes: &routes,
@@ -77,6 +79,7 @@ impl RawConfig {
             gpu,
             recorder,
             load,
+            plans,
         })
     }
 }

@@ -218,6 +218,7 @@ impl Cell {
                 },
             }),
             targets: inner.targets.status(),
+            plan: c.plan.clone(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
     }

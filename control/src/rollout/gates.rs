@@ -111,8 +111,9 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
                 Observation::Figures(figures) => figures.get(&gate).copied().unwrap_or_default(),
                 Observation::Windows { .. } => windows_figure(gate, config, obs),
             };
-            let enough =
-                f.samples >= min_requests && f.stable_samples.is_none_or(|s| s >= min_requests);
+            let enough = f.samples >= min_requests
+                && f.stable_samples.is_none_or(|s| s >= min_requests)
+                && busy_enough(config, gate, &f);
             GateReading {
                 gate,
                 value: f.value,
@@ -124,6 +125,20 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
             }
         })
         .collect()
+}
+
+/// A plan's busy-route rule: `p99_vs_stable` is judged only while the
+/// route takes more than `p99_vs_stable_above_rps`, read as the gate's own
+/// samples (canary and stable requests in the window) over the window.
+fn busy_enough(config: &RolloutConfig, gate: Gate, f: &Figure) -> bool {
+    let Some(above) = config.p99_vs_stable_above_rps else {
+        return true;
+    };
+    if gate != Gate::P99VsStable {
+        return true;
+    }
+    let requests = f.samples + f.stable_samples.unwrap_or(0);
+    requests as f64 / config.window.as_secs_f64().max(1.0) > above
 }
 
 /// One gate's figure from this instance's windows and observers.

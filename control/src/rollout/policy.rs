@@ -184,7 +184,13 @@ impl Policy {
     ) -> (Vec<GateReading>, Option<Transition>) {
         let readings = judge(&self.config, obs);
         let transition = match self.state {
-            State::Pending => Some(self.start(now, "started".into())),
+            State::Pending => {
+                let reason = match &self.config.plan {
+                    Some(plan) => format!("started; {}", plan.summary()),
+                    None => "started".into(),
+                };
+                Some(self.start(now, reason))
+            }
             State::Progressing => self.progress(now, &readings),
             State::Paused | State::Promoted | State::RolledBack | State::Aborted => None,
         };

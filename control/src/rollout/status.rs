@@ -51,6 +51,8 @@ pub struct RolloutStatus {
     /// Fleet mode: each target's control API and whether it has the weight.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetStatus>,
+    /// `plan: auto`: the plan, with the rule behind each part.
+    pub plan: Option<sluice_filters::Plan>,
     /// Oldest first; left out of the list (`GET /v1/rollouts`).
     pub events: Option<Vec<RolloutEvent>>,
 }

@@ -9,6 +9,7 @@
 
 mod commands;
 mod gates;
+mod plan;
 mod restart;
 mod walk;
 
@@ -94,7 +95,13 @@ impl Harness {
             "" => stable_canary(),
             r => format!("{}rollouts:\n{r}", stable_canary()),
         };
-        let (store, shared) = testing::store(&text);
+        Harness::start_config(&text).await
+    }
+
+    /// A control plane on the whole config `text` (clusters `stable` and
+    /// `canary` on route `chat`, in any versions), started as at boot.
+    async fn start_config(text: &str) -> Harness {
+        let (store, shared) = testing::store(text);
         let signals = Arc::new(FakeSignals::default());
         let rollouts = Rollouts::with_signals(store.clone(), shared.clone(), signals.clone());
         Harness::on(store, shared, rollouts, signals, None).await
@@ -114,9 +121,16 @@ impl Harness {
             tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone())),
             tokio::spawn(rollouts.clone().run(cancel.clone())),
         ];
+        let version = |name: &str| {
+            let snapshot = store.load();
+            snapshot
+                .config
+                .cluster(name)
+                .map_or_else(String::new, |c| c.version.clone())
+        };
         let keys = (
-            shared.stats.key("chat", "stable", "v1"),
-            shared.stats.key("chat", "canary", "v2"),
+            shared.stats.key("chat", "stable", &version("stable")),
+            shared.stats.key("chat", "canary", &version("canary")),
         );
         let mut h = Harness {
             store,

@@ -36,14 +36,12 @@ impl FromStr for Semver {
             return Err(bad());
         }
         let mut parts = [0u64; 3];
-        let mut count = 0;
-        for part in numbers.split('.') {
-            let slot = parts.get_mut(count).ok_or_else(bad)?;
+        for (i, part) in numbers.split('.').enumerate() {
+            let slot = parts.get_mut(i).ok_or_else(bad)?;
             if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(bad());
             }
             *slot = part.parse().map_err(|_| bad())?;
-            count += 1;
         }
         let [major, minor, patch] = parts;
         Ok(Semver {

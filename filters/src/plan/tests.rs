@@ -70,6 +70,11 @@ fn a_patch_gets_two_short_steps_and_health_and_error_gates() {
     assert!(p.checks.is_empty());
     assert_eq!(rules_of(&p, "steps"), ["patch"]);
     assert_eq!(p.reasons[0].why, "v1.4.2 → v1.4.3 is a patch change");
+    assert_eq!(
+        p.summary(),
+        "plan patch (v1.4.2 → v1.4.3): steps [20, 100] and hold 1m by rule patch; gates \
+         error_rate (patch), gpu_memory_max (patch), upstream_queue_max (patch); checks none"
+    );
 }
 
 #[test]

@@ -22,6 +22,9 @@ pub struct RawRollout {
     pub route: String,
     pub stable: String,
     pub canary: String,
+    /// `auto`: steps, hold and gates from the change between the two
+    /// clusters' versions and lineage (see `plans:`).
+    pub plan: Option<super::RawPlanMode>,
     /// Canary weights in percent, rising, the last one 100.
     pub steps: Option<Vec<u32>>,
     /// How long each step runs with every gate passing before the next.

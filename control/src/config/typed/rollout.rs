@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use sluice_filters::Price;
+use sluice_filters::{Plan, Price};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RolloutConfig {
@@ -38,6 +38,13 @@ pub struct RolloutConfig {
     /// controller does not list the canary (its PromQL reads what the
     /// targets priced).
     pub canary_price: Option<Price>,
+    /// `plan: auto`: the plan that set the steps, hold and gates, with the
+    /// rule behind each part.
+    pub plan: Option<Plan>,
+    /// `p99_vs_stable` is judged only while the route (canary and stable)
+    /// takes more than this many requests a second: a plan's busy-route
+    /// rule, when the rate was not known as it was made.
+    pub p99_vs_stable_above_rps: Option<f64>,
 }
 
 pub(crate) const DEFAULT_STEPS: [u32; 5] = [1, 5, 20, 50, 100];

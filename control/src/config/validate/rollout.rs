@@ -10,7 +10,7 @@ use super::super::raw::{RawBound, RawGates, RawOnBreach, RawOnRestart, RawRollou
 use super::super::typed::*;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
-use sluice_filters::{format_duration, Price};
+use sluice_filters::{format_duration, PlanRules, Price};
 
 /// Prometheus keeps the history, so a window read there may be longer
 /// than the stats rings' minute.
@@ -20,6 +20,7 @@ pub(super) fn rollouts(
     raw: &[RawRollout],
     routes: &[RouteConfig],
     known: &[ClusterConfig],
+    plans: &PlanRules,
     errs: &mut Errors,
 ) -> Vec<RolloutConfig> {
     let mut seen = HashMap::new();
@@ -81,12 +82,17 @@ pub(super) fn rollouts(
                 Some(RawOnRestart::Pause) => OnRestart::Pause,
                 Some(RawOnRestart::Continue) | None => OnRestart::Continue,
             },
-            gates: gates(&format!("{at}.gates"), &r.gates, errs),
+            gates: gates(&format!("{at}.gates"), &r.gates, r.plan.is_some(), errs),
             source: fleet.source,
             targets: fleet.targets,
             target_token_env: fleet.token_env,
             canary_price: None,
+            plan: None,
+            p99_vs_stable_above_rps: None,
         };
+        if r.plan.is_some() {
+            super::plan::auto(&at, r, &mut rollout, known, plans, errs);
+        }
         rollout.canary_price = canary_price(&at, r, &rollout.gates, known, remote, errs);
         out.push(rollout);
     }
@@ -161,7 +167,7 @@ fn canary_price(
     canary.cost.clone()
 }
 
-fn steps(at: &str, raw: Option<&[u32]>, errs: &mut Errors) -> Vec<u32> {
+pub(super) fn steps(at: &str, raw: Option<&[u32]>, errs: &mut Errors) -> Vec<u32> {
     let Some(steps) = raw else {
         return DEFAULT_STEPS.to_vec();
     };
@@ -248,8 +254,9 @@ fn at_least_one(errs: &mut Errors, path: String, value: Option<u64>, default: u6
 
 /// Each gate's bound in its unit (milliseconds for durations); a gate
 /// whose bound does not parse is left out, its error pushed.
-fn gates(at: &str, g: &RawGates, errs: &mut Errors) -> Gates {
-    if g.is_empty() {
+fn gates(at: &str, g: &RawGates, planned: bool, errs: &mut Errors) -> Gates {
+    // A plan brings its own (an error rate at least).
+    if g.is_empty() && !planned {
         errs.push(at, "at least one gate is required");
     }
     let gates: Gates = g

@@ -30,6 +30,8 @@ fn config(price: Option<Price>, bound: f64) -> RolloutConfig {
         targets: Vec::new(),
         target_token_env: "SLUICE_ADMIN_TOKEN".into(),
         canary_price: price,
+        plan: None,
+        p99_vs_stable_above_rps: None,
     }
 }
 

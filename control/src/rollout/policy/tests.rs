@@ -27,6 +27,8 @@ fn config(gates: Gates) -> RolloutConfig {
         targets: Vec::new(),
         target_token_env: "SLUICE_ADMIN_TOKEN".into(),
         canary_price: None,
+        plan: None,
+        p99_vs_stable_above_rps: None,
     }
 }
 
