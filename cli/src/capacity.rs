@@ -6,7 +6,8 @@
 //! with a rate found, 99 when no probed rate held every SLA, 2 on bad
 //! input.
 
-use std::io::{IsTerminal as _, Write as _};
+use crate::out;
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -259,11 +260,6 @@ fn unix_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-}
-
-/// A line on stdout; a reader that went away (`| head`) is not an error.
-fn out(text: &str) {
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! print the fit (or its candidates side by side, or JSON), and write the
 //! model file only when the whole fit succeeded.
 
+use crate::out;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -74,12 +75,6 @@ pub(crate) fn run(args: FitArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A line on stdout; a reader that went away (`| head`) is not an error.
-fn out(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 fn render(f: &Fitted) -> String {

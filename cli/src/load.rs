@@ -4,7 +4,7 @@
 //! pushes of `--report-to` (`report_to`), print the summary, write
 //! `-o run.json`, and exit 99 when a threshold fails.
 
-use std::io::Write as _;
+use crate::out;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -409,11 +409,6 @@ fn add_sla(scenario: &mut Scenario, sla: Vec<(sluice_filters::Gate, f64)>) {
 /// How long until `at_us` (zero when it has passed: start now).
 fn wait_until(at_us: i64, now_us: i64) -> Duration {
     Duration::from_micros(u64::try_from(at_us.saturating_sub(now_us)).unwrap_or(0))
-}
-
-/// A line on stdout; a reader that went away (`| head`) is not an error.
-fn out(text: &str) {
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 mod progress;

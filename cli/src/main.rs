@@ -18,6 +18,7 @@ mod baseline;
 mod capacity;
 mod fit;
 mod load;
+mod plan;
 mod report;
 mod trace;
 
@@ -87,6 +88,11 @@ enum Command {
     Report(report::ReportArgs),
     /// Saved runs as the SLO's history: `save RUN.json --name NAME`, `list`.
     Baseline(baseline::BaselineArgs),
+    /// The rollout plan for a change: steps, holds, gates and checks sized
+    /// by what changed (major, minor or patch version; checkpoint; prompt
+    /// template) and the route's traffic, each part with its rule. Exit 2
+    /// on a version that is not semver where the plan needs it.
+    Plan(plan::PlanArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -191,6 +197,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity::run(args),
         Command::Report(args) => report::run(args),
         Command::Baseline(args) => baseline::run(args),
+        Command::Plan(args) => plan::run(args),
     };
     match result {
         Ok(code) => code,
@@ -323,4 +330,10 @@ fn mock_llm(options: MockLlmOptions) -> anyhow::Result<ExitCode> {
         mock.stop().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// A line on stdout; a reader that went away (`| head`) is not an error.
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }

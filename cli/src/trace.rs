@@ -1,6 +1,7 @@
 //! `sluice trace convert` and `sluice trace stats`: thin verbs over
 //! `sluice_workload`'s trace readers, writers and statistics.
 
+use crate::out;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -140,13 +141,6 @@ fn run_stats(
     };
     out(&text);
     Ok(())
-}
-
-/// A line on stdout. A reader that went away (`| head`) is not an error of
-/// the verb: the result is written to it, or nowhere.
-fn out(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 fn report_skipped(skipped: &Skipped) {
