@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use sluice_cli::ctl::{call, AdminToken};
 use sluice_control::{ClusterConfig, Config};
-use sluice_filters::{plan, ModelLineage, Plan, PlanInput, PlanRules, Side, Spread};
+use sluice_filters::{plan, Check, ModelLineage, Plan, PlanInput, PlanRules, Side, Spread};
 use sluice_workload::{for_each_row, Format, TraceReader};
 
 /// `sluice plan --from v1.4.2 --to v2.0.0`.
@@ -39,23 +40,153 @@ pub(crate) struct PlanArgs {
     /// The plan as JSON: change, steps, hold, gates, checks, reasons.
     #[arg(long)]
     json: bool,
+    /// Run the plan's checks (the capacity run, the throughput check) with
+    /// --scenario, then post the rollout (`plan: auto`) to --admin. --from
+    /// and --to must name clusters of --config.
+    #[arg(long, requires_all = ["route", "config", "scenario"])]
+    run: bool,
+    /// --run: the scenario that loads the canary (its target reaches the
+    /// canary, e.g. through `x-sluice-version: canary`).
+    #[arg(long, requires = "run")]
+    scenario: Option<PathBuf>,
+    /// --run: the capacity run's SLAs, as `sluice capacity --sla`.
+    #[arg(long, requires = "run")]
+    sla: Option<String>,
+    /// --run: the capacity run's time, as `sluice capacity --budget`.
+    #[arg(long, default_value = "10m", requires = "run")]
+    budget: String,
+    /// --run: the rollout's name (default ROUTE-TO).
+    #[arg(long, requires = "run")]
+    name: Option<String>,
+    /// --run: the control API the rollout is posted to.
+    #[arg(
+        long,
+        env = "SLUICE_ADMIN_URL",
+        default_value = "http://127.0.0.1:9901"
+    )]
+    admin: String,
+    #[command(flatten)]
+    token: AdminToken,
 }
 
 pub(crate) fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    match made(&args) {
-        Ok(plan) => {
-            let text = if args.json {
-                serde_json::to_string_pretty(&plan)?
-            } else {
-                render(&plan, args.route.as_deref())
-            };
-            crate::out(&text);
-            Ok(ExitCode::SUCCESS)
-        }
+    let plan = match made(&args) {
+        Ok(plan) => plan,
         Err(e) => {
             eprintln!("{e}");
-            Ok(ExitCode::from(2))
+            return Ok(ExitCode::from(2));
         }
+    };
+    let text = if args.json {
+        serde_json::to_string_pretty(&plan)?
+    } else {
+        render(&plan, args.route.as_deref())
+    };
+    crate::out(&text);
+    if args.run {
+        return run_checks_then_post(&args, &plan);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--run`: each check in order, stopping at the first that fails (its
+/// exit code); then the rollout, posted with `plan: auto` so that the
+/// controller makes the same plan from its own config and names the rules
+/// in its events. The controller itself never generates load.
+fn run_checks_then_post(args: &PlanArgs, plan: &Plan) -> anyhow::Result<ExitCode> {
+    let config = match &args.config {
+        Some(path) => Config::from_yaml(&std::fs::read_to_string(path)?)
+            .map_err(|e| anyhow::anyhow!("{}:\n{e}", path.display()))?,
+        None => anyhow::bail!("--run needs --config"),
+    };
+    let cluster = |name: &str| {
+        config
+            .clusters
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.name.clone())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--run posts a rollout between two clusters: `{name}` is not a cluster of \
+                     the config"
+                )
+            })
+    };
+    let (stable, canary) = (cluster(&args.from)?, cluster(&args.to)?);
+    let (Some(route), Some(scenario)) = (&args.route, &args.scenario) else {
+        anyhow::bail!("--run needs --route and --scenario");
+    };
+    let scenario = scenario.display().to_string();
+    for check in &plan.checks {
+        let code = match check {
+            Check::CapacityRun => {
+                let Some(sla) = &args.sla else {
+                    anyhow::bail!("the plan has a capacity run: give its SLAs with --sla");
+                };
+                let argv = [
+                    "capacity",
+                    &scenario,
+                    "--sla",
+                    sla,
+                    "--budget",
+                    &args.budget,
+                ];
+                crate::capacity::run(Wrapped::<crate::capacity::CapacityArgs>::parse(argv)?)?
+            }
+            Check::Throughput => crate::load::run(Wrapped::<crate::load::LoadArgs>::parse([
+                "load", &scenario,
+            ])?)?,
+            Check::InputLengthStage => {
+                eprintln!(
+                    "check input_length_stage: not run by --run (load the canary with the new \
+                     template's prompts with `sluice load`)"
+                );
+                continue;
+            }
+        };
+        if code != ExitCode::SUCCESS {
+            eprintln!("check {} failed: the rollout is not posted", check.as_str());
+            return Ok(code);
+        }
+        eprintln!("check {}: passed", check.as_str());
+    }
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{route}-{}", plan.to));
+    let body = serde_json::json!({
+        "name": name, "route": route, "stable": stable, "canary": canary, "plan": "auto",
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (status, text) = runtime.block_on(call(
+        &args.admin,
+        &args.token,
+        "POST",
+        "/v1/rollouts",
+        Some(body.to_string()),
+    ))?;
+    if !status.is_success() {
+        eprintln!("posting rollout {name}: {status}\n{text}");
+        return Ok(ExitCode::from(1));
+    }
+    eprintln!("posted rollout {name} to {}", args.admin);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Another verb's arguments, parsed from an argv as its own command line
+/// would be (so that every default is that verb's).
+#[derive(clap::Parser)]
+struct Wrapped<A: clap::Args> {
+    #[command(flatten)]
+    args: A,
+}
+
+impl<A: clap::Args> Wrapped<A> {
+    fn parse<const N: usize>(argv: [&str; N]) -> anyhow::Result<A> {
+        use clap::Parser as _;
+        Ok(Wrapped::<A>::try_parse_from(argv)?.args)
     }
 }
 
@@ -172,7 +303,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use sluice_filters::{Change, Check};
+    use sluice_filters::Change;
 
     const CONFIG: &str = "
 listeners: [{ name: public, listen: 127.0.0.1:0, protocol: http }]
@@ -197,6 +328,13 @@ plans:
             traffic,
             traffic_format: None,
             json: false,
+            run: false,
+            scenario: None,
+            sla: None,
+            budget: "10m".into(),
+            name: None,
+            admin: String::new(),
+            token: AdminToken::default(),
         }
     }
 

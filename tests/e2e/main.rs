@@ -4,6 +4,7 @@
 mod harness;
 mod support;
 
+mod plan;
 mod proxy_basics;
 mod split;
 
