@@ -2,10 +2,12 @@
 //! streaming client that timestamps every SSE chunk, the integrity run and the soak.
 
 pub mod integrity;
+mod procs;
 pub mod soak;
 mod sse_client;
 mod stats;
 
+pub use procs::{spawn, wait_listening, Proc};
 pub use sse_client::{
     read_stream, stream_many, stream_once, HttpClient, PooledTimings, StreamTiming, CHAT_BODY,
 };

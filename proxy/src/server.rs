@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
+use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
 use pingora::server::{RunArgs, Server};
 use pingora::services::listening::Service;
@@ -283,7 +284,7 @@ fn add_services(
                         lifecycle.clone(),
                     );
                     let mut service = Service::new(l.name.clone(), app);
-                    service.add_tcp(addr);
+                    service.add_listener(client_listener(addr));
                     Ok(service)
                 })?;
                 server.add_service(service);
@@ -313,7 +314,7 @@ fn add_services(
                                 anyhow!("listener `{}`: certificate or key: {e}", l.name)
                             })?;
                     tls.enable_h2();
-                    service.add_tls_with_settings(addr, None, tls);
+                    service.add_listener(client_listener(addr).tls(tls));
                     Ok(service)
                 })?;
                 server.add_service(service);
@@ -328,7 +329,7 @@ fn add_services(
                         lifecycle.clone(),
                     );
                     let mut service = Service::new(l.name.clone(), app);
-                    service.add_tcp(addr);
+                    service.add_listener(client_listener(addr));
                     Ok(service)
                 })?;
                 server.add_service(service);
@@ -336,6 +337,15 @@ fn add_services(
         }
     }
     Ok(server)
+}
+
+/// A client listener on `addr` without pingora's 64 KiB read buffer per
+/// accepted connection: every reader above it brings its own (the head
+/// scanner's 4 KiB, pingora's request and body buffers, rustls's), so the
+/// buffer only cost memory, some 64 KiB of RSS per idle keep-alive
+/// connection. Writes keep pingora's small buffer.
+fn client_listener(addr: &str) -> ListenerConfig {
+    ListenerConfig::tcp(addr).l4_buffer(L4BufferSettings::default().read(0))
 }
 
 fn check_tls_files(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<()> {

@@ -20,7 +20,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,7 +30,8 @@ use http_body_util::Full;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use sluice_benches::{
-    client_runtime, free_port, read_stream, PooledTimings, StreamTiming, Summary, CHAT_BODY,
+    client_runtime, free_port, read_stream, spawn, wait_listening, PooledTimings, Proc,
+    StreamTiming, Summary, CHAT_BODY,
 };
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -81,57 +81,6 @@ struct Args {
     /// Also measure nginx (this binary) in front of the same mock, as a peer.
     #[arg(long)]
     nginx: Option<PathBuf>,
-}
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    fn rss_kib(&self) -> anyhow::Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id()))?;
-        let line = status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .ok_or_else(|| anyhow::anyhow!("no VmRSS"))?;
-        Ok(line
-            .split_whitespace()
-            .nth(1)
-            .ok_or_else(|| anyhow::anyhow!("bad VmRSS line"))?
-            .parse()?)
-    }
-}
-
-fn spawn(bin: &PathBuf, args: &[String], core: Option<usize>) -> anyhow::Result<Proc> {
-    let mut command = match core {
-        Some(core) => {
-            let mut taskset = Command::new("taskset");
-            taskset.arg("-c").arg(core.to_string()).arg(bin);
-            taskset
-        }
-        None => Command::new(bin),
-    };
-    let child = command
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    Ok(Proc(child))
-}
-
-fn wait_listening(addr: SocketAddr) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(addr).is_err() {
-        anyhow::ensure!(Instant::now() < deadline, "{addr} never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
 }
 
 fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, SocketAddr)> {
