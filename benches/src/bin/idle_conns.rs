@@ -30,6 +30,7 @@ struct Args {
     nginx: Option<PathBuf>,
 }
 
+#[allow(clippy::print_stdout)]
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mock_addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
