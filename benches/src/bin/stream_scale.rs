@@ -19,7 +19,7 @@
 //! on this machine, whichever proxy it is.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -119,7 +119,7 @@ fn start_sluice(args: &Args, upstream: SocketAddr) -> anyhow::Result<(Proc, Sock
 /// `--proto` says, no access log.
 fn start_nginx(
     args: &Args,
-    nginx: &PathBuf,
+    nginx: &Path,
     upstream: SocketAddr,
 ) -> anyhow::Result<(Proc, SocketAddr)> {
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
