@@ -138,8 +138,8 @@ fn a_manifest_is_read_strictly_and_its_errors_say_where() {
         "error_rate: 1.5 is not a fraction in [0, 1]"
     );
     assert_eq!(
-        err(|v| v["half_life"] = json!("3 days")),
-        "half_life: `3 days` has unknown unit `days` (use us, ms, s, m or h)"
+        err(|v| v["half_life"] = json!("3d")),
+        "half_life: `3d` has unknown unit `d` (use us, ms, s, m or h)"
     );
     assert_eq!(
         err(|v| v["window"]["to"] = json!("yesterday")),
