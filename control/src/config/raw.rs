@@ -3,6 +3,7 @@
 //! that `validate` can report every problem at once, each with its path.
 
 mod fault;
+mod feedback;
 mod keyed;
 mod mirror;
 mod recorder;
@@ -15,6 +16,7 @@ pub(crate) use fault::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
     RawFaultMatch, RawTruncateMode,
 };
+pub use feedback::{RawFeedback, RawHalfLife};
 pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;
@@ -55,6 +57,8 @@ pub struct RawConfig {
     pub recorder: Option<RawRecorder>,
     /// Load traffic: whose `x-sluice-load` mark is believed.
     pub load: Option<RawLoad>,
+    /// Where a breach's recorded traffic is saved as a load scenario.
+    pub feedback: Option<RawFeedback>,
 }
 
 #[skip_serializing_none]
