@@ -59,7 +59,7 @@ fn an_unknown_key_is_refused_with_its_path() {
         errors,
         [
             "feedback.half_life.timeout: unknown field `timeout`, expected one of \
-          `upstream_timeout`, `cache_miss`, `other`"
+          `upstream_timeout`, `cache_miss`, `other` at line 18 column 35"
         ]
     );
 }
