@@ -31,7 +31,9 @@ use crate::store::SnapshotStore;
 
 pub(crate) use capture::StartError;
 pub use capture::{Capture, CaptureIds, CaptureStatus, Captured, MAX_BODY};
-pub(crate) use ring::{Cut, Kept, Recent};
+#[cfg(test)]
+pub(crate) use ring::Kept;
+pub(crate) use ring::{Cut, Recent};
 
 pub const LINES_METRIC: &str = "sluice_recorder_lines_total";
 pub const DROPPED_METRIC: &str = "sluice_recorder_dropped_total";
