@@ -113,6 +113,11 @@ pub(crate) struct RunArgs {
     /// without a session one by one), drawn with the seed.
     #[arg(long)]
     sample: Option<f64>,
+    /// Mix the scenarios saved in this `feedback.dir` into the replay, each
+    /// `weight` times (its weight decayed to now), as a step
+    /// `feedback/<id>` of its own (a replay scenario only).
+    #[arg(long)]
+    feedback: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -185,6 +190,13 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
+    let mixed = match &args.feedback {
+        Some(dir) => match feedback_mix(&mut scenario, dir) {
+            Ok(m) => m,
+            Err(errors) => return Ok(Outcome::Invalid(errors)),
+        },
+        None => Vec::new(),
+    };
     let replaying = match replay::plan(&scenario, &args.scenario, &args.replay_args(), args.closed)
     {
         Ok(r) => r,
@@ -295,10 +307,34 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         report
     })?;
     report.replay = replaying.map(|r| r.run);
+    report.feedback = mixed;
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
     Ok(Outcome::Ran(Box::new(report)))
+}
+
+/// `--feedback DIR`: the saved scenarios mixed into the replay, each said
+/// on stderr with its weight and how many requests it adds.
+fn feedback_mix(
+    scenario: &mut Scenario,
+    dir: &Path,
+) -> Result<Vec<sluice_workload::FeedbackRun>, Vec<String>> {
+    let saved = sluice_workload::read_feedback_dir(dir).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| format!("--feedback: {e}"))
+            .collect::<Vec<_>>()
+    })?;
+    let runs = sluice_workload::mix_feedback(scenario, &saved, crate::feedback::now_us())
+        .map_err(|e| vec![e])?;
+    for r in &runs {
+        eprintln!(
+            "load: feedback {} ({}, route {}): weight {:.2} now, {} request(s) mixed in ({} recorded)",
+            r.id, r.trigger, r.route, r.weight, r.mixed_requests, r.recorded_requests
+        );
+    }
+    Ok(runs)
 }
 
 /// Whether `text` is a scenario rather than a proxy config: it has a

@@ -16,6 +16,7 @@ use sluice_proxy::{Sluice, StartOptions};
 
 mod baseline;
 mod capacity;
+mod feedback;
 mod fit;
 mod load;
 mod report;
@@ -87,6 +88,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Saved runs as the SLO's history: `save RUN.json --name NAME`, `list`.
     Baseline(baseline::BaselineArgs),
+    /// The scenarios saved from rollout breaches and fault halts
+    /// (`feedback.dir`): `list [DIR] [--json]`, each with its weight now.
+    Feedback(feedback::FeedbackArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -191,6 +195,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity::run(args),
         Command::Report(args) => report::run(args),
         Command::Baseline(args) => baseline::run(args),
+        Command::Feedback(args) => feedback::run(args),
     };
     match result {
         Ok(code) => code,

@@ -72,6 +72,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         from: None,
         to: None,
         sample: None,
+        feedback: None,
     }
 }
 
