@@ -207,7 +207,7 @@ impl FeedbackQueue {
         self.tx.try_send(breach).is_ok()
     }
 
-    fn take(&self) -> Option<mpsc::Receiver<Breach>> {
+    pub(crate) fn take(&self) -> Option<mpsc::Receiver<Breach>> {
         self.rx.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }

@@ -177,6 +177,9 @@ pub(crate) async fn run_recorder(
     let mut seen = None;
     loop {
         let snapshot = store.load();
+        recorder
+            .recent
+            .set_enabled(snapshot.config.feedback.is_some());
         let written = snapshot.config.raw.recorder.clone();
         if written != seen {
             seen = written;

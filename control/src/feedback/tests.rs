@@ -383,3 +383,41 @@ fn a_feedback_dir_that_cannot_be_written_stops_the_start() {
     assert!(good.is_dir());
     drop(handle);
 }
+
+#[test]
+fn a_breach_is_a_gated_rollback_or_pause_never_an_operators() {
+    let reading = |ok| crate::rollout::GateReading {
+        gate: crate::config::Gate::ErrorRate,
+        value: Some(9.0),
+        bound: 1.0,
+        unit: crate::config::Unit::Percent,
+        samples: 50,
+        stable_samples: None,
+        ok: Some(ok),
+    };
+    let event = |from, to, evidence| RolloutEvent {
+        at_ms: 0,
+        time_ms: 0,
+        from,
+        to,
+        step: 2,
+        weight: 0,
+        reason: String::new(),
+        evidence,
+    };
+    use State::{Aborted, Paused, Progressing, RolledBack};
+    assert!(is_breach(&event(
+        Progressing,
+        RolledBack,
+        vec![reading(false)]
+    )));
+    assert!(is_breach(&event(Progressing, Paused, vec![reading(false)])));
+    // An operator's pause or abort, a drift's pause, a step up: no breach.
+    assert!(!is_breach(&event(Progressing, Paused, vec![])));
+    assert!(!is_breach(&event(Progressing, Aborted, vec![])));
+    assert!(!is_breach(&event(
+        Progressing,
+        Progressing,
+        vec![reading(true)]
+    )));
+}

@@ -11,6 +11,7 @@
 //! a lock taken once per line there and once per breach here.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Lines kept at most.
@@ -42,6 +43,9 @@ pub(crate) struct Cut {
 
 #[derive(Debug)]
 pub(crate) struct Recent {
+    /// Set while the live config has `feedback:`: without it the writer
+    /// keeps nothing (no copy, no memory).
+    enabled: AtomicBool,
     inner: Mutex<Ring>,
     max_lines: usize,
     max_bytes: usize,
@@ -64,10 +68,25 @@ impl Default for Recent {
 impl Recent {
     pub(crate) fn with_limits(max_lines: usize, max_bytes: usize) -> Recent {
         Recent {
+            enabled: AtomicBool::new(false),
             inner: Mutex::new(Ring::default()),
             max_lines: max_lines.max(1),
             max_bytes,
         }
+    }
+
+    /// Whether the writer should keep its lines here.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns keeping on or off; off forgets what was kept.
+    pub(crate) fn set_enabled(&self, on: bool) {
+        if !self.enabled.swap(on, Ordering::Relaxed) || on {
+            return;
+        }
+        let mut ring = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        *ring = Ring::default();
     }
 
     /// Keeps `kept`, dropping the oldest lines past either bound. A line
@@ -161,6 +180,12 @@ mod tests {
         assert!(cut.truncated);
         // A window that starts after the last line dropped lost nothing.
         assert!(!recent.window("chat", 3, 100).truncated);
+        // Turned off (the config dropped `feedback:`), it forgets.
+        recent.set_enabled(true);
+        assert!(recent.enabled());
+        recent.set_enabled(false);
+        assert!(!recent.enabled());
+        assert!(recent.window("chat", 0, 100).lines.is_empty());
 
         let bytes = Recent::with_limits(100, 25);
         for at in 1..=3 {

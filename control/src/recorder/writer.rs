@@ -203,15 +203,18 @@ impl Writer {
         if serde_json::to_writer(&mut *line, &trace_line).is_err() {
             return;
         }
-        // Kept for feedback scenarios whether or not the file takes it (a
-        // recording past its `max_bytes` still remembers its last lines).
-        self.recent.push(Kept {
-            wall_us: wall_unix_us,
-            route: record.route.to_owned(),
-            cluster: record.cluster.to_owned(),
-            status: Some(record.status),
-            line: line.clone(),
-        });
+        // Kept for feedback scenarios (with `feedback:` only) whether or
+        // not the file takes it: a recording past its `max_bytes` still
+        // remembers its last lines.
+        if self.recent.enabled() {
+            self.recent.push(Kept {
+                wall_us: wall_unix_us,
+                route: record.route.to_owned(),
+                cluster: record.cluster.to_owned(),
+                status: Some(record.status),
+                line: line.clone(),
+            });
+        }
         line.push(b'\n');
         let dropped = match self.files.write(line, &self.counts) {
             Ok(true) => {
