@@ -1,14 +1,16 @@
 //! `sluice feedback list [DIR] [--json]`: the scenarios saved under a
 //! `feedback.dir` when a rollout breached or a fault experiment halted,
-//! why each was saved, and its weight now (what `sluice load --feedback`
-//! would mix it in with).
+//! why each was saved, and its weight now; and `sluice load --feedback
+//! DIR`'s reading and mixing of them into the run.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sluice_workload::{feedback_rows, feedback_table, read_feedback_dir};
+use sluice_workload::{
+    feedback_rows, feedback_table, mix_feedback, read_feedback_dir, FeedbackRun, Scenario,
+};
 
 /// Where `feedback list` looks without a DIR.
 pub(crate) const DEFAULT_DIR: &str = "feedback";
@@ -52,6 +54,25 @@ pub(crate) fn run(args: FeedbackArgs) -> anyhow::Result<ExitCode> {
     };
     let _ = writeln!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--feedback DIR`: the saved scenarios mixed into the replay, each said
+/// on stderr with its weight and how many requests it adds.
+pub(crate) fn mix(scenario: &mut Scenario, dir: &Path) -> Result<Vec<FeedbackRun>, Vec<String>> {
+    let saved = read_feedback_dir(dir).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| format!("--feedback: {e}"))
+            .collect::<Vec<_>>()
+    })?;
+    let runs = mix_feedback(scenario, &saved, now_us()).map_err(|e| vec![e])?;
+    for r in &runs {
+        eprintln!(
+            "load: feedback {} ({}, route {}): weight {:.2} now, {} request(s) mixed in ({} recorded)",
+            r.id, r.trigger, r.route, r.weight, r.mixed_requests, r.recorded_requests
+        );
+    }
+    Ok(runs)
 }
 
 /// Now, for the weights, µs since the epoch.

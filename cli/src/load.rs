@@ -191,7 +191,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         }
     }
     let mixed = match &args.feedback {
-        Some(dir) => match feedback_mix(&mut scenario, dir) {
+        Some(dir) => match crate::feedback::mix(&mut scenario, dir) {
             Ok(m) => m,
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         },
@@ -312,29 +312,6 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
     Ok(Outcome::Ran(Box::new(report)))
-}
-
-/// `--feedback DIR`: the saved scenarios mixed into the replay, each said
-/// on stderr with its weight and how many requests it adds.
-fn feedback_mix(
-    scenario: &mut Scenario,
-    dir: &Path,
-) -> Result<Vec<sluice_workload::FeedbackRun>, Vec<String>> {
-    let saved = sluice_workload::read_feedback_dir(dir).map_err(|errors| {
-        errors
-            .into_iter()
-            .map(|e| format!("--feedback: {e}"))
-            .collect::<Vec<_>>()
-    })?;
-    let runs = sluice_workload::mix_feedback(scenario, &saved, crate::feedback::now_us())
-        .map_err(|e| vec![e])?;
-    for r in &runs {
-        eprintln!(
-            "load: feedback {} ({}, route {}): weight {:.2} now, {} request(s) mixed in ({} recorded)",
-            r.id, r.trigger, r.route, r.weight, r.mixed_requests, r.recorded_requests
-        );
-    }
-    Ok(runs)
 }
 
 /// Whether `text` is a scenario rather than a proxy config: it has a
