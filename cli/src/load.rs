@@ -113,6 +113,11 @@ pub(crate) struct RunArgs {
     /// without a session one by one), drawn with the seed.
     #[arg(long)]
     sample: Option<f64>,
+    /// Mix the scenarios saved in this `feedback.dir` into the replay, each
+    /// `weight` times (its weight decayed to now), as a step
+    /// `feedback/<id>` of its own (a replay scenario only).
+    #[arg(long)]
+    feedback: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -185,6 +190,13 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
+    let mixed = match &args.feedback {
+        Some(dir) => match crate::feedback::mix(&mut scenario, dir) {
+            Ok(m) => m,
+            Err(errors) => return Ok(Outcome::Invalid(errors)),
+        },
+        None => Vec::new(),
+    };
     let replaying = match replay::plan(&scenario, &args.scenario, &args.replay_args(), args.closed)
     {
         Ok(r) => r,
@@ -295,6 +307,7 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         report
     })?;
     report.replay = replaying.map(|r| r.run);
+    report.feedback = mixed;
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }

@@ -16,6 +16,7 @@ use sluice_proxy::{Sluice, StartOptions};
 
 mod baseline;
 mod capacity;
+mod feedback;
 mod fit;
 mod load;
 mod plan;
@@ -93,6 +94,9 @@ enum Command {
     /// template) and the route's traffic, each part with its rule. Exit 2
     /// on a version that is not semver where the plan needs it.
     Plan(plan::PlanArgs),
+    /// The scenarios saved from rollout breaches and fault halts
+    /// (`feedback.dir`): `list [DIR] [--json]`, each with its weight now.
+    Feedback(feedback::FeedbackArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -198,6 +202,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Baseline(args) => baseline::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Feedback(args) => feedback::run(args),
     };
     match result {
         Ok(code) => code,

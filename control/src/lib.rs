@@ -9,6 +9,7 @@ mod audit_file;
 mod config;
 mod events;
 mod fault;
+mod feedback;
 // The config fuzz target's invariants, public so that `fuzz/` can call them; not API.
 #[doc(hidden)]
 pub mod fuzzing;
@@ -44,15 +45,16 @@ pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
-    ConfigErrors, EmbeddingsConfig, Endpoint, Gate, Gates, GpuConfig, GpuMode, LimitStore,
-    LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig,
-    OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule, RawCompare, RawConfig,
-    RawEmbeddings, RawGates, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
-    RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RecorderConfig,
-    RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope, SheddingConfig, SidePriority,
-    StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit, UpstreamProtocol, UpstreamTls,
-    DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
+    ConfigErrors, EmbeddingsConfig, Endpoint, FeedbackConfig, Gate, Gates, GpuConfig, GpuMode,
+    LimitStore, LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig,
+    MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule, RawCompare,
+    RawConfig, RawEmbeddings, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach,
+    RawOnRestart, RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder,
+    RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority,
+    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
+    SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
+    UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
+    DEFAULT_SYNC_INTERVAL,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -25,6 +25,7 @@ use crate::api::{
 use crate::audit_file::{audit_file, AuditWriter};
 use crate::config::Config;
 use crate::fault::run_fault_loop;
+use crate::feedback::{self, run_feedback};
 use crate::lifecycle::{DataPlane, Stop, Stopper};
 use crate::limits::run_limit_sync;
 use crate::observers::Observers;
@@ -67,6 +68,12 @@ pub enum StartError {
     Metrics(#[from] prometheus::Error),
     #[error("control plane thread")]
     Thread(#[source] std::io::Error),
+    #[error("feedback.dir: cannot create or write {path}: {source}")]
+    FeedbackDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("runtime.state_dir: cannot create or write {path}")]
     StateDir {
         path: PathBuf,
@@ -149,6 +156,14 @@ impl ControlPlane {
         if let Some(dir) = &state_dir {
             state::prepare_dir(dir).map_err(|source| StartError::StateDir {
                 path: dir.clone(),
+                source,
+            })?;
+        }
+        // At start, not at the first breach: a breach is no time to learn
+        // that its scenario has nowhere to go.
+        if let Some(f) = &config.feedback {
+            feedback::prepare(&f.dir).map_err(|source| StartError::FeedbackDir {
+                path: f.dir.clone(),
                 source,
             })?;
         }
@@ -316,6 +331,11 @@ impl Tasks {
             self.shared.recorder.clone(),
             self.store.clone(),
             self.shared.events.clone(),
+            cancel.clone(),
+        ));
+        tracker.spawn(run_feedback(
+            self.store.clone(),
+            self.shared.clone(),
             cancel.clone(),
         ));
         // Fleet-wide rate limits settle their leases with their store.

@@ -12,6 +12,7 @@
 //! path. A full queue drops the line and counts it.
 
 mod capture;
+mod ring;
 mod writer;
 
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,9 @@ use crate::store::SnapshotStore;
 
 pub(crate) use capture::StartError;
 pub use capture::{Capture, CaptureIds, CaptureStatus, Captured, MAX_BODY};
+#[cfg(test)]
+pub(crate) use ring::Kept;
+pub(crate) use ring::{Cut, Recent};
 
 pub const LINES_METRIC: &str = "sluice_recorder_lines_total";
 pub const DROPPED_METRIC: &str = "sluice_recorder_dropped_total";
@@ -85,6 +89,8 @@ pub struct Recorder {
     metrics: RecorderMetrics,
     /// Bumped on every start and stop: the ttl task re-reads the deadline.
     changes: watch::Sender<u64>,
+    /// The last lines written, across recordings, for feedback scenarios.
+    recent: Arc<Recent>,
 }
 
 impl Recorder {
@@ -94,12 +100,18 @@ impl Recorder {
             change: Mutex::new(()),
             metrics: RecorderMetrics::register(registry)?,
             changes: watch::Sender::new(0),
+            recent: Arc::new(Recent::default()),
         }))
     }
 
     /// The running recording, if any.
     pub fn current(&self) -> Option<Arc<Capture>> {
         self.current.load_full()
+    }
+
+    /// The last lines written (redacted), for a breach's window.
+    pub(crate) fn recent(&self) -> &Recent {
+        &self.recent
     }
 
     /// Whether a recording runs: cheaper than [`Recorder::current`] for a
@@ -116,7 +128,12 @@ impl Recorder {
         source: Source,
     ) -> Result<CaptureStatus, StartError> {
         let _guard = self.change.lock().unwrap_or_else(|p| p.into_inner());
-        let capture = Arc::new(Capture::start(config, source, self.metrics.clone())?);
+        let capture = Arc::new(Capture::start(
+            config,
+            source,
+            self.metrics.clone(),
+            self.recent.clone(),
+        )?);
         let status = capture.status();
         if let Some(old) = self.current.swap(Some(capture)) {
             old.stop();
@@ -160,6 +177,9 @@ pub(crate) async fn run_recorder(
     let mut seen = None;
     loop {
         let snapshot = store.load();
+        recorder
+            .recent
+            .set_enabled(snapshot.config.feedback.is_some());
         let written = snapshot.config.raw.recorder.clone();
         if written != seen {
             seen = written;

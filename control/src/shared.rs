@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sluice_filters::Metrics;
 
 use crate::events::EventLog;
+use crate::feedback::FeedbackQueue;
 use crate::mirror::MirrorDiffs;
 use crate::recorder::Recorder;
 use crate::runtimes::Runtimes;
@@ -31,6 +32,8 @@ pub struct Shared {
     pub(crate) state: Arc<StateSignal>,
     /// The tokio runtimes whose live tasks `/metrics` reports.
     pub runtimes: Arc<Runtimes>,
+    /// Breaches on their way to `feedback.dir`.
+    pub(crate) feedback: Arc<FeedbackQueue>,
 }
 
 impl Shared {
@@ -45,6 +48,7 @@ impl Shared {
             events: Arc::new(EventLog::default()),
             mirror_diffs: Arc::new(MirrorDiffs::default()),
             state: Arc::default(),
+            feedback: Arc::default(),
         })
     }
 }

@@ -22,7 +22,9 @@ use crate::config::Config;
 use crate::rollout::Rollouts;
 use crate::store::SnapshotStore;
 
-pub(crate) use file::{prepare_dir, SavedController, StateFile, FILE_NAME, REFUSED_NAME};
+pub(crate) use file::{
+    prepare_dir, write_atomic, SavedController, StateFile, FILE_NAME, REFUSED_NAME,
+};
 pub(crate) use overlay::{capture, overlay, Restored};
 
 /// How long an API change waits for the state to be on disk before it is

@@ -9,6 +9,7 @@ mod cost;
 mod embedding;
 mod failure;
 mod fault;
+mod feedback;
 // The fuzz targets' invariants, public so that `fuzz/` can call them; not API.
 #[doc(hidden)]
 pub mod fuzzing;
@@ -66,6 +67,12 @@ pub use fault::{
     Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use fault::{RequestAction, StreamAction};
+pub use feedback::{
+    cause_of, initial_weight, is_error_status, weight_at, Cause, FeedbackLineage, HalfLives,
+    Manifest as FeedbackManifest, Trigger as FeedbackTrigger, TriggerKind,
+    Window as FeedbackWindow, FEEDBACK_VERSION, MANIFEST_FILE as FEEDBACK_MANIFEST,
+    MAX_WEIGHT as MAX_FEEDBACK_WEIGHT, TRACE_FILE as FEEDBACK_TRACE,
+};
 pub use gate::{Gate, GateUnit};
 pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TOKEN_USAGE_METRIC,

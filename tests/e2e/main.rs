@@ -17,6 +17,7 @@ mod control_isolation;
 mod cost;
 mod demo;
 mod faults;
+mod feedback;
 mod fit;
 mod fleet;
 mod grafana;

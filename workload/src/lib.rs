@@ -9,6 +9,7 @@
 //! statistics, and the fit of a workload model to a trace.
 
 mod capacity;
+mod feedback;
 mod files;
 mod fit;
 // The trace and scenario fuzz targets' invariants, public so that `fuzz/` can
@@ -26,6 +27,10 @@ pub use capacity::{
     Purpose, Recommendation, Scored, SearchRules, SlaBound, SlaCheck, StageProgress, StageResult,
     StageSignals, TokenBin, TokenSlope, Trend, Weights, CAPACITY_VERSION, DEFAULT_KNEE_BOUND,
     DEFAULT_SLOPE_BOUND_MS, SLOPE_MIN_REQUESTS,
+};
+pub use feedback::{
+    feedback_rows, feedback_table, mix_feedback, read_feedback_dir, FeedbackClock, FeedbackRow,
+    FeedbackRun, Saved as SavedFeedback, FEEDBACK_STEP_PREFIX,
 };
 pub use files::{partial_path, sha256_file, write_atomically};
 pub use fit::{

@@ -18,6 +18,7 @@ pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{
     prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
 };
+pub(crate) use replay::{recorded as recorded_request, unit as seeded_unit};
 pub use scenario::{
     parse_sla, Body, Data, Dist, Ended, JsonPath, ReplaySource, Scenario, Service, Sessions, Step,
     Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS, REPLAY_STEP,

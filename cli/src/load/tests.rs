@@ -72,6 +72,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         from: None,
         to: None,
         sample: None,
+        feedback: None,
     }
 }
 
@@ -392,3 +393,38 @@ fn the_flags_of_report_to_parse_beside_the_scenario() {
 }
 
 mod replay;
+
+#[test]
+fn feedback_needs_a_readable_directory_and_a_replay_scenario() {
+    let m = mock(1, 1, 2);
+    let d = dir("feedback-refused");
+    let path = write_scenario(&d, &m, 10, 1, "");
+    let mut a = args(path, None, Shard::WHOLE);
+    let missing = d.join("no-such-dir");
+    a.feedback = Some(missing.clone());
+    let Outcome::Invalid(errors) = execute(&a, false).unwrap() else {
+        panic!("ran with a missing --feedback dir");
+    };
+    assert_eq!(
+        errors,
+        [format!(
+            "--feedback: {}: No such file or directory (os error 2)",
+            missing.display()
+        )]
+    );
+    let empty = d.join("feedback");
+    std::fs::create_dir_all(&empty).unwrap();
+    a.feedback = Some(empty);
+    let Outcome::Invalid(errors) = execute(&a, false).unwrap() else {
+        panic!("a synthetic scenario took --feedback");
+    };
+    assert_eq!(
+        errors,
+        [
+            "--feedback: needs a replay scenario (`workload: { replay: trace.jsonl }`): the saved \
+          scenarios are mixed into its recording"
+        ]
+    );
+    assert!(m.mock.seen().is_empty(), "nothing was sent");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -3,6 +3,7 @@
 //! that `validate` can report every problem at once, each with its path.
 
 mod fault;
+mod feedback;
 mod keyed;
 mod mirror;
 mod plan;
@@ -16,6 +17,7 @@ pub(crate) use fault::{
     RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
     RawFaultMatch, RawTruncateMode,
 };
+pub use feedback::{RawFeedback, RawHalfLife};
 pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};
 pub use plan::{RawClassRule, RawPlanMode, RawPlans};
 pub(crate) use recorder::RawBodies;
@@ -59,6 +61,8 @@ pub struct RawConfig {
     pub load: Option<RawLoad>,
     /// Overrides of the rules `plan: auto` and `sluice plan` size rollouts by.
     pub plans: Option<RawPlans>,
+    /// Where a breach's recorded traffic is saved as a load scenario.
+    pub feedback: Option<RawFeedback>,
 }
 
 #[skip_serializing_none]

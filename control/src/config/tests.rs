@@ -6,6 +6,7 @@ mod admin;
 mod by_model;
 mod cost;
 mod faults;
+mod feedback;
 mod fleet_limits;
 mod lineage;
 mod listener_limits;

@@ -1,12 +1,15 @@
 //! The validated config: every value parsed, every reference checked.
 
 mod admin;
+mod feedback;
 mod mirror;
 mod recorder;
 mod rollout;
 mod shedding;
 
 pub use admin::{AdminConfig, AdminTls, Scope, TokenSource};
+pub use feedback::FeedbackConfig;
+pub(crate) use feedback::DEFAULT_BEFORE;
 pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
@@ -55,6 +58,8 @@ pub struct Config {
     /// The rules `plan: auto` sized its rollouts by (`plans:` over the
     /// built-in ones); `sluice plan` reads them too.
     pub plans: PlanRules,
+    /// Where breaches are saved as load scenarios, if anywhere.
+    pub feedback: Option<FeedbackConfig>,
 }
 
 /// `load:`: which peers may label their requests as load traffic.

@@ -5,6 +5,7 @@ mod admin;
 mod breakers;
 mod errors;
 mod fault;
+mod feedback;
 mod limits;
 mod load;
 mod mirror;
@@ -63,6 +64,7 @@ impl RawConfig {
             .as_ref()
             .map(|r| recorder::recorder(r, "recorder", &routes, &mut errs));
         let load = load::load(self.load.as_ref(), &mut errs);
+        let feedback = feedback::feedback(self.feedback.as_ref(), &mut errs);
         if !errs.0.is_empty() {
             return Err(ConfigErrors(errs.0));
         }
@@ -80,6 +82,7 @@ impl RawConfig {
             recorder,
             load,
             plans,
+            feedback,
         })
     }
 }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::{FaultRuntime, FaultState};
+use crate::feedback::{self, Breach};
 use crate::shared::Shared;
 use crate::stats::{Stats, WindowView};
 use crate::store::SnapshotStore;
@@ -51,6 +52,13 @@ pub(crate) fn evaluate(store: &SnapshotStore, shared: &Shared, now: Instant) {
                         shared
                             .events
                             .push("faults", &action, snapshot.version, Vec::new());
+                        let bound = f.experiment.halt_if.map_or(0.0, |h| h.error_rate);
+                        let at_us = crate::state::wall_ms() as i64 * 1000;
+                        if let Some(breach) =
+                            Breach::of_fault(&snapshot.config, &f.experiment, rate, bound, at_us)
+                        {
+                            feedback::report(shared, store, breach);
+                        }
                     }
                 } else {
                     active += 1;

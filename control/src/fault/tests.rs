@@ -169,3 +169,46 @@ fn generated_ids_are_valid_names_and_differ() {
     assert_ne!(a, b);
     assert!(a.starts_with("f-") && a.len() == 10, "{a}");
 }
+
+#[tokio::test]
+async fn a_halt_hands_its_breach_to_the_feedback_writer() {
+    let text = format!("{CONFIG}feedback: {{ dir: /nonexistent/never-written }}\n");
+    let (s, shared) = testing::store(&text);
+    let mut breaches = shared.feedback.take().unwrap();
+    let cancel = CancellationToken::new();
+    let aggregator = tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone()));
+    let f = s.load().faults[0].clone();
+    let key = shared.stats.key("chat", "a", "v1");
+    for i in 0..10 {
+        shared.stats.record(Sample {
+            load: false,
+            key,
+            status: if i < 8 { 503 } else { 200 },
+            latency: Duration::from_millis(1),
+            tokens: None,
+        });
+    }
+    for _ in 0..200 {
+        evaluate(&s, &shared, Instant::now());
+        if f.state_at(Instant::now()) == FaultState::Halted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(f.state_at(Instant::now()), FaultState::Halted);
+    let breach = breaches.try_recv().unwrap();
+    assert_eq!(breach.kind, sluice_filters::TriggerKind::FaultHalt);
+    assert_eq!(
+        (breach.fault.as_deref(), breach.route.as_str()),
+        (Some("slow"), "chat")
+    );
+    assert_eq!(breach.gate, "halt_if.error_rate");
+    assert_eq!((breach.value, breach.bound), (Some(80.0), 50.0));
+    let a = crate::lineage::cluster_id(&s.load().config.clusters[0]);
+    assert_eq!(breach.parents, vec![a]);
+    // Halted once: reported once.
+    evaluate(&s, &shared, Instant::now());
+    assert!(breaches.try_recv().is_err());
+    cancel.cancel();
+    aggregator.await.unwrap();
+}

@@ -17,6 +17,7 @@ use sluice_filters::{
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::{channel, Sender};
 
+use super::ring::Recent;
 use super::writer::{Files, Writer};
 use super::{RecorderMetrics, Source};
 use crate::config::RecorderConfig;
@@ -266,6 +267,7 @@ impl Capture {
         config: RecorderConfig,
         source: Source,
         metrics: RecorderMetrics,
+        recent: Arc<Recent>,
     ) -> Result<Capture, StartError> {
         let secret = match &config.key_env {
             Some(var) => Secret::new(
@@ -303,6 +305,7 @@ impl Capture {
             started,
             counts: counts.clone(),
             metrics: metrics.clone(),
+            recent,
         };
         let handle = std::thread::Builder::new()
             .name("sluice-recorder".into())

@@ -330,3 +330,41 @@ async fn the_ttl_ends_the_recording_and_the_config_is_followed() {
     assert!(!shared.recorder.is_recording());
     testing::stop(&cancel, task).await;
 }
+
+#[test]
+fn with_feedback_on_the_writer_keeps_its_last_lines_as_written() {
+    let dir = Dir::new("recent");
+    let recorder = recorder();
+    // Off (no `feedback:`): nothing kept.
+    recorder
+        .start(config(&dir.trace(), ""), Source::Api)
+        .unwrap();
+    let capture = recorder.current().unwrap();
+    capture.submit(untimed(&capture, 1));
+    recorder.stop().unwrap();
+    let all = |r: &Recorder| r.recent().window("chat", 0, i64::MAX);
+    assert!(all(&recorder).lines.is_empty());
+
+    recorder.recent().set_enabled(true);
+    recorder
+        .start(config(&dir.trace(), ""), Source::Api)
+        .unwrap();
+    let capture = recorder.current().unwrap();
+    capture.submit(untimed(&capture, 2));
+    capture.submit(untimed(&capture, 3));
+    recorder.stop().unwrap();
+    let cut = all(&recorder);
+    let kept: Vec<String> = cut
+        .lines
+        .iter()
+        .map(|k| String::from_utf8(k.line.clone()).unwrap())
+        .collect();
+    // The same redacted bytes as the file's lines.
+    let text = std::fs::read_to_string(dir.trace()).unwrap();
+    let written: Vec<&str> = text.lines().collect();
+    assert_eq!(kept, written);
+    assert!(!kept[0].contains("@example.com"), "{}", kept[0]);
+    assert_eq!(cut.lines[0].cluster, "llm");
+    assert_eq!(cut.lines[0].status, Some(200));
+    assert!(!cut.truncated);
+}

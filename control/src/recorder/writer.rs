@@ -15,6 +15,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::Receiver;
 
 use super::capture::{Captured, Counts, Message};
+use super::ring::{Kept, Recent};
 use super::{RecorderMetrics, DRAIN_EVERY};
 use crate::config::RecorderConfig;
 
@@ -124,6 +125,7 @@ pub(super) struct Writer {
     pub(super) started: Instant,
     pub(super) counts: Arc<Counts>,
     pub(super) metrics: RecorderMetrics,
+    pub(super) recent: Arc<Recent>,
 }
 
 impl Writer {
@@ -181,13 +183,14 @@ impl Writer {
             .and_then(|s| think.observe(s, arrival, arrival + captured.e2e));
         let body = joined_body(captured);
         let record = captured.record();
+        let wall_unix_us = captured
+            .arrived_wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
         let input = TraceInput {
             record: &record,
             arrival,
-            wall_unix_us: captured
-                .arrived_wall
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as i64),
+            wall_unix_us,
             trace_id: captured.trace_id(),
             session_id: captured.session_id(),
             think_time,
@@ -199,6 +202,18 @@ impl Writer {
         // Every field serialises (strings, numbers, bools, raw JSON).
         if serde_json::to_writer(&mut *line, &trace_line).is_err() {
             return;
+        }
+        // Kept for feedback scenarios (with `feedback:` only) whether or
+        // not the file takes it: a recording past its `max_bytes` still
+        // remembers its last lines.
+        if self.recent.enabled() {
+            self.recent.push(Kept {
+                wall_us: wall_unix_us,
+                route: record.route.to_owned(),
+                cluster: record.cluster.to_owned(),
+                status: Some(record.status),
+                line: line.clone(),
+            });
         }
         line.push(b'\n');
         let dropped = match self.files.write(line, &self.counts) {

@@ -25,6 +25,7 @@ use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
 use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
 use crate::config::{OnRestart, RawRollout, RolloutConfig, RolloutSource};
+use crate::feedback::{self, Breach};
 use crate::shared::Shared;
 use crate::state::SavedController;
 use crate::store::SnapshotStore;
@@ -384,6 +385,14 @@ impl Cell {
             reason: t.reason,
             evidence: t.evidence,
         });
+        if source == "rollout" {
+            if let Some(event) = inner.events.back().filter(|e| feedback::is_breach(e)) {
+                let config = env.store.load().config.clone();
+                let seq = inner.events.len() - 1;
+                let breach = Breach::of_rollout(&config, inner.policy.config(), seq, event);
+                feedback::report(&env.shared, &env.store, breach);
+            }
+        }
         publish(env.metrics(), &self.name, &inner.policy);
         env.shared.state.changed();
     }

@@ -30,6 +30,10 @@ pub struct Recorded {
     /// The recorded (redacted) body, with `max_tokens` set from the
     /// recorded `output_tokens` where known.
     pub body: Option<Vec<u8>>,
+    /// The scenario's step it is measured as: 0 ([`crate::REPLAY_STEP`])
+    /// for the trace's own requests, another for a feedback scenario mixed
+    /// in (see `crate::feedback`).
+    pub step: usize,
 }
 
 /// A trace ready to replay.
@@ -222,7 +226,7 @@ impl Recording {
 
 /// A uniform number in [0, 1) from the seed and a key: the same for every
 /// request of a session, so sampling keeps a session whole or drops it.
-fn unit(seed: u64, key: &str) -> f64 {
+pub(crate) fn unit(seed: u64, key: &str) -> f64 {
     let digest = Sha256::digest(key.as_bytes());
     let mut word = [0u8; 8];
     word.copy_from_slice(&digest[..8]);
@@ -230,7 +234,7 @@ fn unit(seed: u64, key: &str) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
-fn recorded(line: TraceLine) -> Recorded {
+pub(crate) fn recorded(line: TraceLine) -> Recorded {
     let body = line.body.as_ref().map(|b| {
         let text = b.0.get();
         match (serde_json::from_str::<Value>(text), line.output_tokens) {
@@ -256,6 +260,7 @@ fn recorded(line: TraceLine) -> Recorded {
             .path
             .unwrap_or_else(|| "/v1/chat/completions".to_owned()),
         body,
+        step: 0,
     }
 }
 

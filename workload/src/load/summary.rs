@@ -248,6 +248,10 @@ pub struct RunReport {
     /// A replay's trace and flags (set by the caller, who has the flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayRun>,
+    /// `--feedback`: each saved scenario mixed in, its weight and requests
+    /// (set by the caller, who read them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<crate::feedback::FeedbackRun>,
     /// The arrival kind of the scenario's `from_model:` as a fit (`"v": 1`),
     /// so that `sluice report` can draw the run's inter-arrival times
     /// against it. The model file keeps only the kind it picked.
@@ -370,6 +374,7 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
             .map(|r| r.recording.warnings.clone())
             .unwrap_or_default(),
         replay: None,
+        feedback: Vec::new(),
         arrival_fit: arrival_fit(scenario),
     }
 }

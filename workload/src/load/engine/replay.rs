@@ -31,9 +31,6 @@ async fn run(ctx: &Ctx, arrival: Intended) {
     else {
         return;
     };
-    let Some(step) = ctx.scenario.steps.first() else {
-        return;
-    };
     let base = &ctx.scenario.target.base_url;
     for (i, p) in planned.iter().enumerate() {
         // A stop (Ctrl-C) ends dispatching, also within a session.
@@ -43,12 +40,16 @@ async fn run(ctx: &Ctx, arrival: Intended) {
         let Some(recorded) = source.recording.requests.get(p.request) else {
             continue;
         };
+        // A feedback scenario's requests are measured as its own step.
+        let Some(step) = ctx.scenario.steps.get(recorded.step) else {
+            continue;
+        };
         let due = ctx.start + Duration::from_micros(p.at_us);
         if due > Instant::now() {
             tokio::time::sleep_until(due.into()).await;
         }
         let mut outcome = Outcome {
-            step: 0,
+            step: recorded.step,
             index: arrival.index,
             stage: arrival.stage,
             warmup: arrival.warmup,
