@@ -93,6 +93,8 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
             target: "http://127.0.0.1:1".into(),
             sluice_version: "0.1.0".into(),
             from_model: None,
+            id: None,
+            parents: Vec::new(),
         },
         goodput: Goodput::default(),
         detailed,
