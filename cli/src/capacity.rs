@@ -13,10 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::format_rfc3339;
+use sluice_filters::ContentId;
 use sluice_workload::{
-    capacity_search, parse_duration, parse_sla, write_atomically, Bounds, CapacityOptions, Lineage,
-    Observer, Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
-    THRESHOLDS_FAILED,
+    capacity_artifact, capacity_search, format_duration, parse_duration, parse_sla,
+    write_atomically, Bounds, CapacityOptions, CapacityReport, Lineage, Observer, Scenario,
+    SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS, THRESHOLDS_FAILED,
 };
 
 mod render;
@@ -79,6 +80,8 @@ pub(crate) struct CapacityArgs {
     /// Print the rollout `gates:` block that this capacity implies.
     #[arg(long)]
     into_rollout: bool,
+    #[command(flatten)]
+    lineage: crate::lineage::LineageDir,
 }
 
 pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
@@ -150,7 +153,8 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         let _ = ctrl_c.join();
         r
     });
-    let report = result?;
+    let mut report = result?;
+    identify(&mut report, &args, &scenario)?;
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
         eprintln!("wrote {}", path.display());
@@ -164,6 +168,55 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     } else {
         THRESHOLDS_FAILED
     }))
+}
+
+/// Sets the capacity run's lineage id: below the scenario (and its model
+/// file) and the cluster versions any stage's answers named; its inputs
+/// are the search asked for, never what it found. Writes the artefacts.
+fn identify(
+    report: &mut CapacityReport,
+    args: &CapacityArgs,
+    scenario: &Scenario,
+) -> anyhow::Result<()> {
+    let mut made = crate::lineage::scenario_nodes(&args.scenario, scenario.from_model.as_deref())?;
+    let Some(scenario_id) = made.last().map(|s| s.id.clone()) else {
+        return Ok(());
+    };
+    let answered: Vec<ContentId> = report
+        .stages
+        .iter()
+        .flat_map(|s| &s.run.seen)
+        .filter_map(|s| s.lineage_id.as_deref())
+        .filter_map(|id| ContentId::parse(id).ok())
+        .collect();
+    let search = serde_json::json!({
+        "sla": report.sla,
+        "weights": report.weights,
+        "bounds": report.bounds,
+        "knee_bound": args.knee_bound,
+        "stage": format_duration(args.stage),
+        "confirm": format_duration(args.confirm),
+        "budget": format_duration(args.budget),
+        "drain": format_duration(args.drain),
+        "start": args.start,
+        "max_rate": args.max_rate,
+        "tolerance": args.tolerance,
+    });
+    let run = capacity_artifact(
+        &report.scenario,
+        &scenario_id,
+        &report.lineage.target,
+        scenario.plan.seed,
+        search,
+        answered,
+    )
+    .with_attr("run_id", report.run_id.clone().into())
+    .with_attr("started_at", report.started_at.clone().into())
+    .with_attr("max_rate", serde_json::json!(report.max_rate));
+    report.lineage.id = Some(run.id.clone());
+    report.lineage.parents = run.parents.clone();
+    made.push(run);
+    crate::lineage::record(&args.lineage.dir, &made)
 }
 
 /// The hard SLAs by gate, and the cost bound.

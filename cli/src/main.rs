@@ -17,6 +17,7 @@ use sluice_proxy::{Sluice, StartOptions};
 mod baseline;
 mod capacity;
 mod fit;
+mod lineage;
 mod load;
 mod report;
 mod trace;
@@ -87,6 +88,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Saved runs as the SLO's history: `save RUN.json --name NAME`, `list`.
     Baseline(baseline::BaselineArgs),
+    /// The lineage DAG: what each artefact (config, cluster, rollout, event,
+    /// scenario, run, report) was made from and what was made from it.
+    Lineage(lineage::LineageArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -191,6 +195,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity::run(args),
         Command::Report(args) => report::run(args),
         Command::Baseline(args) => baseline::run(args),
+        Command::Lineage(args) => lineage::run(args),
     };
     match result {
         Ok(code) => code,

@@ -36,9 +36,9 @@ pub use fit::{
     KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
 };
 pub use lineage::{
-    capacity_artifact, model_artifact, read_dir as read_lineage_dir, report_artifact,
-    run_artifact, scenario_artifact, write_artifact, Corrupt, Graph as LineageGraph,
-    Walk as LineageWalk, LINEAGE_DIR, LINEAGE_DIR_ENV,
+    capacity_artifact, model_artifact, read_dir as read_lineage_dir, report_artifact, run_artifact,
+    scenario_artifact, write_artifact, Corrupt, Graph as LineageGraph, Walk as LineageWalk,
+    LINEAGE_DIR, LINEAGE_DIR_ENV,
 };
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,

@@ -68,6 +68,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         drain: Duration::from_secs(5),
         report_to: None,
         token: AdminToken::default(),
+        lineage_dir: None,
         speed: None,
         from: None,
         to: None,

@@ -181,7 +181,12 @@ impl Walk<'_> {
         self.graph
             .children
             .get(id)
-            .map(|c| c.iter().filter(|c| self.ids.contains(*c)).cloned().collect())
+            .map(|c| {
+                c.iter()
+                    .filter(|c| self.ids.contains(*c))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -84,8 +84,13 @@ fn read_artifact(text: &[u8]) -> Result<Artifact, String> {
             _ => format!("line {line} column {column}: {path}: {message}"),
         }
     })?;
-    de.end()
-        .map_err(|e| format!("line {} column {}: trailing characters", e.line(), e.column()))?;
+    de.end().map_err(|e| {
+        format!(
+            "line {} column {}: trailing characters",
+            e.line(),
+            e.column()
+        )
+    })?;
     // An edited file would otherwise pass for what it no longer is.
     let again = Artifact::new(
         artifact.kind,

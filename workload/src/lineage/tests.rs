@@ -32,7 +32,9 @@ fn a_scenario_is_identified_by_its_parsed_content() {
     assert_eq!(under.parents, vec![m1.id.clone()]);
     assert_ne!(under.id, a.id);
     assert_ne!(
-        scenario_artifact("chat.yaml", SCENARIO, Some(m2.id)).unwrap().id,
+        scenario_artifact("chat.yaml", SCENARIO, Some(m2.id))
+            .unwrap()
+            .id,
         under.id
     );
     assert_eq!(
@@ -45,8 +47,7 @@ fn a_scenario_is_identified_by_its_parsed_content() {
 /// The report of a run of [`SCENARIO`] that sent nothing, with `seen`
 /// naming the cluster version `cluster_id`.
 fn run_report(cluster_id: Option<&str>) -> RunReport {
-    let scenario =
-        Scenario::from_yaml(SCENARIO, std::path::Path::new("."), &|_| None).unwrap();
+    let scenario = Scenario::from_yaml(SCENARIO, std::path::Path::new("."), &|_| None).unwrap();
     let output = RunOutput {
         outcomes: Vec::new(),
         closed: None,
@@ -139,7 +140,11 @@ fn a_run_is_identified_by_what_it_sent_not_what_came_back() {
     assert_eq!(bare.parents, vec![scenario.clone()]);
     // A feedback artefact the run mixed in is one more parent.
     let feedback = ContentId::parse("aaaaaaaaaaaaaaaa").unwrap();
-    let fed = run_artifact(&run_report(Some(cluster)), &scenario, vec![feedback.clone()]);
+    let fed = run_artifact(
+        &run_report(Some(cluster)),
+        &scenario,
+        vec![feedback.clone()],
+    );
     assert!(fed.parents.contains(&feedback));
     assert_ne!(fed.id, a.id);
 }
@@ -278,13 +283,25 @@ fn a_walk_from_a_report_finds_everything_it_came_from() {
     kinds.sort_unstable();
     assert_eq!(
         kinds,
-        ["checkpoint", "cluster", "dataset", "load_run", "report", "scenario"]
+        [
+            "checkpoint",
+            "cluster",
+            "dataset",
+            "load_run",
+            "report",
+            "scenario"
+        ]
     );
     let mut edges: Vec<(String, String)> = j["edges"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into()))
+        .map(|e| {
+            (
+                e["from"].as_str().unwrap().into(),
+                e["to"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     edges.sort();
     let mut want = vec![
@@ -351,7 +368,10 @@ fn the_whole_graph_as_a_tree_and_as_graphviz() {
         )
     );
     let dot = g.walk(&all[1].id).unwrap().dot();
-    assert!(dot.starts_with("digraph lineage {\n  rankdir=LR;\n"), "{dot}");
+    assert!(
+        dot.starts_with("digraph lineage {\n  rankdir=LR;\n"),
+        "{dot}"
+    );
     assert!(
         dot.contains(&format!(
             "  \"{k}\" [label=\"checkpoint\\nhf://m@3f2a\\n{k}\", style=bold];\n",
@@ -359,9 +379,14 @@ fn the_whole_graph_as_a_tree_and_as_graphviz() {
         )),
         "{dot}"
     );
-    assert!(dot.contains(&format!("  \"{}\" -> \"{}\";\n", id(0), id(1))), "{dot}");
+    assert!(
+        dot.contains(&format!("  \"{}\" -> \"{}\";\n", id(0), id(1))),
+        "{dot}"
+    );
     assert!(dot.ends_with("}\n"), "{dot}");
-    assert!(g.walk(&ContentId::parse("0000000000000000").unwrap()).is_none());
+    assert!(g
+        .walk(&ContentId::parse("0000000000000000").unwrap())
+        .is_none());
 }
 
 #[test]
@@ -378,7 +403,9 @@ fn a_parent_without_an_artefact_is_shown_as_missing() {
         )
     );
     assert_eq!(walk.json()["missing"], json!([lost.as_str()]));
-    assert!(walk.dot().contains(&format!("  \"{lost}\" -> \"{}\";", run.id)));
+    assert!(walk
+        .dot()
+        .contains(&format!("  \"{lost}\" -> \"{}\";", run.id)));
 }
 
 #[test]

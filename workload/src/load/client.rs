@@ -19,7 +19,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 use sluice_filters::{
-    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER, SERVED_VERSION_HEADER,
+    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
+    SERVED_VERSION_HEADER,
 };
 
 mod resp;

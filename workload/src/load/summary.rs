@@ -139,17 +139,19 @@ fn seen(scenario: &Scenario, outcomes: &[super::client::Outcome]) -> Vec<Seen> {
     }
     counts
         .into_iter()
-        .map(|((step, cluster, version, model, lineage_id), requests)| Seen {
-            step: scenario
-                .steps
-                .get(step)
-                .map_or_else(|| step.to_string(), |s| s.name.clone()),
-            cluster: cluster.map(str::to_owned),
-            version: version.map(str::to_owned),
-            model: model.map(str::to_owned),
-            lineage_id: lineage_id.map(str::to_owned),
-            requests,
-        })
+        .map(
+            |((step, cluster, version, model, lineage_id), requests)| Seen {
+                step: scenario
+                    .steps
+                    .get(step)
+                    .map_or_else(|| step.to_string(), |s| s.name.clone()),
+                cluster: cluster.map(str::to_owned),
+                version: version.map(str::to_owned),
+                model: model.map(str::to_owned),
+                lineage_id: lineage_id.map(str::to_owned),
+                requests,
+            },
+        )
         .collect()
 }
 

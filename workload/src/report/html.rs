@@ -102,7 +102,11 @@ fn lineage(s: &mut String, r: &Report) {
     };
     let ids = |ids: &[sluice_filters::ContentId]| match ids.is_empty() {
         true => "–".to_owned(),
-        false => ids.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", "),
+        false => ids
+            .iter()
+            .map(|i| i.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     let items = [
         (
@@ -110,7 +114,10 @@ fn lineage(s: &mut String, r: &Report) {
             r.id.as_ref().map_or("–".to_owned(), |i| i.to_string()),
         ),
         ("made from", ids(&r.parents)),
-        ("run lineage id", l.id.clone().unwrap_or_else(|| "–".to_owned())),
+        (
+            "run lineage id",
+            l.id.clone().unwrap_or_else(|| "–".to_owned()),
+        ),
         ("scenario sha256", l.scenario_sha256.clone()),
         ("target", l.target.clone()),
         ("sluice version", l.sluice_version.clone()),

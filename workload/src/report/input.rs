@@ -315,10 +315,7 @@ pub fn read_run(v: &Value) -> Result<Run, String> {
             .get("from_model")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        lineage_id: lineage
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        lineage_id: lineage.get("id").and_then(Value::as_str).map(str::to_owned),
         seen: match v.get("seen") {
             None | Some(Value::Null) => Vec::new(),
             Some(s) => serde_json::from_value(s.clone()).map_err(|e| format!("seen: {e}"))?,
