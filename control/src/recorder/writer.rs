@@ -190,6 +190,7 @@ impl Writer {
                 .map_or(0, |d| d.as_micros() as i64),
             trace_id: captured.trace_id(),
             session_id: captured.session_id(),
+            lineage_id: captured.lineage_id(),
             think_time,
             body: body.as_deref(),
             bodies: self.bodies,
