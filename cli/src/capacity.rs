@@ -216,7 +216,7 @@ fn identify(
     report.lineage.id = Some(run.id.clone());
     report.lineage.parents = run.parents.clone();
     made.push(run);
-    crate::lineage::record(&args.lineage.dir, &made)
+    crate::lineage::record(&args.lineage.lineage_dir, &made)
 }
 
 /// The hard SLAs by gate, and the cost bound.

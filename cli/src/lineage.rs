@@ -23,7 +23,7 @@ pub(crate) struct LineageDir {
     /// Where the artefacts this command makes are written, one
     /// `<id>.json` each (`sluice lineage` reads them).
     #[arg(long = "lineage-dir", env = LINEAGE_DIR_ENV, default_value = LINEAGE_DIR)]
-    pub dir: PathBuf,
+    pub lineage_dir: PathBuf,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -48,21 +48,48 @@ pub(crate) struct LineageArgs {
     token: AdminToken,
 }
 
-/// Prints the walk; exit 2 for an unknown or malformed id, 1 when a file
-/// could not be read as an artefact (the rest is still shown).
+/// What `sluice lineage` prints: `text` on stdout, `said` on stderr, and
+/// its exit code.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Shown {
+    pub text: String,
+    pub said: Vec<String>,
+    pub code: u8,
+}
+
+impl Shown {
+    fn refused(message: String) -> Shown {
+        Shown {
+            text: String::new(),
+            said: vec![message],
+            code: 2,
+        }
+    }
+}
+
 pub(crate) fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
+    let shown = show(&args)?;
+    for line in &shown.said {
+        eprintln!("{line}");
+    }
+    let _ = std::io::stdout().lock().write_all(shown.text.as_bytes());
+    Ok(ExitCode::from(shown.code))
+}
+
+/// The walk: exit 2 for an unknown or malformed id, 1 when a file could not
+/// be read as an artefact (skipped, named with where it broke; the rest is
+/// still shown).
+pub(crate) fn show(args: &LineageArgs) -> anyhow::Result<Shown> {
     let root = match args.id.as_deref().map(ContentId::parse).transpose() {
         Ok(id) => id,
-        Err(e) => {
-            eprintln!("lineage: {e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(e) => return Ok(Shown::refused(format!("lineage: {e}"))),
     };
     let (mut artifacts, corrupt) =
         read_lineage_dir(&args.dir).with_context(|| args.dir.display().to_string())?;
-    for c in &corrupt {
-        eprintln!("lineage: skipped {c}");
-    }
+    let mut said: Vec<String> = corrupt
+        .iter()
+        .map(|c| format!("lineage: skipped {c}"))
+        .collect();
     if let Some(url) = &args.admin {
         artifacts.extend(live(url, &args.token)?);
     }
@@ -75,11 +102,15 @@ pub(crate) fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
                     Some(url) => format!("{} or {url}", args.dir.display()),
                     None => args.dir.display().to_string(),
                 };
-                eprintln!(
+                said.push(format!(
                     "lineage: no artefact `{id}` in {from} ({} read)",
                     graph.len()
-                );
-                return Ok(ExitCode::from(2));
+                ));
+                return Ok(Shown {
+                    text: String::new(),
+                    said,
+                    code: 2,
+                });
             }
         },
         None => graph.all(),
@@ -91,8 +122,8 @@ pub(crate) fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
     } else {
         walk.tree()
     };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(ExitCode::from(if corrupt.is_empty() { 0 } else { 1 }))
+    let code = if corrupt.is_empty() { 0 } else { 1 };
+    Ok(Shown { text, said, code })
 }
 
 /// Every artefact `GET /v1/lineage` lists.

@@ -138,11 +138,11 @@ impl RunArgs {
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(LoadCommand::Merge { files, output }) = &args.command {
-        return merge(files, output, &args.lineage.dir);
+        return merge(files, output, &args.lineage.lineage_dir);
     }
     let Some(args) = args.run.map(|run| RunArgs {
         token: args.token,
-        lineage_dir: Some(args.lineage.dir),
+        lineage_dir: Some(args.lineage.lineage_dir),
         ..run
     }) else {
         eprintln!("sluice load: give a SCENARIO, or `merge FILES -o run.json`");

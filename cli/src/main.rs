@@ -329,3 +329,15 @@ fn mock_llm(options: MockLlmOptions) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// clap checks its definitions only when a command runs: here, all of
+    /// them (two flags of one name in one command, say).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

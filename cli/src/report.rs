@@ -193,7 +193,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     );
     report.id = Some(made.id.clone());
     report.parents = made.parents.clone();
-    crate::lineage::record(&args.lineage.dir, &[made])?;
+    crate::lineage::record(&args.lineage.lineage_dir, &[made])?;
     let bytes = if args.json {
         serde_json::to_vec_pretty(&report)?
     } else {
