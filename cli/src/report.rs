@@ -57,13 +57,9 @@ pub(crate) struct ReportArgs {
     lineage: crate::lineage::LineageDir,
 }
 
-/// A file read as a run or a capacity result; the error names the file.
-pub(crate) fn read_input(path: &Path) -> Result<ReportInput, String> {
-    read_input_and_id(path).map(|(input, _)| input)
-}
-
-/// [`read_input`], and the run's lineage id (`lineage.id`) when it has one.
-fn read_input_and_id(path: &Path) -> Result<(ReportInput, Option<ContentId>), String> {
+/// A file read as a run or a capacity result, and the run's lineage id
+/// (`lineage.id`) when it has one; the error names the file.
+fn read_input(path: &Path) -> Result<(ReportInput, Option<ContentId>), String> {
     let at = |e: String| format!("{}: {e}", path.display());
     let text = std::fs::read(path).map_err(|e| at(e.to_string()))?;
     let value = parse_json(&text).map_err(at)?;
@@ -126,7 +122,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.min_change
         )]));
     }
-    let (input, run_id) = match read_input_and_id(&args.run) {
+    let (input, run_id) = match read_input(&args.run) {
         Ok(i) => i,
         Err(e) => return Ok(fail(&[e])),
     };
@@ -143,7 +139,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             };
-            match read_input_and_id(&path) {
+            match read_input(&path) {
                 Ok(i) => Some(i),
                 Err(e) => return Ok(fail(&[format!("--baseline: {e}")])),
             }
