@@ -154,11 +154,12 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         r
     });
     let mut report = result?;
-    identify(&mut report, &args, &scenario)?;
+    let made = identify(&mut report, &args, &scenario);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
         eprintln!("wrote {}", path.display());
     }
+    crate::lineage::keep("capacity", &args.lineage.lineage_dir, &made);
     out(&render::summary(&report));
     if args.into_rollout {
         out(&render::rollout_gates(&report));
@@ -172,15 +173,22 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
 
 /// Sets the capacity run's lineage id: below the scenario (and its model
 /// file) and the cluster versions any stage's answers named; its inputs
-/// are the search asked for, never what it found. Writes the artefacts.
+/// are the search asked for, never what it found. The artefacts to keep.
 fn identify(
     report: &mut CapacityReport,
     args: &CapacityArgs,
     scenario: &Scenario,
-) -> anyhow::Result<()> {
-    let mut made = crate::lineage::scenario_nodes(&args.scenario, scenario.from_model.as_deref())?;
+) -> Vec<sluice_filters::Artifact> {
+    let from_model = scenario.from_model.as_deref();
+    let mut made = match crate::lineage::scenario_nodes(&args.scenario, from_model) {
+        Ok(made) => made,
+        Err(e) => {
+            eprintln!("capacity: warning: no lineage id: {e:#}");
+            return Vec::new();
+        }
+    };
     let Some(scenario_id) = made.last().map(|s| s.id.clone()) else {
-        return Ok(());
+        return Vec::new();
     };
     let answered: Vec<ContentId> = report
         .stages
@@ -216,7 +224,7 @@ fn identify(
     report.lineage.id = Some(run.id.clone());
     report.lineage.parents = run.parents.clone();
     made.push(run);
-    crate::lineage::record(&args.lineage.lineage_dir, &made)
+    made
 }
 
 /// The hard SLAs by gate, and the cost bound.

@@ -182,5 +182,13 @@ pub(crate) fn record(dir: &Path, made: &[Artifact]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// [`record`] after the result is written: a directory that cannot be
+/// written is said on stderr (`verb: warning: ...`) and costs no result.
+pub(crate) fn keep(verb: &str, dir: &Path, made: &[Artifact]) {
+    if let Err(e) = record(dir, made) {
+        eprintln!("{verb}: warning: lineage not kept: {e:#}");
+    }
+}
+
 #[cfg(test)]
 mod tests;

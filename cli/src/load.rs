@@ -305,23 +305,32 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         report
     })?;
     report.replay = replaying.map(|r| r.run);
-    identify(&mut report, args)?;
+    let made = identify(&mut report, args);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
+    }
+    if let Some(dir) = &args.lineage_dir {
+        crate::lineage::keep("load", dir, &made);
     }
     Ok(Outcome::Ran(Box::new(report)))
 }
 
 /// Sets the run's lineage id and parents (the scenario, below its model
-/// file, and the cluster versions that answered) and writes the artefacts
-/// to `--lineage-dir`.
-fn identify(report: &mut RunReport, args: &RunArgs) -> anyhow::Result<()> {
-    let mut made =
-        crate::lineage::scenario_nodes(&args.scenario, report.lineage.from_model.as_deref())?;
-    let scenario = made
-        .last()
-        .map(|s| s.id.clone())
-        .ok_or_else(|| anyhow::anyhow!("no scenario"))?;
+/// file, and the cluster versions that answered); the artefacts to keep.
+/// A scenario (or model file) that cannot be read again is said and leaves
+/// the run without an id.
+fn identify(report: &mut RunReport, args: &RunArgs) -> Vec<sluice_filters::Artifact> {
+    let from_model = report.lineage.from_model.as_deref();
+    let mut made = match crate::lineage::scenario_nodes(&args.scenario, from_model) {
+        Ok(made) => made,
+        Err(e) => {
+            eprintln!("load: warning: no lineage id: {e:#}");
+            return Vec::new();
+        }
+    };
+    let Some(scenario) = made.last().map(|s| s.id.clone()) else {
+        return Vec::new();
+    };
     let run = run_artifact(report, &scenario, Vec::new())
         .with_attr("run_id", report.run_id.clone().into())
         .with_attr("started_at", report.started_at.clone().into())
@@ -329,10 +338,7 @@ fn identify(report: &mut RunReport, args: &RunArgs) -> anyhow::Result<()> {
     report.lineage.id = Some(run.id.clone());
     report.lineage.parents = run.parents.clone();
     made.push(run);
-    if let Some(dir) = &args.lineage_dir {
-        crate::lineage::record(dir, &made)?;
-    }
-    Ok(())
+    made
 }
 
 /// Whether `text` is a scenario rather than a proxy config: it has a
@@ -397,6 +403,7 @@ fn merge(files: &[PathBuf], output: &Path, lineage_dir: &Path) -> anyhow::Result
         }
     };
     // The whole run sits below its shards' runs (when each has an id).
+    let mut made = Vec::new();
     let shards: Option<Vec<ContentId>> = runs
         .iter()
         .map(|r| r.pointer("/lineage/id").and_then(|v| v.as_str()))
@@ -414,10 +421,11 @@ fn merge(files: &[PathBuf], output: &Path, lineage_dir: &Path) -> anyhow::Result
         );
         lineage["id"] = serde_json::json!(whole.id);
         lineage["parents"] = serde_json::json!(whole.parents);
-        crate::lineage::record(lineage_dir, &[whole])?;
+        made.push(whole);
     }
     write_atomically(output, &serde_json::to_vec_pretty(&merged)?)?;
     eprintln!("wrote {}", output.display());
+    crate::lineage::keep("load merge", lineage_dir, &made);
     Ok(ExitCode::from(if merged["passed"] == true {
         0
     } else {

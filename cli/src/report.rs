@@ -189,7 +189,6 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     );
     report.id = Some(made.id.clone());
     report.parents = made.parents.clone();
-    crate::lineage::record(&args.lineage.lineage_dir, &[made])?;
     let bytes = if args.json {
         serde_json::to_vec_pretty(&report)?
     } else {
@@ -197,6 +196,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     write_atomically(&output, &bytes)?;
     eprintln!("wrote {}", output.display());
+    crate::lineage::keep("report", &args.lineage.lineage_dir, &[made]);
     if let Some(b) = &report.baseline {
         if b.regressions.is_empty() {
             eprintln!("report: no regression beyond noise");
