@@ -247,4 +247,56 @@ rollouts:
         assert_eq!(event_artifact(&rollout.id, 3, &later).id, a.id);
         assert_ne!(event_artifact(&rollout.id, 4, &event).id, a.id);
     }
+
+    #[test]
+    fn the_config_sits_below_its_clusters_and_a_split_change_moves_only_it() {
+        let a = config(CONFIG);
+        let made = config_artifacts(&a);
+        let kinds: Vec<_> = made.iter().map(|x| x.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ArtifactKind::Cluster,
+                ArtifactKind::Dataset,
+                ArtifactKind::Checkpoint,
+                ArtifactKind::Cluster,
+                ArtifactKind::Config
+            ]
+        );
+        let mut clusters = vec![cluster_id(&a.clusters[0]), cluster_id(&a.clusters[1])];
+        clusters.sort();
+        assert_eq!(made[4].parents, clusters);
+        let moved = config(&CONFIG.replace(
+            "llm-stable: 100, llm-canary: 0",
+            "llm-stable: 50, llm-canary: 50",
+        ));
+        assert_ne!(config_artifact(&moved).id, made[4].id);
+        assert_eq!(config_artifact(&config(CONFIG)).id, made[4].id);
+        assert_eq!(cluster_id(&moved.clusters[1]), cluster_id(&a.clusters[1]));
+    }
+
+    #[test]
+    fn an_event_is_placed_below_the_rollout_its_clusters_make_now() {
+        let c = config(CONFIG);
+        let event = RolloutEvent {
+            at_ms: 0,
+            time_ms: 1,
+            from: State::Pending,
+            to: State::Progressing,
+            step: 1,
+            weight: 5,
+            reason: "started".into(),
+            evidence: Vec::new(),
+            lineage: None,
+        };
+        let rollout = rollout_in(&c, &c.rollouts[0]).unwrap();
+        let placed = event_lineage(&c, &c.rollouts[0], 0, &event).unwrap();
+        assert_eq!(placed.rollout, rollout.id);
+        assert_eq!(placed.seq, 0);
+        assert_eq!(placed.id, event_artifact(&rollout.id, 0, &event).id);
+        // Without its canary in the config, a rollout has no id to sit below.
+        let mut gone = c.rollouts[0].clone();
+        gone.canary = "nope".into();
+        assert_eq!(event_lineage(&c, &gone, 0, &event), None);
+    }
 }
