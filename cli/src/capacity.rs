@@ -14,10 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluice_filters::format_rfc3339;
+use sluice_filters::ContentId;
 use sluice_workload::{
-    capacity_search, parse_duration, parse_sla, write_atomically, Bounds, CapacityOptions, Lineage,
-    Observer, Scenario, SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS,
-    THRESHOLDS_FAILED,
+    capacity_artifact, capacity_search, format_duration, parse_duration, parse_sla,
+    write_atomically, Bounds, CapacityOptions, CapacityReport, Lineage, Observer, Scenario,
+    SearchRules, Weights, DEFAULT_KNEE_BOUND, DEFAULT_SLOPE_BOUND_MS, THRESHOLDS_FAILED,
 };
 
 mod render;
@@ -80,6 +81,8 @@ pub(crate) struct CapacityArgs {
     /// Print the rollout `gates:` block that this capacity implies.
     #[arg(long)]
     into_rollout: bool,
+    #[command(flatten)]
+    lineage: crate::lineage::LineageDir,
 }
 
 pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
@@ -151,11 +154,13 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         let _ = ctrl_c.join();
         r
     });
-    let report = result?;
+    let mut report = result?;
+    let made = identify(&mut report, &args, &scenario);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
         eprintln!("wrote {}", path.display());
     }
+    crate::lineage::keep("capacity", &args.lineage.lineage_dir, &made);
     out(&render::summary(&report));
     if args.into_rollout {
         out(&render::rollout_gates(&report));
@@ -165,6 +170,62 @@ pub(crate) fn run(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     } else {
         THRESHOLDS_FAILED
     }))
+}
+
+/// Sets the capacity run's lineage id: below the scenario (and its model
+/// file) and the cluster versions any stage's answers named; its inputs
+/// are the search asked for, never what it found. The artefacts to keep.
+fn identify(
+    report: &mut CapacityReport,
+    args: &CapacityArgs,
+    scenario: &Scenario,
+) -> Vec<sluice_filters::Artifact> {
+    let from_model = scenario.from_model.as_deref();
+    let mut made = match crate::lineage::scenario_nodes(&args.scenario, from_model) {
+        Ok(made) => made,
+        Err(e) => {
+            eprintln!("capacity: warning: no lineage id: {e:#}");
+            return Vec::new();
+        }
+    };
+    let Some(scenario_id) = made.last().map(|s| s.id.clone()) else {
+        return Vec::new();
+    };
+    let answered: Vec<ContentId> = report
+        .stages
+        .iter()
+        .flat_map(|s| &s.run.seen)
+        .filter_map(|s| s.lineage_id.as_deref())
+        .filter_map(|id| ContentId::parse(id).ok())
+        .collect();
+    let search = serde_json::json!({
+        "sla": report.sla,
+        "weights": report.weights,
+        "bounds": report.bounds,
+        "knee_bound": args.knee_bound,
+        "stage": format_duration(args.stage),
+        "confirm": format_duration(args.confirm),
+        "budget": format_duration(args.budget),
+        "drain": format_duration(args.drain),
+        "start": args.start,
+        "max_rate": args.max_rate,
+        "tolerance": args.tolerance,
+    });
+    let run = capacity_artifact(
+        &report.scenario,
+        &scenario_id,
+        &report.lineage.target,
+        scenario.plan.seed,
+        search,
+        answered,
+    )
+    .with_attr("run_id", report.run_id.clone().into())
+    .with_attr("started_at", report.started_at.clone().into())
+    .with_attr("max_rate", serde_json::json!(report.max_rate));
+    report.lineage.id = Some(run.id.clone());
+    report.lineage.parents = run.parents.clone();
+    made.push(run);
+    made
 }
 
 /// The hard SLAs by gate, and the cost bound.

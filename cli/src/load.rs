@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluice_cli::ctl::AdminToken;
-use sluice_filters::format_rfc3339;
+use sluice_filters::{format_rfc3339, Artifact, ArtifactKind, ContentId};
 use sluice_workload::{
-    merge_runs, parse_duration, parse_sla, run_load, run_replay, summarize, write_atomically,
-    Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard, THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_artifact, run_load, run_replay, summarize,
+    write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard,
+    THRESHOLDS_FAILED,
 };
 
 use progress::Stderr;
@@ -36,6 +37,10 @@ pub(crate) struct LoadArgs {
     /// The control API's token, for `--report-to`.
     #[command(flatten)]
     token: AdminToken,
+    /// Where the run's lineage artefacts go (set into [`RunArgs`] like the
+    /// token, for the same reason).
+    #[command(flatten)]
+    lineage: crate::lineage::LineageDir,
 }
 
 #[derive(clap::Subcommand, Clone, Debug)]
@@ -99,6 +104,10 @@ pub(crate) struct RunArgs {
     /// `run` was given.
     #[arg(skip)]
     token: AdminToken,
+    /// `--lineage-dir`, set from [`LoadArgs`]; `None` writes no artefact
+    /// (the run file still carries its lineage id).
+    #[arg(skip)]
+    lineage_dir: Option<PathBuf>,
     /// Replay N times as fast: every recorded gap divided by N (a replay
     /// scenario only; default 1).
     #[arg(long)]
@@ -134,10 +143,11 @@ impl RunArgs {
 
 pub(crate) fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(LoadCommand::Merge { files, output }) = &args.command {
-        return merge(files, output);
+        return merge(files, output, &args.lineage.lineage_dir);
     }
     let Some(args) = args.run.map(|run| RunArgs {
         token: args.token,
+        lineage_dir: Some(args.lineage.lineage_dir),
         ..run
     }) else {
         eprintln!("sluice load: give a SCENARIO, or `merge FILES -o run.json`");
@@ -308,10 +318,44 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
     })?;
     report.replay = replaying.map(|r| r.run);
     report.feedback = mixed;
+    let made = identify(&mut report, args);
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
     }
+    if let Some(dir) = &args.lineage_dir {
+        crate::lineage::keep("load", dir, &made);
+    }
     Ok(Outcome::Ran(Box::new(report)))
+}
+
+/// Sets the run's lineage id and parents (the scenario, below its model
+/// file, and the cluster versions that answered); the artefacts to keep.
+/// A scenario (or model file) that cannot be read again is said and leaves
+/// the run without an id.
+fn identify(report: &mut RunReport, args: &RunArgs) -> Vec<sluice_filters::Artifact> {
+    let from_model = report.lineage.from_model.as_deref();
+    let mut made = match crate::lineage::scenario_nodes(&args.scenario, from_model) {
+        Ok(made) => made,
+        Err(e) => {
+            eprintln!("load: warning: no lineage id: {e:#}");
+            return Vec::new();
+        }
+    };
+    let Some(scenario) = made.last().map(|s| s.id.clone()) else {
+        return Vec::new();
+    };
+    // The saved scenarios mixed in are parents too, and kept beside the run.
+    let feedback: Vec<_> = report.feedback.iter().map(|f| f.artifact.clone()).collect();
+    let extra = feedback.iter().map(|a| a.id.clone()).collect();
+    made.extend(feedback);
+    let run = run_artifact(report, &scenario, extra)
+        .with_attr("run_id", report.run_id.clone().into())
+        .with_attr("started_at", report.started_at.clone().into())
+        .with_attr("passed", report.passed.into());
+    report.lineage.id = Some(run.id.clone());
+    report.lineage.parents = run.parents.clone();
+    made.push(run);
+    made
 }
 
 /// Whether `text` is a scenario rather than a proxy config: it has a
@@ -360,7 +404,7 @@ pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
 }
 
 /// `sluice load merge`.
-fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
+fn merge(files: &[PathBuf], output: &Path, lineage_dir: &Path) -> anyhow::Result<ExitCode> {
     let mut runs = Vec::with_capacity(files.len());
     for f in files {
         let text = std::fs::read(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
@@ -368,15 +412,37 @@ fn merge(files: &[PathBuf], output: &Path) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", f.display()))?;
         runs.push(run);
     }
-    let merged = match merge_runs(&runs) {
+    let mut merged = match merge_runs(&runs) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return Ok(ExitCode::from(2));
         }
     };
+    // The whole run sits below its shards' runs (when each has an id).
+    let mut made = Vec::new();
+    let shards: Option<Vec<ContentId>> = runs
+        .iter()
+        .map(|r| r.pointer("/lineage/id").and_then(|v| v.as_str()))
+        .map(|id| id.and_then(|id| ContentId::parse(id).ok()))
+        .collect();
+    if let (Some(shards), Some(lineage)) = (shards, merged.get_mut("lineage")) {
+        let label = runs[0]["scenario"].as_str().unwrap_or("merged").to_owned();
+        let mut sorted = shards.clone();
+        sorted.sort();
+        let whole = Artifact::new(
+            ArtifactKind::LoadRun,
+            label,
+            serde_json::json!({"merge_of": sorted}),
+            shards,
+        );
+        lineage["id"] = serde_json::json!(whole.id);
+        lineage["parents"] = serde_json::json!(whole.parents);
+        made.push(whole);
+    }
     write_atomically(output, &serde_json::to_vec_pretty(&merged)?)?;
     eprintln!("wrote {}", output.display());
+    crate::lineage::keep("load merge", lineage_dir, &made);
     Ok(ExitCode::from(if merged["passed"] == true {
         0
     } else {

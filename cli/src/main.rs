@@ -18,6 +18,7 @@ mod baseline;
 mod capacity;
 mod feedback;
 mod fit;
+mod lineage;
 mod load;
 mod plan;
 mod report;
@@ -97,6 +98,9 @@ enum Command {
     /// The scenarios saved from rollout breaches and fault halts
     /// (`feedback.dir`): `list [DIR] [--json]`, each with its weight now.
     Feedback(feedback::FeedbackArgs),
+    /// The lineage DAG: what each artefact (config, cluster, rollout, event,
+    /// scenario, run, report) was made from and what was made from it.
+    Lineage(lineage::LineageArgs),
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -203,6 +207,7 @@ fn main() -> ExitCode {
         Command::Baseline(args) => baseline::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Feedback(args) => feedback::run(args),
+        Command::Lineage(args) => lineage::run(args),
     };
     match result {
         Ok(code) => code,
@@ -341,4 +346,16 @@ fn mock_llm(options: MockLlmOptions) -> anyhow::Result<ExitCode> {
 pub(crate) fn out(text: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// clap checks its definitions only when a command runs: here, all of
+    /// them (two flags of one name in one command, say).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -6,9 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
+use sluice_filters::ContentId;
 use sluice_workload::{
-    build_report, newest_baseline, parse_json, read_fit_text, render_html, write_atomically,
-    AttachedFit, Metric, ReportInput, ReportOptions, DEFAULT_METRICS, THRESHOLDS_FAILED,
+    build_report, newest_baseline, parse_json, read_fit_text, render_html, report_artifact,
+    sha256_file, write_atomically, AttachedFit, Metric, ReportInput, ReportOptions,
+    DEFAULT_METRICS, THRESHOLDS_FAILED,
 };
 
 /// Where `baseline save` keeps runs by default.
@@ -49,13 +53,21 @@ pub(crate) struct ReportArgs {
     /// run's own `arrival_fit` (a `from_model:` run's).
     #[arg(long)]
     fit: Option<PathBuf>,
+    #[command(flatten)]
+    lineage: crate::lineage::LineageDir,
 }
 
-/// A file read as a run or a capacity result; the error names the file.
-pub(crate) fn read_input(path: &Path) -> Result<ReportInput, String> {
+/// A file read as a run or a capacity result, and the run's lineage id
+/// (`lineage.id`) when it has one; the error names the file.
+fn read_input(path: &Path) -> Result<(ReportInput, Option<ContentId>), String> {
     let at = |e: String| format!("{}: {e}", path.display());
     let text = std::fs::read(path).map_err(|e| at(e.to_string()))?;
-    ReportInput::read(&parse_json(&text).map_err(at)?).map_err(at)
+    let value = parse_json(&text).map_err(at)?;
+    let id = value
+        .pointer("/lineage/id")
+        .and_then(|v| v.as_str())
+        .and_then(|id| ContentId::parse(id).ok());
+    Ok((ReportInput::read(&value).map_err(at)?, id))
 }
 
 /// A fit file read, each error naming the file.
@@ -110,7 +122,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.min_change
         )]));
     }
-    let input = match read_input(&args.run) {
+    let (input, run_id) = match read_input(&args.run) {
         Ok(i) => i,
         Err(e) => return Ok(fail(&[e])),
     };
@@ -133,27 +145,58 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let (baseline, baseline_id) = match baseline {
+        Some((input, id)) => (Some(input), id),
+        None => (None, None),
+    };
     let fit = match args.fit.as_deref().map(read_fit).transpose() {
         Ok(f) => f,
         Err(e) => return Ok(fail(&e)),
+    };
+    // The fit drawn is one of the report's inputs, by its bytes.
+    let fit_sha256 = match &args.fit {
+        Some(path) => Some(sha256_file(path).with_context(|| path.display().to_string())?),
+        None => None,
     };
     let options = ReportOptions {
         metrics,
         min_change_pct: args.min_change,
         fit,
     };
-    let report = build_report(&input, baseline.as_ref(), &options);
+    let mut report = build_report(&input, baseline.as_ref(), &options);
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    let (bytes, default) = if args.json {
-        (serde_json::to_vec_pretty(&report)?, "report.json")
+    let default = if args.json {
+        "report.json"
     } else {
-        (render_html(&report).into_bytes(), "report.html")
+        "report.html"
     };
     let output = args.output.unwrap_or_else(|| PathBuf::from(default));
+    // The id is set before the page is drawn: the page shows it.
+    let made = report_artifact(
+        &output.file_name().map_or_else(
+            || output.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        run_id.as_ref(),
+        baseline_id.as_ref(),
+        serde_json::json!({
+            "metrics": options.metrics.iter().map(|m| m.name().to_owned()).collect::<Vec<_>>(),
+            "min_change_pct": options.min_change_pct,
+            "fit_sha256": fit_sha256,
+        }),
+    );
+    report.id = Some(made.id.clone());
+    report.parents = made.parents.clone();
+    let bytes = if args.json {
+        serde_json::to_vec_pretty(&report)?
+    } else {
+        render_html(&report).into_bytes()
+    };
     write_atomically(&output, &bytes)?;
     eprintln!("wrote {}", output.display());
+    crate::lineage::keep("report", &args.lineage.lineage_dir, &[made]);
     if let Some(b) = &report.baseline {
         if b.regressions.is_empty() {
             eprintln!("report: no regression beyond noise");

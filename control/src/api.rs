@@ -9,6 +9,7 @@ mod auth;
 mod depth;
 mod endpoints;
 mod faults;
+mod lineage;
 mod load_runs;
 mod mirror;
 mod openapi;
@@ -361,6 +362,8 @@ impl AdminApi {
             ApiEndpoint::ListLoadRuns => load_runs::list(&self.load_runs),
             ApiEndpoint::PutLoadRun => load_runs::put(&self.load_runs, body),
             ApiEndpoint::ShowLoadRun => load_runs::show(&self.load_runs, arg(0)),
+            ApiEndpoint::ListLineage => lineage::list(store, &self.rollouts),
+            ApiEndpoint::ShowLineage => lineage::show(store, &self.rollouts, arg(0)),
             ApiEndpoint::OpenApi => openapi::get(),
         }
     }

@@ -36,6 +36,10 @@ pub struct Event {
     /// shedding level's signals, values and bounds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<serde_json::Value>,
+    /// The lineage ids of what made the change (a rollout's transition:
+    /// `{"rollout": ID, "rollout_event": ID}`); see `docs/lineage.md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<serde_json::Value>,
 }
 
 /// Written by the control plane only; the request path never touches it.
@@ -52,6 +56,24 @@ thread_local! {
     /// one synchronous call that serves a request, spares a dozen signatures
     /// a parameter only the audit log reads.
     static ACTING: RefCell<Option<(String, Vec<Event>)>> = const { RefCell::new(None) };
+    /// The lineage ids the events pushed on this thread carry (see
+    /// [`with_lineage`]): for the same reason as `ACTING`, a rollout's
+    /// transition names itself here rather than down every apply path.
+    static LINEAGE: RefCell<Option<serde_json::Value>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` with the events it pushes on this thread tagged `ids`.
+pub(crate) fn with_lineage<T>(ids: Option<serde_json::Value>, work: impl FnOnce() -> T) -> T {
+    struct Restore(Option<serde_json::Value>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            LINEAGE.with(|l| *l.borrow_mut() = outer);
+        }
+    }
+    let outer = LINEAGE.with(|l| l.replace(ids));
+    let _restore = Restore(outer);
+    work()
 }
 
 /// Runs `work` on behalf of the token `token`: the events pushed meanwhile
@@ -110,6 +132,7 @@ impl EventLog {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let token = ACTING.with(|a| a.borrow().as_ref().map(|(name, _)| name.clone()));
+        let lineage = LINEAGE.with(|l| l.borrow().clone());
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (seq, ring) = &mut *guard;
         *seq += 1;
@@ -131,6 +154,7 @@ impl EventLog {
             version,
             errors,
             evidence,
+            lineage,
         };
         ring.push_back(event.clone());
         drop(guard);

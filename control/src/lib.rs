@@ -62,7 +62,10 @@ pub use gpu::GpuWatcher;
 pub use graceful::serve_until_cancelled;
 pub use lifecycle::{DataPlane, HandOverError, Stop};
 pub use limits::{Admission, RouteLimits, LIMIT_STORE_SCRIPT, MAX_KEYS};
-pub use lineage::{cluster_artifacts, cluster_id, event_artifact, rollout_artifact};
+pub use lineage::{
+    cluster_artifacts, cluster_id, config_artifact, config_artifacts, event_artifact,
+    rollout_artifact, rollout_in,
+};
 pub use mirror::{
     DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,
 };
@@ -75,8 +78,8 @@ pub use recorder::{
 };
 pub use reload::reload_from_file;
 pub use rollout::{
-    Command, Figure, Figures, GateReading, Observation, Policy, RolloutError, RolloutEvent,
-    RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
+    Command, EventLineage, Figure, Figures, GateReading, Observation, Policy, RolloutError,
+    RolloutEvent, RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
 };
 pub use runtimes::Runtimes;
 pub use shared::Shared;

@@ -7,8 +7,44 @@
 use serde_json::{json, Value};
 use sluice_filters::{format_duration, Artifact, ArtifactKind, ContentId};
 
-use crate::config::{ClusterConfig, ClusterKind, OnBreach, RolloutConfig};
-use crate::rollout::RolloutEvent;
+use crate::config::{ClusterConfig, ClusterKind, Config, OnBreach, RolloutConfig};
+use crate::rollout::{EventLineage, RolloutEvent};
+
+/// The config as an artefact: its raw form as canonical JSON, below the
+/// cluster versions it holds. Any change (a split moved by a rollout
+/// included) makes a new config id; the clusters' ids stay.
+pub fn config_artifact(config: &Config) -> Artifact {
+    let inputs = serde_json::to_value(&config.raw).unwrap_or(Value::Null);
+    let parents = config.clusters.iter().map(cluster_id).collect();
+    Artifact::new(ArtifactKind::Config, "config", inputs, parents)
+}
+
+/// Every cluster of `config` with what its lineage names, and the config,
+/// without repeats (two clusters may share a dataset).
+pub fn config_artifacts(config: &Config) -> Vec<Artifact> {
+    let mut made: Vec<Artifact> = Vec::new();
+    for c in &config.clusters {
+        for a in cluster_artifacts(c) {
+            if !made.iter().any(|m| m.id == a.id) {
+                made.push(a);
+            }
+        }
+    }
+    made.push(config_artifact(config));
+    made
+}
+
+/// The rollout `rollout` as an artefact below the versions its clusters
+/// have in `config`; `None` when either cluster is gone from it.
+pub fn rollout_in(config: &Config, rollout: &RolloutConfig) -> Option<Artifact> {
+    let find = |name: &str| config.clusters.iter().find(|c| c.name == name);
+    let (stable, canary) = (find(&rollout.stable)?, find(&rollout.canary)?);
+    Some(rollout_artifact(
+        rollout,
+        cluster_id(stable),
+        cluster_id(canary),
+    ))
+}
 
 /// A cluster version and the artefacts its lineage names, parents first;
 /// the cluster is the last.
@@ -101,6 +137,22 @@ pub fn event_artifact(rollout: &ContentId, seq: usize, event: &RolloutEvent) -> 
     .with_attr("time_ms", json!(event.time_ms))
 }
 
+/// The lineage of `event`, the `seq`-th of `rollout` (as configured now),
+/// whose clusters are read in `config`; `None` when one is gone from it.
+pub(crate) fn event_lineage(
+    config: &Config,
+    rollout: &RolloutConfig,
+    seq: usize,
+    event: &RolloutEvent,
+) -> Option<EventLineage> {
+    let parent = rollout_in(config, rollout)?.id;
+    Some(EventLineage {
+        id: event_artifact(&parent, seq, event).id,
+        rollout: parent,
+        seq,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -181,6 +233,7 @@ rollouts:
             weight: 0,
             reason: "ttft_p95 900ms > 800ms".into(),
             evidence: Vec::new(),
+            lineage: None,
         };
         let a = event_artifact(&rollout.id, 3, &event);
         assert_eq!(a.parents, vec![rollout.id.clone()]);
@@ -193,5 +246,57 @@ rollouts:
         };
         assert_eq!(event_artifact(&rollout.id, 3, &later).id, a.id);
         assert_ne!(event_artifact(&rollout.id, 4, &event).id, a.id);
+    }
+
+    #[test]
+    fn the_config_sits_below_its_clusters_and_a_split_change_moves_only_it() {
+        let a = config(CONFIG);
+        let made = config_artifacts(&a);
+        let kinds: Vec<_> = made.iter().map(|x| x.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ArtifactKind::Cluster,
+                ArtifactKind::Dataset,
+                ArtifactKind::Checkpoint,
+                ArtifactKind::Cluster,
+                ArtifactKind::Config
+            ]
+        );
+        let mut clusters = vec![cluster_id(&a.clusters[0]), cluster_id(&a.clusters[1])];
+        clusters.sort();
+        assert_eq!(made[4].parents, clusters);
+        let moved = config(&CONFIG.replace(
+            "llm-stable: 100, llm-canary: 0",
+            "llm-stable: 50, llm-canary: 50",
+        ));
+        assert_ne!(config_artifact(&moved).id, made[4].id);
+        assert_eq!(config_artifact(&config(CONFIG)).id, made[4].id);
+        assert_eq!(cluster_id(&moved.clusters[1]), cluster_id(&a.clusters[1]));
+    }
+
+    #[test]
+    fn an_event_is_placed_below_the_rollout_its_clusters_make_now() {
+        let c = config(CONFIG);
+        let event = RolloutEvent {
+            at_ms: 0,
+            time_ms: 1,
+            from: State::Pending,
+            to: State::Progressing,
+            step: 1,
+            weight: 5,
+            reason: "started".into(),
+            evidence: Vec::new(),
+            lineage: None,
+        };
+        let rollout = rollout_in(&c, &c.rollouts[0]).unwrap();
+        let placed = event_lineage(&c, &c.rollouts[0], 0, &event).unwrap();
+        assert_eq!(placed.rollout, rollout.id);
+        assert_eq!(placed.seq, 0);
+        assert_eq!(placed.id, event_artifact(&rollout.id, 0, &event).id);
+        // Without its canary in the config, a rollout has no id to sit below.
+        let mut gone = c.rollouts[0].clone();
+        gone.canary = "nope".into();
+        assert_eq!(event_lineage(&c, &gone, 0, &event), None);
     }
 }

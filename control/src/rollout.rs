@@ -22,7 +22,7 @@ pub use gates::{Figure, Figures, GateReading, Observation};
 pub use policy::{Command, Policy, State, Transition};
 pub use registry::{RolloutError, Rollouts};
 pub use source::Signals;
-pub use status::{RolloutEvent, RolloutStatus, SourceStatus};
+pub use status::{EventLineage, RolloutEvent, RolloutStatus, SourceStatus};
 
 #[cfg(test)]
 mod tests;

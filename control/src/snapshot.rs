@@ -28,6 +28,10 @@ pub struct ClusterRuntime {
     /// cluster's `circuit_breakers`. Shared with the previous snapshot's
     /// cluster of the same name: requests still running on it count.
     pub breakers: Arc<Breakers>,
+    /// The cluster version's lineage id (see `lineage`), resolved here so
+    /// that the answer headers, spans and trace lines name it per request
+    /// without hashing.
+    pub lineage_id: sluice_filters::ContentId,
 }
 
 /// One cluster of a route's split.
@@ -157,6 +161,7 @@ impl Snapshot {
                     config: c.clone(),
                     endpoints,
                     breakers,
+                    lineage_id: crate::lineage::cluster_id(c),
                 })
             })
             .collect();

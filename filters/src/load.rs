@@ -13,6 +13,9 @@ pub const LOAD_HEADER: &str = "x-sluice-load";
 /// records which versions it measured.
 pub const SERVED_CLUSTER_HEADER: &str = "x-sluice-cluster";
 pub const SERVED_VERSION_HEADER: &str = "x-sluice-version";
+/// Beside them: the lineage id of that cluster version, so a run's
+/// lineage names the model it measured.
+pub const SERVED_LINEAGE_HEADER: &str = "x-sluice-lineage";
 /// The longest run id believed.
 pub const MAX_RUN_ID: usize = 64;
 

@@ -45,6 +45,9 @@ pub struct TraceLine {
     pub route: Option<String>,
     pub cluster: Option<String>,
     pub version: Option<String>,
+    /// The lineage id of that cluster version (see `lineage`); absent in
+    /// lines written before it, and in traces from elsewhere: unknown.
+    pub lineage_id: Option<String>,
     pub model: Option<String>,
     /// `gen_ai.operation.name`: chat, text_completion, embeddings, other.
     pub operation: Option<String>,
@@ -119,6 +122,8 @@ pub struct TraceInput<'a> {
     pub trace_id: Option<&'a str>,
     /// The value of the session header, as sent.
     pub session_id: Option<&'a str>,
+    /// The lineage id of the cluster version that served it.
+    pub lineage_id: Option<&'a str>,
     /// From [`ThinkTimes::observe`].
     pub think_time: Option<Duration>,
     /// The request body as the proxy read it (at most its first 64 KiB).
@@ -161,6 +166,7 @@ impl TraceLine {
             route: Some(record.route.to_owned()),
             cluster: Some(record.cluster.to_owned()),
             version: Some(record.version.to_owned()),
+            lineage_id: input.lineage_id.map(str::to_owned),
             model: Some(record.model.to_owned()),
             operation: Some(record.operation.as_str().to_owned()),
             method: Some(record.method.to_owned()),

@@ -256,6 +256,8 @@ pub struct FinishedRequest<'a> {
     pub route: &'a str,
     pub cluster: &'a str,
     pub version: &'a str,
+    /// The cluster version's lineage id (`sluice.cluster.lineage_id`).
+    pub lineage_id: Option<&'a str>,
     /// `gen_ai.operation.name`: `chat`, `text_completion`, `embeddings`, ...
     pub operation: &'a str,
     pub request_model: &'a str,

@@ -136,6 +136,17 @@ async fn a_capacity_search_finds_the_queueing_mocks_capacity_knee_and_token_cost
     assert_eq!(seen[0]["cluster"], "llm", "{seen}");
     assert_eq!(seen[0]["version"], "v1", "{seen}");
     assert!(seen[0]["model"].is_string(), "{seen}");
+    // The search's lineage id sits below the cluster version that answered.
+    let cluster = seen[0]["lineage_id"].as_str().unwrap();
+    assert_eq!(r["lineage"]["id"].as_str().map(str::len), Some(16), "{r}");
+    assert!(
+        r["lineage"]["parents"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(cluster)),
+        "{}",
+        r["lineage"]
+    );
 
     // Live: stderr is piped, so the running stage's signals come as a
     // line every 5 s of measured time (10 s probes: one or two each), and

@@ -63,12 +63,20 @@ pub(crate) fn sluice_bin() -> PathBuf {
     .clone()
 }
 
-/// `sluice ARGS...`, run to completion off the async runtime's threads.
+/// `sluice ARGS...`, run to completion off the async runtime's threads. The
+/// lineage artefacts it makes go to a scratch directory, not the checkout,
+/// unless `--lineage-dir` says where.
 pub(crate) async fn sluice(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || Command::new(sluice_bin()).args(&args).output())
-        .await
-        .unwrap()
-        .expect("run sluice")
+    let lineage = std::env::temp_dir().join(format!("sluice-e2e-lineage-{}", std::process::id()));
+    tokio::task::spawn_blocking(move || {
+        Command::new(sluice_bin())
+            .args(&args)
+            .env("SLUICE_LINEAGE_DIR", lineage)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run sluice")
 }
 
 fn example_configs() -> Vec<PathBuf> {

@@ -86,6 +86,8 @@ data: {{ query: {{ values: [what is a cache, what is a vector store], order: seq
                 target: scenario.target.base_url.clone(),
                 sluice_version: "test".into(),
                 from_model: None,
+                id: None,
+                parents: Vec::new(),
             },
             goodput: Goodput::default(),
             detailed: false,

@@ -86,6 +86,7 @@ async fn four_shard_processes_send_one_runs_requests_and_merge_exactly() {
                 .arg("--detailed")
                 .arg("-o")
                 .arg(tmp.path().join(format!("shard-{i}.json")))
+                .env("SLUICE_LINEAGE_DIR", tmp.path().join("lineage"))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -146,6 +147,16 @@ async fn four_shard_processes_send_one_runs_requests_and_merge_exactly() {
     let merged = read(&merged_path);
     let whole = read(&whole_path);
     assert_eq!(merged["shard"], format!("merged {SHARDS}"));
+    // The merged run's lineage sits below its shards' runs, one each.
+    let mut shard_ids: Vec<Value> = files
+        .iter()
+        .map(|f| read(f)["lineage"]["id"].clone())
+        .collect();
+    shard_ids.sort_by_key(|v| v.as_str().unwrap().to_owned());
+    shard_ids.dedup();
+    assert_eq!(shard_ids.len(), SHARDS);
+    assert_eq!(merged["lineage"]["parents"], Value::Array(shard_ids));
+    assert_ne!(merged["lineage"]["id"], whole["lineage"]["id"]);
     assert_eq!(merged["summary"]["requests"], whole["summary"]["requests"]);
     assert_eq!(
         merged["summary"]["completed"].as_u64(),

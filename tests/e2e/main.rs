@@ -26,6 +26,7 @@ mod k8s;
 mod layout;
 mod lifecycle;
 mod limits;
+mod lineage;
 mod listener_limits;
 pub(crate) mod llama_cpp;
 mod load_full_link;

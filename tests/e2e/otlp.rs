@@ -97,6 +97,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             route: "chat",
             cluster: "llm-stable",
             version: "v1",
+            lineage_id: None,
             operation: "chat",
             request_model: "smol",
             response_model: Some("smol-135m"),

@@ -253,6 +253,11 @@ pub fn feedback_table(rows: &[FeedbackRow]) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FeedbackRun {
     pub id: String,
+    /// The saved scenario's lineage artefact: the run's parent, kept with
+    /// the run's own artefacts so that `sluice lineage` walks from a report
+    /// through the run to the rollout event that broke.
+    #[serde(skip)]
+    pub artifact: sluice_filters::Artifact,
     /// The step its requests are measured as.
     pub step: String,
     pub trigger: String,
@@ -298,6 +303,7 @@ pub fn mix_feedback(
         let row = &feedback_rows(std::slice::from_ref(s), now_us)[0];
         runs.push(FeedbackRun {
             id: s.name.clone(),
+            artifact: s.manifest.artifact.clone(),
             step: name.clone(),
             trigger: format!("{}: {}", row.kind, trigger_text(row)),
             route: s.manifest.route.clone(),

@@ -12,6 +12,7 @@ mod capacity;
 mod feedback;
 mod files;
 mod fit;
+mod lineage;
 // The trace and scenario fuzz targets' invariants, public so that `fuzz/` can
 // call them; not API.
 #[doc(hidden)]
@@ -38,6 +39,11 @@ pub use fit::{
     Cap, FitBuilder, FitError, FitOptions, Fitted, Quantiles, RateCurve, SessionModel,
     SessionsReport, Source, ThinkTime, TokenCorrelation, TokenLengths, Window, WorkloadModel,
     KL_DEFINITION, MAX_WINDOWS, MIN_REQUESTS, MODEL_VERSION,
+};
+pub use lineage::{
+    capacity_artifact, model_artifact, read_dir as read_lineage_dir, report_artifact, run_artifact,
+    scenario_artifact, write_artifact, Corrupt, Graph as LineageGraph, Walk as LineageWalk,
+    LINEAGE_DIR, LINEAGE_DIR_ENV,
 };
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,

@@ -114,6 +114,9 @@ pub struct Lineage {
     pub duration_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_model: Option<String>,
+    /// The run's lineage id, when its file has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The clusters, versions and models that answered each step (sluice's
     /// answer headers and the answers' `model`); empty against a bare server.
     pub seen: Vec<crate::load::Seen>,
@@ -136,6 +139,7 @@ fn lineage(r: &Run) -> Lineage {
         ended_at,
         duration_s: r.duration_s(),
         from_model: r.from_model.clone(),
+        id: r.lineage_id.clone(),
         seen: r.seen.clone(),
     }
 }
@@ -197,6 +201,13 @@ pub struct Report {
     pub v: u32,
     /// `load` or `capacity`.
     pub kind: &'static str,
+    /// The report's own lineage id and its parents (the run's and the
+    /// baseline's), set by the caller who has the options (see
+    /// `crate::report_artifact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<sluice_filters::ContentId>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<sluice_filters::ContentId>,
     pub lineage: Lineage,
     pub totals: Totals,
     pub thresholds: Vec<Value>,
@@ -301,6 +312,8 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
             Input::Load(_) => "load",
             Input::Capacity(..) => "capacity",
         },
+        id: None,
+        parents: Vec::new(),
         lineage: lineage(run),
         totals: Totals {
             requests: s.requests,

@@ -115,6 +115,7 @@ fn line_cost(args: &Args, redactor: &Redactor, path: &str, body: Option<&[u8]>) 
             wall_unix_us: 1_795_000_000_000_000,
             trace_id: None,
             session_id: Some("session-42"),
+            lineage_id: None,
             think_time: None,
             body,
             bodies: Bodies::Redacted,

@@ -68,6 +68,7 @@ fn args(scenario: PathBuf, output: Option<PathBuf>, shard: Shard) -> RunArgs {
         drain: Duration::from_secs(5),
         report_to: None,
         token: AdminToken::default(),
+        lineage_dir: None,
         speed: None,
         from: None,
         to: None,
@@ -426,5 +427,45 @@ fn feedback_needs_a_readable_directory_and_a_replay_scenario() {
         ]
     );
     assert!(m.mock.seen().is_empty(), "nothing was sent");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_run_keeps_its_lineage_and_the_same_inputs_give_the_same_id() {
+    let m = mock(1, 1, 2);
+    let d = dir("lineage");
+    let path = write_scenario(&d, &m, 20, 1, "");
+    let lineage = d.join("lineage");
+    let a = RunArgs {
+        lineage_dir: Some(lineage.clone()),
+        ..args(path.clone(), None, Shard::WHOLE)
+    };
+    let first = ran(execute(&a, false).unwrap());
+    let second = ran(execute(&a, false).unwrap());
+    assert_ne!(first.run_id, second.run_id);
+    let id = first.lineage.id.clone().unwrap();
+    assert_eq!(second.lineage.id.as_ref(), Some(&id));
+
+    let (kept, corrupt) = sluice_workload::read_lineage_dir(&lineage).unwrap();
+    assert!(corrupt.is_empty(), "{corrupt:?}");
+    let kinds: BTreeSet<&str> = kept.iter().map(|k| k.kind.name()).collect();
+    assert_eq!(kinds, BTreeSet::from(["load_run", "scenario"]));
+    let run = kept.iter().find(|k| k.id == id).unwrap();
+    let scenario = kept.iter().find(|k| k.kind.name() == "scenario").unwrap();
+    // A bare server names no cluster version: the scenario is the one parent.
+    assert_eq!(run.parents, vec![scenario.id.clone()]);
+    assert_eq!(first.lineage.parents, run.parents);
+    assert_eq!(scenario.label, "scenario.yaml");
+
+    // Another seed is another run.
+    let reseeded = ran(execute(
+        &RunArgs {
+            seed: Some(4),
+            ..a.clone()
+        },
+        false,
+    )
+    .unwrap());
+    assert_ne!(reseeded.lineage.id, Some(id));
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -40,6 +40,8 @@ sluice_filters::name_table! {
         ListLoadRuns = "GET /v1/load-runs",
         PutLoadRun = "POST /v1/load-runs",
         ShowLoadRun = "GET /v1/load-runs/{id}",
+        ListLineage = "GET /v1/lineage",
+        ShowLineage = "GET /v1/lineage/{id}",
         /// This table as an OpenAPI 3.1 document (see `openapi.rs`).
         OpenApi = "GET /v1/openapi.json",
     }
@@ -67,7 +69,7 @@ impl ApiEndpoint {
             | DeleteRecorder | PutLoadRun => Some(Scope::Write),
             GetConfig | ListRoutes | MirrorDiffs | Stats | Events | Gpu | Upstreams
             | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder | ListLoadRuns
-            | ShowLoadRun | OpenApi => Some(Scope::Read),
+            | ShowLoadRun | ListLineage | ShowLineage | OpenApi => Some(Scope::Read),
         }
     }
 

@@ -404,6 +404,7 @@ fn a_breach_is_a_gated_rollback_or_pause_never_an_operators() {
         weight: 0,
         reason: String::new(),
         evidence,
+        lineage: None,
     };
     use State::{Aborted, Paused, Progressing, RolledBack};
     assert!(is_breach(&event(

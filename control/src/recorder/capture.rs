@@ -96,10 +96,11 @@ enum Text {
     TraceId,
     Session,
     LoadRun,
+    LineageId,
 }
 
 impl Text {
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 }
 
 /// What the data plane knows of a request beyond its record.
@@ -109,6 +110,8 @@ pub struct CaptureIds<'a> {
     pub trace_id: Option<&'a str>,
     /// The session header's value, as sent (redacted by the writer).
     pub session_id: Option<&'a str>,
+    /// The lineage id of the cluster version that served it.
+    pub lineage_id: Option<&'a str>,
 }
 
 impl Captured {
@@ -133,6 +136,7 @@ impl Captured {
             ids.trace_id,
             ids.session_id,
             record.load_run,
+            ids.lineage_id,
         ];
         let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
         let mut ends = [0; Text::COUNT];
@@ -176,6 +180,10 @@ impl Captured {
 
     pub(super) fn session_id(&self) -> Option<&str> {
         self.optional(Text::Session)
+    }
+
+    pub(super) fn lineage_id(&self) -> Option<&str> {
+        self.optional(Text::LineageId)
     }
 
     /// The record again, borrowed, for the trace line.

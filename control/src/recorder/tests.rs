@@ -94,9 +94,11 @@ fn captured(
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#
     ));
+    // Every other request reached a cluster whose lineage id is known.
     let ids = CaptureIds {
         trace_id: None,
         session_id: session,
+        lineage_id: id.is_multiple_of(2).then_some("0123456789abcdef"),
     };
     Captured::new(
         &record,
@@ -141,6 +143,9 @@ fn writes_one_redacted_line_per_request_with_think_times() {
     assert_eq!(think, [None, None, Some(300.0), None]);
     let runs: Vec<Option<&str>> = lines.iter().map(|l| l.load_run.as_deref()).collect();
     assert_eq!(runs, [None, None, Some("load-3"), None]);
+    let lineage: Vec<Option<&str>> = lines.iter().map(|l| l.lineage_id.as_deref()).collect();
+    let known = Some("0123456789abcdef");
+    assert_eq!(lineage, [None, known, None, known]);
     assert_eq!(lines[0].messages, Some(1));
     assert!(lines[0].input_tokens_estimated);
     let text = std::fs::read_to_string(dir.trace()).unwrap();

@@ -193,6 +193,7 @@ impl Writer {
             wall_unix_us,
             trace_id: captured.trace_id(),
             session_id: captured.session_id(),
+            lineage_id: captured.lineage_id(),
             think_time,
             body: body.as_deref(),
             bodies: self.bodies,

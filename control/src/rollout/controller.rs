@@ -75,6 +75,9 @@ struct Inner {
     source_errors: BTreeMap<String, String>,
     /// The definition as written, for the saved state of a finished one.
     raw: Option<RawRollout>,
+    /// The `seq` of the next event in the history (see `EventLineage`):
+    /// events ever made, those that fell off the history included.
+    seq: usize,
 }
 
 impl Cell {
@@ -110,6 +113,9 @@ impl Cell {
         {
             let mut inner = cell.lock();
             inner.events = saved.events.iter().cloned().collect();
+            inner.seq = saved.events.last().map_or(saved.events.len(), |e| {
+                e.lineage.as_ref().map_or(saved.events.len(), |l| l.seq + 1)
+            });
             while inner.events.len() > HISTORY {
                 inner.events.pop_front();
             }
@@ -137,6 +143,7 @@ impl Cell {
                 targets: Targets::new(&config.targets),
                 source_errors: BTreeMap::new(),
                 raw,
+                seq: 0,
             }),
             wake: Notify::new(),
             done: AtomicBool::new(false),
@@ -222,6 +229,21 @@ impl Cell {
             plan: c.plan.clone(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
+    }
+
+    /// The rollout (as configured now) and its events as artefacts.
+    pub(super) fn lineage(&self, config: &crate::config::Config) -> Vec<sluice_filters::Artifact> {
+        let inner = self.lock();
+        let mut made: Vec<sluice_filters::Artifact> = Vec::new();
+        if let Some(r) = crate::lineage::rollout_in(config, inner.policy.config()) {
+            made.push(r.with_attr("state", inner.policy.state().as_str().into()));
+        }
+        for e in &inner.events {
+            if let Some(l) = &e.lineage {
+                made.push(crate::lineage::event_artifact(&l.rollout, l.seq, e));
+            }
+        }
+        made
     }
 
     pub(super) fn state(&self) -> State {
@@ -335,6 +357,7 @@ impl Cell {
     /// operator's), the history, the metrics.
     fn act(&self, env: &Env, source: &str, inner: &mut Inner, t: Transition, now: Instant) {
         let action = action(&self.name, &t);
+        let (apply, to) = (t.apply, t.to);
         info!(
             rollout = %self.name,
             from = t.from.as_str(),
@@ -344,7 +367,32 @@ impl Cell {
             reason = %t.reason,
             "rollout transition"
         );
-        match t.apply {
+        let mut event = RolloutEvent {
+            at_ms: now.saturating_duration_since(self.created).as_millis() as u64,
+            time_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            from: t.from,
+            to: t.to,
+            step: t.step,
+            weight: t.weight,
+            reason: t.reason,
+            evidence: t.evidence,
+            lineage: None,
+        };
+        event.lineage = crate::lineage::event_lineage(
+            &env.store.load().config,
+            inner.policy.config(),
+            inner.seq,
+            &event,
+        );
+        inner.seq += 1;
+        // The audit entries this transition makes name it and its rollout.
+        let ids = event
+            .lineage
+            .as_ref()
+            .map(|l| serde_json::json!({"rollout": l.rollout, "rollout_event": l.id}));
+        crate::events::with_lineage(ids, || match apply {
             Some(w) if inner.policy.config().is_fleet() => {
                 // Applied by the task, outside the lock: see `push`.
                 inner.want = Some(w);
@@ -363,8 +411,8 @@ impl Cell {
                 .shared
                 .events
                 .push(source, &action, env.store.load().version, Vec::new()),
-        }
-        if t.to == State::RolledBack {
+        });
+        if to == State::RolledBack {
             env.metrics()
                 .rollbacks
                 .with_label_values(&[self.name.as_str()])
@@ -373,22 +421,12 @@ impl Cell {
         if inner.events.len() == HISTORY {
             inner.events.pop_front();
         }
-        inner.events.push_back(RolloutEvent {
-            at_ms: now.saturating_duration_since(self.created).as_millis() as u64,
-            time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            from: t.from,
-            to: t.to,
-            step: t.step,
-            weight: t.weight,
-            reason: t.reason,
-            evidence: t.evidence,
-        });
+        inner.events.push_back(event);
         if source == "rollout" {
             if let Some(event) = inner.events.back().filter(|e| feedback::is_breach(e)) {
                 let config = env.store.load().config.clone();
-                let seq = inner.events.len() - 1;
+                // The event's own number, as its lineage id was made with.
+                let seq = event.lineage.as_ref().map_or(inner.seq - 1, |l| l.seq);
                 let breach = Breach::of_rollout(&config, inner.policy.config(), seq, event);
                 feedback::report(&env.shared, &env.store, breach);
             }

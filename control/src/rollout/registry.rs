@@ -282,6 +282,20 @@ impl Rollouts {
         cells.values().map(|c| c.status(false)).collect()
     }
 
+    /// Every rollout, running and finished, as lineage artefacts below
+    /// the versions its clusters have in `config`, each followed by its
+    /// events (those that carry their lineage). A rollout whose cluster
+    /// left the config is listed by its events alone.
+    pub fn lineage(&self, config: &crate::config::Config) -> Vec<sluice_filters::Artifact> {
+        let cells: Vec<Arc<Cell>> = {
+            let registry = self.lock();
+            let finished = registry.finished.cells();
+            let live = registry.live.values().map(|e| &e.cell);
+            finished.chain(live).cloned().collect()
+        };
+        cells.iter().flat_map(|c| c.lineage(config)).collect()
+    }
+
     pub fn status(&self, name: &str) -> Result<RolloutStatus, RolloutError> {
         Ok(self.cell(name)?.status(true))
     }

@@ -26,6 +26,20 @@ pub struct RolloutEvent {
     pub reason: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<GateReading>,
+    /// The event's lineage id and where it sits; absent in histories saved
+    /// before lineage, and when a cluster of the rollout had left the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<EventLineage>,
+}
+
+/// Where a rollout event sits in the lineage DAG: below the rollout `rollout`
+/// (its id when the event happened), the `seq`-th event (from 0) of its
+/// history. `id` is [`crate::event_artifact`]'s of the three.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct EventLineage {
+    pub id: sluice_filters::ContentId,
+    pub rollout: sluice_filters::ContentId,
+    pub seq: usize,
 }
 
 /// The body of `GET /v1/rollouts/{name}`.

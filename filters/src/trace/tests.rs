@@ -60,6 +60,7 @@ fn input<'a>(record: &'a RequestRecord<'a>, bodies: Bodies) -> TraceInput<'a> {
         wall_unix_us: 1_700_158_546_680_590,
         trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736"),
         session_id: Some("alice@example.com"),
+        lineage_id: Some("0123456789abcdef"),
         think_time: Some(ms(2500)),
         body: Some(BODY),
         bodies,
@@ -96,6 +97,7 @@ fn a_line_from_a_record_has_every_field() {
     assert_eq!(line.think_time_ms, Some(2500.0));
     assert_eq!(line.prompt_fingerprint.as_deref(), Some("abc123"));
     assert_eq!(line.load_run.as_deref(), Some("load-00000000000000ff"));
+    assert_eq!(line.lineage_id.as_deref(), Some("0123456789abcdef"));
     // The session id, the path's query and the body's email are redacted.
     let session = line.session_id.as_deref().unwrap();
     assert!(session.starts_with("<email:"), "{session}");
@@ -123,6 +125,7 @@ fn a_line_from_a_record_has_every_field() {
         "route",
         "cluster",
         "version",
+        "lineage_id",
         "model",
         "operation",
         "method",
@@ -147,9 +150,24 @@ fn a_line_from_a_record_has_every_field() {
     ] {
         assert!(value.get(name).is_some(), "{name} missing from {json}");
     }
-    assert_eq!(value.as_object().unwrap().len(), 29, "{json}");
+    assert_eq!(value.as_object().unwrap().len(), 30, "{json}");
     assert!(value["body"].is_object(), "the body is JSON, not a string");
     assert_eq!(parse_line(&json), Ok(line));
+}
+
+#[test]
+fn a_line_without_a_lineage_id_still_reads_and_one_with_it_reads_back() {
+    // Lines written before `lineage_id` existed: unknown, not an error.
+    let old = r#"{"v":1,"request_id":"r1","cluster":"llm","version":"v1","arrival_us":5}"#;
+    let line = parse_line(old).unwrap();
+    assert_eq!(line.lineage_id, None);
+    let new = r#"{"v":1,"request_id":"r1","lineage_id":"0123456789abcdef","arrival_us":5}"#;
+    assert_eq!(
+        parse_line(new).unwrap().lineage_id.as_deref(),
+        Some("0123456789abcdef")
+    );
+    // Other unknown fields are still refused.
+    assert!(parse_line(r#"{"v":1,"request_id":"r1","arrival_us":5,"lineage":"x"}"#).is_err());
 }
 
 #[test]

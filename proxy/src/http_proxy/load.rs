@@ -6,7 +6,8 @@
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_filters::{
-    classify_load, LoadMark, Metrics, LOAD_HEADER, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
+    classify_load, LoadMark, Metrics, LOAD_HEADER, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
+    SERVED_VERSION_HEADER,
 };
 
 use super::RequestCtx;
@@ -41,6 +42,7 @@ pub(super) fn on_response(resp: &mut ResponseHeader, ctx: &RequestCtx) -> pingor
     if let Some(cluster) = ctx.cluster() {
         resp.insert_header(SERVED_CLUSTER_HEADER, cluster.config.name.as_str())?;
         resp.insert_header(SERVED_VERSION_HEADER, cluster.config.version.as_str())?;
+        resp.insert_header(SERVED_LINEAGE_HEADER, cluster.lineage_id.as_str())?;
     }
     Ok(())
 }

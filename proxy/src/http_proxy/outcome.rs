@@ -127,6 +127,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                 route: record.route,
                 cluster: record.cluster,
                 version: record.version,
+                lineage_id: ctx.cluster().map(|c| c.lineage_id.as_str()),
                 operation: if ctx.metered {
                     record.operation.as_str()
                 } else {

@@ -92,6 +92,7 @@ pub(super) fn finish(
     let ids = CaptureIds {
         trace_id: trace_id.as_deref(),
         session_id: session_id.as_deref(),
+        lineage_id: ctx.cluster().map(|c| c.lineage_id.as_str()),
     };
     let arrived = (ctx.started, ctx.started_at);
     let captured = Captured::new(record, ids, arrived, body, body_cut);

@@ -36,6 +36,8 @@ pub(super) const GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: &str = "gen_ai.response.ti
 pub(super) const SLUICE_ROUTE: &str = "sluice.route";
 pub(super) const SLUICE_CLUSTER: &str = "sluice.cluster";
 pub(super) const SLUICE_VERSION: &str = "sluice.version";
+/// The lineage id of the cluster version that served the request.
+pub(super) const SLUICE_CLUSTER_LINEAGE_ID: &str = "sluice.cluster.lineage_id";
 pub(super) const SLUICE_PROMPT_FINGERPRINT: &str = "sluice.prompt_fingerprint";
 /// The `sluice load` run of load traffic (`x-sluice-load` from a trusted peer).
 pub(super) const SLUICE_LOAD_RUN: &str = "sluice.load_run";
@@ -78,6 +80,9 @@ pub(super) fn build(
     push_str(&mut attributes, SLUICE_ROUTE, request.route);
     push_str(&mut attributes, SLUICE_CLUSTER, request.cluster);
     push_str(&mut attributes, SLUICE_VERSION, request.version);
+    if let Some(id) = request.lineage_id {
+        push_str(&mut attributes, SLUICE_CLUSTER_LINEAGE_ID, id);
+    }
     if let Some(run) = request.load_run {
         push_str(&mut attributes, SLUICE_LOAD_RUN, run);
     }
@@ -125,6 +130,9 @@ pub(super) fn build(
         }
         push_str(&mut attributes, SLUICE_CLUSTER, request.cluster);
         push_str(&mut attributes, SLUICE_VERSION, request.version);
+        if let Some(id) = request.lineage_id {
+            push_str(&mut attributes, SLUICE_CLUSTER_LINEAGE_ID, id);
+        }
         attributes.push(KeyValue::new(SLUICE_ATTEMPT, index as i64 + 1));
         push_request_genai(&mut attributes, request);
         let status = if let Some(error) = &attempt.error {

@@ -181,6 +181,7 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     assert_eq!(attrs["sluice.route"], "chat");
     assert_eq!(attrs["sluice.cluster"], "llm-stable");
     assert_eq!(attrs["sluice.version"], "v1");
+    assert_eq!(attrs["sluice.cluster.lineage_id"], "0123456789abcdef");
     assert_eq!(attrs["gen_ai.operation.name"], "chat");
     assert_eq!(attrs["gen_ai.request.model"], "smol");
     assert_eq!(attrs["gen_ai.response.model"], "smol-135m");
@@ -212,6 +213,10 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     assert_eq!(failed_attrs["error.type"], "connect_refused");
     assert_eq!(failed_attrs["server.port"], "8000");
     assert_eq!(failed_attrs["sluice.attempt"], "1");
+    assert_eq!(
+        failed_attrs["sluice.cluster.lineage_id"],
+        "0123456789abcdef"
+    );
     assert!(!failed_attrs.contains_key("gen_ai.usage.output_tokens"));
     assert!(matches!(built[1].status, Status::Error { .. }));
     let answered_attrs = attributes(&built[2]);
@@ -259,6 +264,7 @@ fn finished(attempts: &[Attempt]) -> FinishedRequest<'_> {
         route: "chat",
         cluster: "llm-stable",
         version: "v1",
+        lineage_id: Some("0123456789abcdef"),
         operation: "chat",
         request_model: "smol",
         response_model: Some("smol-135m"),

@@ -19,7 +19,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 use sluice_filters::{
-    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_VERSION_HEADER,
+    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
+    SERVED_VERSION_HEADER,
 };
 
 mod resp;
@@ -95,6 +96,9 @@ pub struct Outcome {
     pub cluster: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The lineage id of that cluster version (`x-sluice-lineage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lineage_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
@@ -276,6 +280,7 @@ impl Client {
         };
         out.cluster = served(SERVED_CLUSTER_HEADER);
         out.version = served(SERVED_VERSION_HEADER);
+        out.lineage_id = served(SERVED_LINEAGE_HEADER);
         let content_type = headers
             .get(http::header::CONTENT_TYPE)
             .map(|v| v.as_bytes().to_vec());

@@ -74,6 +74,14 @@ pub struct Lineage {
     pub sluice_version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_model: Option<String>,
+    /// The run's lineage id (see `docs/lineage.md`), set once the run is
+    /// over: its parents include the cluster versions that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<sluice_filters::ContentId>,
+    /// The scenario's id, the answering cluster versions' and any other
+    /// parent the caller names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<sluice_filters::ContentId>,
 }
 
 impl Lineage {
@@ -84,6 +92,8 @@ impl Lineage {
             target: scenario.target.base_url.clone(),
             sluice_version: env!("CARGO_PKG_VERSION").to_owned(),
             from_model: scenario.from_model.clone(),
+            id: None,
+            parents: Vec::new(),
         })
     }
 }
@@ -97,14 +107,23 @@ pub struct Seen {
     pub cluster: Option<String>,
     pub version: Option<String>,
     pub model: Option<String>,
+    /// The lineage id of the cluster version (sluice's `x-sluice-lineage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage_id: Option<String>,
     pub requests: u64,
 }
 
 /// The `seen` list of measured outcomes; those that named nothing are
 /// left out, so a run against a bare server has none.
 fn seen(scenario: &Scenario, outcomes: &[super::client::Outcome]) -> Vec<Seen> {
-    // (step, cluster, version, model)
-    type Who<'a> = (usize, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+    // (step, cluster, version, model, lineage id)
+    type Who<'a> = (
+        usize,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
     let mut counts: BTreeMap<Who<'_>, u64> = BTreeMap::new();
     for o in outcomes.iter().filter(|o| !o.warmup) {
         let key = (
@@ -112,6 +131,7 @@ fn seen(scenario: &Scenario, outcomes: &[super::client::Outcome]) -> Vec<Seen> {
             o.cluster.as_deref(),
             o.version.as_deref(),
             o.model.as_deref(),
+            o.lineage_id.as_deref(),
         );
         if key.1.is_some() || key.2.is_some() || key.3.is_some() {
             *counts.entry(key).or_default() += 1;
@@ -119,16 +139,19 @@ fn seen(scenario: &Scenario, outcomes: &[super::client::Outcome]) -> Vec<Seen> {
     }
     counts
         .into_iter()
-        .map(|((step, cluster, version, model), requests)| Seen {
-            step: scenario
-                .steps
-                .get(step)
-                .map_or_else(|| step.to_string(), |s| s.name.clone()),
-            cluster: cluster.map(str::to_owned),
-            version: version.map(str::to_owned),
-            model: model.map(str::to_owned),
-            requests,
-        })
+        .map(
+            |((step, cluster, version, model, lineage_id), requests)| Seen {
+                step: scenario
+                    .steps
+                    .get(step)
+                    .map_or_else(|| step.to_string(), |s| s.name.clone()),
+                cluster: cluster.map(str::to_owned),
+                version: version.map(str::to_owned),
+                model: model.map(str::to_owned),
+                lineage_id: lineage_id.map(str::to_owned),
+                requests,
+            },
+        )
         .collect()
 }
 

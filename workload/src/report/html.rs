@@ -100,7 +100,24 @@ fn lineage(s: &mut String, r: &Report) {
     } else {
         l.seen.iter().map(seen_text).collect::<Vec<_>>().join("; ")
     };
+    let ids = |ids: &[sluice_filters::ContentId]| match ids.is_empty() {
+        true => "–".to_owned(),
+        false => ids
+            .iter()
+            .map(|i| i.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
     let items = [
+        (
+            "report lineage id",
+            r.id.as_ref().map_or("–".to_owned(), |i| i.to_string()),
+        ),
+        ("made from", ids(&r.parents)),
+        (
+            "run lineage id",
+            l.id.clone().unwrap_or_else(|| "–".to_owned()),
+        ),
         ("scenario sha256", l.scenario_sha256.clone()),
         ("target", l.target.clone()),
         ("sluice version", l.sluice_version.clone()),

@@ -160,6 +160,8 @@ pub struct Run {
     pub target: String,
     pub sluice_version: String,
     pub from_model: Option<String>,
+    /// The run's lineage id (`lineage.id`; absent in files from before it).
+    pub lineage_id: Option<String>,
     /// Who answered (the result's `seen`; empty in files from before it).
     pub seen: Vec<crate::load::Seen>,
     pub summary: Group,
@@ -313,6 +315,7 @@ pub fn read_run(v: &Value) -> Result<Run, String> {
             .get("from_model")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        lineage_id: lineage.get("id").and_then(Value::as_str).map(str::to_owned),
         seen: match v.get("seen") {
             None | Some(Value::Null) => Vec::new(),
             Some(s) => serde_json::from_value(s.clone()).map_err(|e| format!("seen: {e}"))?,

@@ -93,6 +93,8 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
             target: "http://127.0.0.1:1".into(),
             sluice_version: "0.1.0".into(),
             from_model: None,
+            id: None,
+            parents: Vec::new(),
         },
         goodput: Goodput::default(),
         detailed,
@@ -165,6 +167,37 @@ fn a_run_alone_gives_a_self_contained_page_and_its_json_twin() {
     assert!(
         page.contains("this run has no --detailed rows: the deviation is shown, but no confidence")
     );
+    // Without ids (a file from before lineage): none shown, none in the JSON.
+    assert!(
+        page.contains("<dt>report lineage id</dt><dd>–</dd>"),
+        "{page}"
+    );
+    assert!(serde_json::to_value(&bare).unwrap().get("id").is_none());
+}
+
+#[test]
+fn a_report_shows_its_lineage_id_its_parents_and_the_runs_id() {
+    let mut v = run_json("chat", 40, 5.0, 1, false);
+    v["lineage"]["id"] = json!("1111111111111111");
+    let mut r = build(&input(&v), None, &Options::default());
+    assert_eq!(r.lineage.id.as_deref(), Some("1111111111111111"));
+    let run = sluice_filters::ContentId::parse("1111111111111111").unwrap();
+    let made = crate::report_artifact("report.html", Some(&run), None, json!({}));
+    r.id = Some(made.id.clone());
+    r.parents = made.parents.clone();
+    let page = render_html(&r);
+    for (k, v) in [
+        ("report lineage id", made.id.as_str()),
+        ("made from", "1111111111111111"),
+        ("run lineage id", "1111111111111111"),
+    ] {
+        let item = format!("<dt>{k}</dt><dd>{v}</dd>");
+        assert!(page.contains(&item), "{item} not on the page");
+    }
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["id"], made.id.as_str());
+    assert_eq!(j["parents"], json!(["1111111111111111"]));
+    assert_eq!(j["lineage"]["id"], "1111111111111111");
 }
 
 #[test]

@@ -134,6 +134,9 @@ pub(super) fn components() -> Value {
                 "result": {"type": "string", "enum": ["applied", "rejected"]},
                 "version": count(), "errors": {"type": "array", "items": string()},
                 "evidence": {"type": "object"},
+                "lineage": object(&["rollout", "rollout_event"], json!({
+                    "rollout": string(), "rollout_event": string(),
+                })),
             }),
         )}})),
         }),
@@ -234,6 +237,25 @@ pub(super) fn components() -> Value {
             },
         },
         "LoadRuns": object(&["runs"], json!({"runs": array_of("LoadRun")})),
+        "Artifact": {
+            "type": "object",
+            "required": ["v", "id", "kind", "label", "parents", "inputs"],
+            "additionalProperties": false,
+            "properties": {
+                "v": count(),
+                "id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                "kind": {"type": "string", "enum": [
+                    "dataset", "checkpoint", "prompt_template", "config", "cluster",
+                    "scenario", "model", "load_run", "capacity_run", "report", "rollout",
+                    "rollout_event", "feedback",
+                ]},
+                "label": string(),
+                "parents": {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{16}$"}},
+                "inputs": {"description": "What the id is the SHA-256 of (docs/lineage.md)"},
+                "attrs": {"type": "object"},
+            },
+        },
+        "LineageList": object(&["artifacts"], json!({"artifacts": array_of("Artifact")})),
         }),
     ];
     let mut all = Map::new();

@@ -147,6 +147,17 @@ impl Spec {
                 &[(200, "LoadRun"), (201, "LoadRun"), (400, "Error")],
             ),
             E::ShowLoadRun => spec("One load run", None, &[(200, "LoadRun"), (404, "Error")]),
+            E::ListLineage => spec(
+                "The live lineage artefacts: the config, each cluster version with its \
+                 dataset, checkpoint and prompt template, each rollout and its events",
+                None,
+                &[(200, "LineageList")],
+            ),
+            E::ShowLineage => spec(
+                "One live lineage artefact by its id",
+                None,
+                &[(200, "Artifact"), (400, "Error"), (404, "Error")],
+            ),
             E::OpenApi => spec("This document", None, &[(200, "OpenApi")]),
         }
     }

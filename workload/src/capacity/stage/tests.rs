@@ -63,6 +63,8 @@ pub(crate) fn report(s: &Scenario, out: &RunOutput) -> RunReport {
                 target: "http://127.0.0.1:1".into(),
                 sluice_version: "0".into(),
                 from_model: None,
+                id: None,
+                parents: Vec::new(),
             },
             goodput: Goodput::default(),
             detailed: false,

@@ -130,6 +130,8 @@ fn report(s: &Scenario, out: &RunOutput) -> RunReport {
                 target: s.target.base_url.clone(),
                 sluice_version: "test".into(),
                 from_model: None,
+                id: None,
+                parents: Vec::new(),
             },
             goodput: Goodput::default(),
             detailed: false,

@@ -72,6 +72,8 @@ fn info(goodput: Goodput) -> RunInfo {
             target: "http://127.0.0.1:1".into(),
             sluice_version: "0".into(),
             from_model: None,
+            id: None,
+            parents: Vec::new(),
         },
         goodput,
         detailed: false,
@@ -237,6 +239,7 @@ fn seen_counts_who_answered_the_measured_requests() {
         cluster: cluster.map(str::to_owned),
         version: version.map(str::to_owned),
         model: Some(model.into()),
+        lineage_id: None,
         requests,
     };
     assert_eq!(
