@@ -3,7 +3,10 @@
 //! and leaves a feedback scenario (manifest and trace of the route's
 //! requests); `sluice feedback list` shows it with its weight; `sluice load
 //! --feedback` replays it against the canary once fixed, and the run and
-//! its report show that path, as its own step, now passing.
+//! its report show that path, as its own step, now passing. `sluice
+//! lineage` walks from that report back through the run, the saved
+//! scenario, the rollout event that broke and the rollout, to the canary's
+//! checkpoint and dataset.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use sluice_filters::{parse_lines, FeedbackManifest, TriggerKind};
 
 use crate::cli;
 use crate::harness::{self, Admin, TestConfig};
+use crate::lineage::walk;
 use crate::support::TempDir;
 
 async fn mock(model: &str) -> MockLlm {
@@ -55,7 +59,12 @@ async fn feedback_loop_a_breach_becomes_a_scenario_that_replays_against_the_fixe
     let canary = mock("v2").await;
     let sluice = TestConfig::http()
         .cluster_with("stable", "llm", [stable.addr()], "version: v1")
-        .cluster_with("canary", "llm", [canary.addr()], "version: v2")
+        .cluster_with(
+            "canary",
+            "llm",
+            [canary.addr()],
+            "version: v2, lineage: { dataset: s3://chats@v3, checkpoint: hf://org/llama@3f2a }",
+        )
         .route("chat", "stable: 100, canary: 0")
         .section(
             "rollouts",
@@ -175,8 +184,10 @@ async fn feedback_loop_a_breach_becomes_a_scenario_that_replays_against_the_fixe
 
     // (2) The canary is fixed (v2 again, healthy, redeployed); the next
     // load test replays what broke against it, beside the scenario's own
-    // (one-request) trace.
-    drop(sluice);
+    // (one-request) trace. sluice stays up: its control API holds the
+    // rollout's lineage.
+    let lineage = dir.path().join("lineage");
+    let lineage_dir = lineage.display().to_string();
     let fixed = MockLlm::start(MockLlmOptions {
         model: "v2".into(),
         record: true,
@@ -210,6 +221,8 @@ async fn feedback_loop_a_breach_becomes_a_scenario_that_replays_against_the_fixe
         "4".into(),
         "-o".into(),
         run.display().to_string(),
+        "--lineage-dir".into(),
+        lineage_dir.clone(),
     ])
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -257,6 +270,8 @@ async fn feedback_loop_a_breach_becomes_a_scenario_that_replays_against_the_fixe
         "--json".into(),
         "-o".into(),
         page.display().to_string(),
+        "--lineage-dir".into(),
+        lineage_dir.clone(),
     ])
     .await;
     assert_eq!(
@@ -276,4 +291,23 @@ async fn feedback_loop_a_breach_becomes_a_scenario_that_replays_against_the_fixe
         (row["requests"].as_u64(), row["failed"].as_u64()),
         (Some(mixed), Some(0))
     );
+
+    // The whole path, walked from the report: dataset → checkpoint →
+    // cluster v2 → rollout → the event that broke → the saved scenario →
+    // the run that replayed it → its report.
+    let chain = walk(page["id"].as_str().unwrap(), &lineage_dir, &sluice).await;
+    let path = chain.path(&[
+        "dataset",
+        "checkpoint",
+        "cluster",
+        "rollout",
+        "rollout_event",
+        "feedback",
+        "load_run",
+        "report",
+    ]);
+    assert_eq!(path[4], m.lineage.event.clone().unwrap().to_string());
+    assert_eq!(path[5], m.id.to_string());
+    assert_eq!(path[6], report["lineage"]["id"].as_str().unwrap());
+    drop(sluice);
 }

@@ -102,7 +102,7 @@ async fn run_and_report(scenario: &Path, work: &Path, dir: &str) -> (String, Str
 }
 
 /// A walk's nodes and edges (`sluice lineage --json`).
-struct Chain(Value);
+pub(crate) struct Chain(Value);
 
 impl Chain {
     fn node(&self, id: &str) -> &Value {
@@ -134,7 +134,7 @@ impl Chain {
 
     /// The ids of one path whose nodes have `kinds` in order, each an edge
     /// from the one before; panics naming the kinds when there is none.
-    fn path(&self, kinds: &[&str]) -> Vec<String> {
+    pub(crate) fn path(&self, kinds: &[&str]) -> Vec<String> {
         fn extend(chain: &Chain, kinds: &[&str], path: &mut Vec<String>) -> bool {
             let Some((kind, rest)) = kinds.split_first() else {
                 return true;
@@ -161,7 +161,7 @@ impl Chain {
     }
 }
 
-async fn walk(id: &str, dir: &str, sluice: &Sluice) -> Chain {
+pub(crate) async fn walk(id: &str, dir: &str, sluice: &Sluice) -> Chain {
     let admin = format!("http://{}", sluice.admin_addr);
     let text = ok(&[
         "lineage",
