@@ -33,6 +33,8 @@ pub(crate) struct FitArgs {
     /// The candidates side by side: KL, KS, AIC, BIC, parameters.
     #[arg(long)]
     compare: bool,
+    #[command(flatten)]
+    lineage: crate::lineage::LineageDir,
 }
 
 pub(crate) fn run(args: FitArgs) -> anyhow::Result<ExitCode> {
@@ -73,6 +75,7 @@ pub(crate) fn run(args: FitArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.output {
         eprintln!("wrote {}", path.display());
+        keep_model(path, &args.lineage.lineage_dir);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -143,4 +146,52 @@ fn render(f: &Fitted) -> String {
         ));
     }
     lines.join("\n")
+}
+
+/// The model file written as a lineage artefact (the id a scenario's
+/// `from_model:` gives it too), kept in `dir`.
+fn keep_model(path: &std::path::Path, dir: &std::path::Path) {
+    let label = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let made = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| sluice_workload::model_artifact(&label, &text));
+    match made {
+        Ok(model) => {
+            eprintln!("lineage: model {} ({label})", model.id);
+            crate::lineage::keep("fit", dir, &[model]);
+        }
+        Err(e) => eprintln!("fit: warning: no lineage id: {}: {e}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_written_model_is_kept_with_the_id_its_scenarios_name() {
+        let dir = std::env::temp_dir().join(format!("sluice-fit-lineage-{}", std::process::id()));
+        let lineage = dir.join("lineage");
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = dir.join("model.yaml");
+        std::fs::write(&model, "arrival: { kind: poisson, rate: 2.5 }\n").unwrap();
+        keep_model(&model, &lineage);
+        let (kept, corrupt) = sluice_workload::read_lineage_dir(&lineage).unwrap();
+        assert!(corrupt.is_empty(), "{corrupt:?}");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].kind.name(), "model");
+        assert_eq!(kept[0].label, "model.yaml");
+        // A scenario built on it names the same id as its parent.
+        let scenario = dir.join("scenario.yaml");
+        std::fs::write(&scenario, "scenario: s\nfrom_model: model.yaml\n").unwrap();
+        let nodes = crate::lineage::scenario_nodes(&scenario, Some("model.yaml")).unwrap();
+        assert_eq!(nodes[0].id, kept[0].id);
+        assert_eq!(nodes[1].parents, vec![kept[0].id.clone()]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
