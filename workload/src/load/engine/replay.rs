@@ -1,7 +1,8 @@
-//! A replay's journey: the recorded requests of one session (or the one
-//! request without a session), each sent with its recorded method, path
-//! and body at its recorded offset (after `--from` and `--speed`), in
-//! order. A request whose predecessor in the session ended late is sent at
+//! A recorded journey (a replay's, or one sent beside a synthetic
+//! scenario's journeys by `--feedback`): the recorded requests of one
+//! session (or the one request without a session), each sent with its
+//! recorded method, path and body at its recorded offset (after `--from`
+//! and `--speed`), in order. A request whose predecessor in the session ended late is sent at
 //! once, and its intended time stays the recorded one: the wait counts in
 //! its response time (wrk2's rule, as for every other arrival).
 
