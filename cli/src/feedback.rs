@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_workload::{
-    feedback_rows, feedback_table, mix_feedback, read_feedback_dir, FeedbackRun, Scenario,
+    feedback_rows, feedback_table, mix_feedback, read_feedback_dir, FeedbackMix, Mixed, Scenario,
 };
 
 /// Where `feedback list` looks without a DIR.
@@ -56,23 +56,55 @@ pub(crate) fn run(args: FeedbackArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--feedback DIR`: the saved scenarios mixed into the replay, each said
-/// on stderr with its weight and how many requests it adds.
-pub(crate) fn mix(scenario: &mut Scenario, dir: &Path) -> Result<Vec<FeedbackRun>, Vec<String>> {
+/// `--feedback DIR`: the saved scenarios mixed into the run, each said on
+/// stderr with its weight and how many requests it adds; with a synthetic
+/// scenario, the saved requests planned beside its journeys. `closed`:
+/// `--closed`, refused then (the saved requests keep their times).
+pub(crate) fn mix(
+    scenario: &mut Scenario,
+    dir: &Path,
+    closed: Option<usize>,
+) -> Result<(FeedbackMix, Option<Mixed>), Vec<String>> {
     let saved = read_feedback_dir(dir).map_err(|errors| {
         errors
             .into_iter()
             .map(|e| format!("--feedback: {e}"))
             .collect::<Vec<_>>()
     })?;
-    let runs = mix_feedback(scenario, &saved, now_us()).map_err(|e| vec![e])?;
-    for r in &runs {
+    let own_steps = scenario.steps.len();
+    let mut mix = mix_feedback(scenario, &saved, now_us()).map_err(|e| vec![e])?;
+    for r in &mix.runs {
         eprintln!(
             "load: feedback {} ({}, route {}): weight {:.2} now, {} request(s) mixed in ({} recorded)",
             r.id, r.trigger, r.route, r.weight, r.mixed_requests, r.recorded_requests
         );
     }
-    Ok(runs)
+    let Some(recording) = mix.beside.take() else {
+        return Ok((mix, None));
+    };
+    if closed.is_some() {
+        return Err(vec![
+            "--closed: --feedback sends the saved requests at their recorded times; a synthetic \
+             scenario with --feedback runs open loop only"
+                .to_owned(),
+        ]);
+    }
+    let synthetic = scenario
+        .plan
+        .schedule()
+        .map_err(|e| vec![format!("workload: {e}")])?;
+    let span_us = synthetic.span_us;
+    let mixed = Mixed::new(&scenario.plan, synthetic, own_steps, recording)
+        .map_err(|e| vec![format!("--feedback: {e}")])?;
+    if mixed.schedule.span_us > span_us {
+        eprintln!(
+            "load: feedback: the saved requests run to {:.1} s, past the scenario's {:.1} s: \
+             the run lasts until then",
+            mixed.schedule.span_us as f64 / 1e6,
+            span_us as f64 / 1e6
+        );
+    }
+    Ok((mix, Some(mixed)))
 }
 
 /// Now, for the weights, µs since the epoch.

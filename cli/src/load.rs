@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sluice_cli::ctl::AdminToken;
 use sluice_filters::{format_rfc3339, Artifact, ArtifactKind, ContentId};
 use sluice_workload::{
-    merge_runs, parse_duration, parse_sla, run_artifact, run_load, run_replay, summarize,
-    write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario, Shard,
-    THRESHOLDS_FAILED,
+    merge_runs, parse_duration, parse_sla, run_artifact, run_load, run_mixed, run_replay,
+    summarize, write_atomically, Goodput, Lineage, Live, RunInfo, RunOptions, RunReport, Scenario,
+    Shard, THRESHOLDS_FAILED,
 };
 
 use progress::Stderr;
@@ -122,9 +122,10 @@ pub(crate) struct RunArgs {
     /// without a session one by one), drawn with the seed.
     #[arg(long)]
     sample: Option<f64>,
-    /// Mix the scenarios saved in this `feedback.dir` into the replay, each
+    /// Mix the scenarios saved in this `feedback.dir` into the run, each
     /// `weight` times (its weight decayed to now), as a step
-    /// `feedback/<id>` of its own (a replay scenario only).
+    /// `feedback/<id>` of its own: into a replay's recording, or beside a
+    /// synthetic scenario's journeys (open loop only).
     #[arg(long)]
     feedback: Option<PathBuf>,
 }
@@ -200,12 +201,12 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         }
     }
-    let mixed = match &args.feedback {
-        Some(dir) => match crate::feedback::mix(&mut scenario, dir) {
-            Ok(m) => m,
+    let (mixed, beside) = match &args.feedback {
+        Some(dir) => match crate::feedback::mix(&mut scenario, dir, args.closed) {
+            Ok((m, beside)) => (m.runs, beside),
             Err(errors) => return Ok(Outcome::Invalid(errors)),
         },
-        None => Vec::new(),
+        None => (Vec::new(), None),
     };
     let replaying = match replay::plan(&scenario, &args.scenario, &args.replay_args(), args.closed)
     {
@@ -217,9 +218,10 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             eprintln!("load: warning: {w}");
         }
     }
-    let whole = match &replaying {
-        Some(r) => r.replay.schedule.clone(),
-        None => scenario.plan.schedule()?,
+    let whole = match (&replaying, &beside) {
+        (Some(r), _) => r.replay.schedule.clone(),
+        (None, Some(m)) => m.schedule.clone(),
+        (None, None) => scenario.plan.schedule()?,
     };
     let schedule = whole.shard(args.shard);
     if let Some(at_us) = args.start_at {
@@ -270,15 +272,16 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
             let (shape, live, meta, stderr) = (&shape, &*live, &meta, &stderr);
             s.spawn(move || report_to::push_until_settled(to, shape, live, meta, &settled, stderr))
         });
-        let result = match &replaying {
-            Some(r) => run_replay(
+        let result = match (&replaying, &beside) {
+            (Some(r), _) => run_replay(
                 &scenario,
                 &schedule,
                 &r.replay.journeys,
                 &options,
                 live.clone(),
             ),
-            None => run_load(&scenario, &schedule, &options, live.clone()),
+            (None, Some(m)) => run_mixed(&scenario, &schedule, m, &options, live.clone()),
+            (None, None) => run_load(&scenario, &schedule, &options, live.clone()),
         };
         done.store(true, Ordering::Release);
         if let Some(w) = watcher {

@@ -11,10 +11,12 @@
 //! request without a session counted alone), drawn from the run's seed.
 //! So each saved scenario sends about `weight × its recorded requests`,
 //! in proportion to its weight, and a scenario whose weight decayed near 0
-//! sends close to nothing. The copies start with the replay's first
-//! request; each scenario's requests are measured as a step of their own,
-//! `feedback/<id>`, beside the replay's `replay`, so the result shows each
-//! path that broke.
+//! sends close to nothing. In a replay the copies start with its first
+//! request and join its recording; in a synthetic scenario they start at
+//! the run's start and are sent beside its journeys (see
+//! [`crate::Mixed`]). Each scenario's requests are measured as a step of
+//! their own, `feedback/<id>`, beside the scenario's steps, so the result
+//! shows each path that broke.
 //!
 //! Pure but for the directory read: the time of "now" is passed in, read
 //! by [`FeedbackClock`] on tokio's clock.
@@ -24,7 +26,7 @@ use std::path::Path;
 use serde::Serialize;
 use sluice_filters::{FeedbackManifest, TraceLine, FEEDBACK_MANIFEST};
 
-use crate::load::{recorded_request, seeded_unit, Recorded, Scenario};
+use crate::load::{recorded_request, recorded_step, seeded_unit, Recorded, Recording, Scenario};
 
 /// Between the copies of one scenario's window.
 const COPY_GAP_US: u64 = 1_000_000;
@@ -269,32 +271,41 @@ pub struct FeedbackRun {
     pub mixed_requests: usize,
 }
 
-/// Mixes `saved` into the replay scenario `scenario` at `now_us`, each in
-/// proportion to its weight then (see the module's doc); a step
-/// `feedback/<id>` per scenario that sends anything. Refused for a
-/// scenario that is no replay.
+/// What `--feedback` mixed in: a line per saved scenario and, for a
+/// synthetic scenario, the requests to send beside its journeys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeedbackMix {
+    pub runs: Vec<FeedbackRun>,
+    /// For a synthetic scenario, the saved requests from the run's start
+    /// (planned beside its journeys by [`crate::Mixed::new`]); `None` for a
+    /// replay (they went into its recording) or when none is sent.
+    pub beside: Option<Recording>,
+}
+
+/// Mixes `saved` into `scenario` at `now_us`, each in proportion to its
+/// weight then (see the module's doc), with a step `feedback/<id>` per
+/// scenario that sends anything. A replay gets the requests in its
+/// recording; a synthetic scenario gets them back as
+/// [`FeedbackMix::beside`], its steps after its own for measurement only.
 pub fn mix_feedback(
     scenario: &mut Scenario,
     saved: &[Saved],
     now_us: i64,
-) -> Result<Vec<FeedbackRun>, String> {
+) -> Result<FeedbackMix, String> {
     let seed = scenario.plan.seed;
-    let Some(source) = scenario.replay.as_mut() else {
-        return Err(
-            "--feedback: needs a replay scenario (`workload: { replay: trace.jsonl }`): the saved \
-             scenarios are mixed into its recording"
-                .to_owned(),
-        );
+    let (start, base_step) = match &scenario.replay {
+        Some(source) => {
+            let Some(step) = scenario.steps.first().cloned() else {
+                return Err("--feedback: the replay scenario has no step".to_owned());
+            };
+            let first = source.recording.requests.first();
+            (first.map_or(0, |r| r.arrival_us), step)
+        }
+        // From the run's start, as the step a replay has.
+        None => (0, recorded_step()),
     };
-    let Some(base_step) = scenario.steps.first().cloned() else {
-        return Err("--feedback: the replay scenario has no step".to_owned());
-    };
-    let start = source
-        .recording
-        .requests
-        .first()
-        .map_or(0, |r| r.arrival_us);
     let mut runs = Vec::new();
+    let mut requests = Vec::new();
     for s in saved {
         let weight = s.manifest.weight_at(now_us);
         let step = scenario.steps.len();
@@ -317,11 +328,24 @@ pub fn mix_feedback(
         let mut own = base_step.clone();
         own.name = name;
         scenario.steps.push(own);
-        source.recording.requests.extend(mixed);
+        requests.extend(mixed);
     }
-    // Stable: at a tie the trace's own request goes first.
-    source.recording.requests.sort_by_key(|r| r.arrival_us);
-    Ok(runs)
+    let beside = match scenario.replay.as_mut() {
+        Some(source) => {
+            source.recording.requests.extend(requests);
+            // Stable: at a tie the trace's own request goes first.
+            source.recording.requests.sort_by_key(|r| r.arrival_us);
+            None
+        }
+        None => {
+            requests.sort_by_key(|r| r.arrival_us);
+            (!requests.is_empty()).then(|| Recording {
+                requests,
+                warnings: Vec::new(),
+            })
+        }
+    };
+    Ok(FeedbackMix { runs, beside })
 }
 
 /// `weight` copies of the scenario's requests from `start`, as step `step`.

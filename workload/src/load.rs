@@ -3,6 +3,7 @@
 
 mod client;
 mod engine;
+mod mixed;
 mod prompt;
 mod replay;
 mod scenario;
@@ -11,14 +12,16 @@ mod summary;
 
 pub use client::{connector as http_connector, Cache, Failure, Outcome, LOAD_HEADER};
 pub use engine::{
-    run, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram, LiveMeasures,
-    RunOptions, RunOutput, LIVE_RELATIVE_ERROR,
+    run, run_mixed, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram,
+    LiveMeasures, RunOptions, RunOutput, LIVE_RELATIVE_ERROR,
 };
+pub use mixed::Mixed;
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{
     prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
 };
 pub(crate) use replay::{recorded as recorded_request, unit as seeded_unit};
+pub(crate) use scenario::recorded_step;
 pub use scenario::{
     parse_sla, Body, Data, Dist, Ended, JsonPath, ReplaySource, Scenario, Service, Sessions, Step,
     Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS, REPLAY_STEP,

@@ -66,7 +66,10 @@ impl<'a> Shape<'a> {
             return None;
         }
         let i = self.ends.partition_point(|(end, _)| *end <= us);
-        Some(self.ends.get(i).map_or(0, |(_, stage)| *stage))
+        // Past the plan's stages (saved `--feedback` requests that run on):
+        // the last stage, as the schedule marks them.
+        let at = self.ends.get(i).or(self.ends.last());
+        Some(at.map_or(0, |(_, stage)| *stage))
     }
 
     /// The live counters now.

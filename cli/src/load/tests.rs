@@ -396,7 +396,7 @@ fn the_flags_of_report_to_parse_beside_the_scenario() {
 mod replay;
 
 #[test]
-fn feedback_needs_a_readable_directory_and_a_replay_scenario() {
+fn feedback_needs_a_readable_directory() {
     let m = mock(1, 1, 2);
     let d = dir("feedback-refused");
     let path = write_scenario(&d, &m, 10, 1, "");
@@ -413,20 +413,139 @@ fn feedback_needs_a_readable_directory_and_a_replay_scenario() {
             missing.display()
         )]
     );
-    let empty = d.join("feedback");
-    std::fs::create_dir_all(&empty).unwrap();
-    a.feedback = Some(empty);
+    assert!(m.mock.seen().is_empty(), "nothing was sent");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A saved scenario `name` under `dir`: weight 2 (saved an hour from now,
+/// so undecayed), its `n` requests 100 ms apart, each a chat for model
+/// `saved`.
+fn save_feedback(dir: &Path, name: &str, n: usize) {
+    use sluice_filters::{
+        Cause, FeedbackLineage, FeedbackManifest, FeedbackTrigger, FeedbackWindow, TriggerKind,
+    };
+    let artifact = Artifact::new(
+        ArtifactKind::Feedback,
+        "chat",
+        serde_json::json!({"route": "chat", "saved": name}),
+        Vec::new(),
+    );
+    let created = unix_us() + 3_600_000_000;
+    let manifest = FeedbackManifest {
+        v: 1,
+        id: artifact.id.clone(),
+        trigger: FeedbackTrigger {
+            kind: TriggerKind::RolloutBreach,
+            cause: Cause::UpstreamTimeout,
+            gate: "error_rate".into(),
+            value: Some(10.0),
+            bound: 1.0,
+            unit: "%".into(),
+            reason: "error_rate 10% > 1%".into(),
+        },
+        route: "chat".into(),
+        rollout: Some("chat-v2".into()),
+        fault: None,
+        cluster: Some("llm-canary".into()),
+        version: Some("v2".into()),
+        lineage: FeedbackLineage::default(),
+        window: FeedbackWindow {
+            from: format_rfc3339(created - 60_000_000),
+            to: format_rfc3339(created),
+        },
+        requests: n as u64,
+        errors: 0,
+        error_rate: 0.1,
+        initial_weight: 2.0,
+        half_life: "72h".into(),
+        created: format_rfc3339(created),
+        trace: "trace.jsonl".into(),
+        notes: Vec::new(),
+        artifact,
+    };
+    let trace: Vec<String> = (0..n)
+        .map(|k| {
+            format!(
+                r#"{{"v":1,"request_id":"q{k}","method":"POST","path":"/v1/chat/completions","arrival_us":{},"status":504,"body":{{"model":"saved","messages":[{{"role":"user","content":"again"}}]}},"output_tokens":4}}"#,
+                7_000_000 + k as u64 * 100_000
+            )
+        })
+        .collect();
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(d.join("trace.jsonl"), trace.join("\n")).unwrap();
+}
+
+#[test]
+fn a_synthetic_scenario_sends_the_saved_requests_beside_its_journeys() {
+    let m = mock(1, 1, 4);
+    let d = dir("feedback-synthetic");
+    let path = write_scenario(&d, &m, 10, 1, "");
+    let fb = d.join("feedback");
+    save_feedback(&fb, "a", 3);
+    let out = d.join("run.json");
+    let mut a = args(path, Some(out.clone()), Shard::WHOLE);
+    a.feedback = Some(fb);
+    let r = ran(execute(&a, false).unwrap());
+    // Ten synthetic journeys, and the saved three requests twice (weight 2).
+    let models: Vec<String> = m
+        .mock
+        .seen()
+        .iter()
+        .map(|q| {
+            let body: serde_json::Value = serde_json::from_slice(&q.body).unwrap();
+            body["model"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let count = |model: &str| models.iter().filter(|x| *x == model).count();
+    assert_eq!((models.len(), count("m"), count("saved")), (16, 10, 6));
+    assert_eq!(r.dispatch.journeys, 16);
+    let steps: Vec<(&str, u64, u64)> = r
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.summary.requests, s.summary.completed))
+        .collect();
+    assert_eq!(steps, [("answer", 10, 10), ("feedback/a", 6, 6)]);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(
+        written["feedback"],
+        serde_json::json!([{
+            "id": "a",
+            "step": "feedback/a",
+            "trigger": "rollout_breach: error_rate 10% > 1%",
+            "route": "chat",
+            "weight": 2.0,
+            "recorded_requests": 3,
+            "mixed_requests": 6
+        }])
+    );
+    let names: Vec<&str> = written["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["answer", "feedback/a"]);
+
+    // `--closed` keeps no recorded times: refused before anything is sent.
+    let sent = m.mock.seen().len();
+    a.closed = Some(2);
     let Outcome::Invalid(errors) = execute(&a, false).unwrap() else {
-        panic!("a synthetic scenario took --feedback");
+        panic!("ran a closed loop with --feedback");
     };
     assert_eq!(
         errors,
         [
-            "--feedback: needs a replay scenario (`workload: { replay: trace.jsonl }`): the saved \
-          scenarios are mixed into its recording"
+            "--closed: --feedback sends the saved requests at their recorded times; a synthetic \
+             scenario with --feedback runs open loop only"
         ]
     );
-    assert!(m.mock.seen().is_empty(), "nothing was sent");
+    assert_eq!(m.mock.seen().len(), sent);
     std::fs::remove_dir_all(&d).unwrap();
 }
 

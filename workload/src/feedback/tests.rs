@@ -12,7 +12,7 @@ use sluice_filters::{
 };
 
 use super::*;
-use crate::load::ReplayOptions;
+use crate::load::{Intended, ReplayOptions, Shard};
 
 const HOUR_US: i64 = 3_600_000_000;
 
@@ -220,7 +220,9 @@ fn scenarios_are_mixed_in_proportion_to_their_weight_each_as_its_own_step() {
     let saved = read_feedback_dir(&fb).unwrap();
     let mut s = Scenario::from_yaml(BASE, &dir.0, &|_| None).unwrap();
     let now = created() + HOUR_US;
-    let runs = mix_feedback(&mut s, &saved, now).unwrap();
+    let mix = mix_feedback(&mut s, &saved, now).unwrap();
+    assert_eq!(mix.beside, None);
+    let runs = mix.runs;
     let names: Vec<&str> = s.steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["replay", "feedback/a", "feedback/b"]);
     let got: Vec<(&str, f64, usize, usize)> = runs
@@ -287,18 +289,106 @@ fn scenarios_are_mixed_in_proportion_to_their_weight_each_as_its_own_step() {
 }
 
 #[test]
-fn only_a_replay_scenario_takes_feedback() {
-    let dir = TempDir::new("noreplay");
+fn a_synthetic_scenario_gets_the_saved_requests_beside_its_journeys() {
+    let dir = TempDir::new("synthetic");
     let text = r#"
 scenario: synthetic
 target: { base_url: "http://127.0.0.1:8080" }
-workload: { arrival: { kind: poisson, rate: 2 }, duration: 10s }
+workload: { arrival: { kind: poisson, rate: 20 }, duration: 10s, seed: 5 }
 steps: [{ name: ask, service: llm, prompt: hi }]
 "#;
-    let mut s = Scenario::from_yaml(text, &dir.0, &|_| None).unwrap();
-    assert_eq!(
-        mix_feedback(&mut s, &[], created()).unwrap_err(),
-        "--feedback: needs a replay scenario (`workload: { replay: trace.jsonl }`): the saved \
-         scenarios are mixed into its recording"
+    let fb = dir.0.join("feedback");
+    // Weight 2 (less an hour's decay of a 72 h half-life): its ten
+    // sessions of two requests each, twice over, and a tenth of them
+    // (drawn) once more.
+    save(
+        &fb,
+        "a",
+        &manifest("chat", 2.1, "72h", 20),
+        &trace(20, true),
     );
+    let saved = read_feedback_dir(&fb).unwrap();
+    let mut s = Scenario::from_yaml(text, &dir.0, &|_| None).unwrap();
+    let synthetic = s.plan.schedule().unwrap();
+    let own = s.steps.len();
+    let mix = mix_feedback(&mut s, &saved, created() + HOUR_US).unwrap();
+    let names: Vec<&str> = s.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["ask", "feedback/a"]);
+    assert_eq!(mix.runs[0].weight, 2.08);
+    let recording = mix.beside.unwrap();
+    let sent = recording.requests.len();
+    assert_eq!(mix.runs[0].mixed_requests, sent);
+    // Two whole copies and whole sessions of the third.
+    assert!(
+        sent.is_multiple_of(2) && (40..=50).contains(&sent),
+        "{sent}"
+    );
+    assert!(recording.requests.iter().all(|r| r.step == 1));
+    // From the run's start at the recorded gaps: the second copy after the
+    // first's 1.9 s span and a one-second gap.
+    let at: Vec<u64> = recording.requests.iter().map(|r| r.arrival_us).collect();
+    assert_eq!(&at[..3], [0, 100_000, 200_000]);
+    assert_eq!(at[20], 2_900_000);
+
+    let m = crate::Mixed::new(&s.plan, synthetic.clone(), own, recording).unwrap();
+    let n = synthetic.arrivals.len() as u64;
+    assert_eq!(m.first, n);
+    assert_eq!(m.own_steps, 1);
+    // Every synthetic arrival as it was, and a journey per saved session.
+    let arrivals = &m.schedule.arrivals;
+    assert_eq!(arrivals.len() as u64, n + sent as u64 / 2);
+    let own_arrivals: Vec<Intended> = arrivals.iter().filter(|a| a.index < n).copied().collect();
+    assert_eq!(own_arrivals, synthetic.arrivals);
+    let planned: usize = m.journeys.iter().map(Vec::len).sum();
+    assert_eq!(planned, sent);
+    assert_eq!(m.journeys.len() as u64, arrivals.len() as u64 - n);
+    // In time order, each index once: 0..n synthetic, then the saved ones.
+    assert!(arrivals.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+    let mut indices: Vec<u64> = arrivals.iter().map(|a| a.index).collect();
+    indices.sort_unstable();
+    assert_eq!(indices, (0..arrivals.len() as u64).collect::<Vec<_>>());
+    assert_eq!(m.schedule.span_us, synthetic.span_us);
+    // Shards still partition the merged schedule.
+    let halves = [0, 1].map(|i| {
+        m.schedule
+            .shard(Shard { index: i, count: 2 })
+            .arrivals
+            .len()
+    });
+    assert_eq!(halves[0] + halves[1], arrivals.len());
+}
+
+#[test]
+fn saved_requests_past_the_scenario_lengthen_the_run() {
+    let dir = TempDir::new("longer");
+    let text = r#"
+scenario: short
+target: { base_url: "http://127.0.0.1:8080" }
+workload: { arrival: { kind: poisson, rate: 5 }, duration: 2s, warmup: 1s }
+steps: [{ name: ask, service: llm, prompt: hi }]
+"#;
+    let fb = dir.0.join("feedback");
+    // Weight 3: three copies of a 0.4 s window, 1.4 s apart: to 3.2 s.
+    save(
+        &fb,
+        "a",
+        &manifest("chat", 3.0, "10000h", 5),
+        &trace(5, false),
+    );
+    let saved = read_feedback_dir(&fb).unwrap();
+    let mut s = Scenario::from_yaml(text, &dir.0, &|_| None).unwrap();
+    let synthetic = s.plan.schedule().unwrap();
+    let mix = mix_feedback(&mut s, &saved, created()).unwrap();
+    let m = crate::Mixed::new(&s.plan, synthetic, 1, mix.beside.unwrap()).unwrap();
+    assert_eq!(m.schedule.span_us, 3_200_000);
+    let saved_at: Vec<(u64, bool)> = m
+        .schedule
+        .arrivals
+        .iter()
+        .filter(|a| a.index >= m.first)
+        .map(|a| (a.at_us, a.warmup))
+        .collect();
+    assert_eq!(saved_at.len(), 15);
+    assert_eq!(saved_at[..2], [(0, true), (100_000, true)]);
+    assert_eq!(saved_at[14], (3_200_000, false));
 }

@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, Semaphore};
 use std::collections::BTreeMap;
 
 use super::client::{since, Client, Failure, Outcome, Redis};
+use super::mixed::Mixed;
 use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
@@ -187,9 +188,12 @@ pub(crate) struct Ctx {
     pub(crate) start: Instant,
     pub(crate) live: Arc<Live>,
     pub(crate) records: mpsc::UnboundedSender<Outcome>,
-    /// A replay's journeys (arrival k runs journey k): with them, the
-    /// timer sends recorded requests instead of the scenario's steps.
-    pub(crate) replay: Option<Arc<Vec<Vec<Planned>>>>,
+    /// Recorded journeys: a replay's (every arrival), or those sent beside
+    /// a synthetic scenario's (the arrivals from `first` on).
+    pub(crate) replay: Option<replay::Replayed>,
+    /// The scenario's steps a synthetic journey runs: the first ones (the
+    /// steps after them measure recorded requests).
+    pub(crate) own_steps: usize,
 }
 
 /// Polls of the drain: every 10 ms.
@@ -204,7 +208,14 @@ pub fn run(
     options: &RunOptions,
     live: Arc<Live>,
 ) -> Result<RunOutput, EngineError> {
-    run_with(scenario, schedule, None, options, live)
+    run_with(
+        scenario,
+        schedule,
+        None,
+        scenario.steps.len(),
+        options,
+        live,
+    )
 }
 
 /// Runs a replay: `schedule` is the [`crate::load::Replay`]'s (already
@@ -227,14 +238,58 @@ pub fn run_replay(
             "a replay keeps the recorded times: it runs open loop only".to_owned(),
         ));
     }
-    let journeys = Arc::new(journeys.to_vec());
-    run_with(scenario, schedule, Some(journeys), options, live)
+    let replayed = replay::Replayed {
+        recording: None,
+        journeys: journeys.to_vec(),
+        first: 0,
+    };
+    let own = scenario.steps.len();
+    run_with(scenario, schedule, Some(replayed), own, options, live)
+}
+
+/// Runs a synthetic scenario with recorded requests beside it: `schedule`
+/// is the [`Mixed`]'s (already sharded); an arrival below `mixed.first`
+/// runs the scenario's own steps, one from it on sends the recorded
+/// requests of its journey.
+pub fn run_mixed(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    mixed: &Mixed,
+    options: &RunOptions,
+    live: Arc<Live>,
+) -> Result<RunOutput, EngineError> {
+    if scenario.replay.is_some() {
+        return Err(EngineError::Client(
+            "run_mixed needs a synthetic scenario: a replay's recording takes the requests"
+                .to_owned(),
+        ));
+    }
+    if options.closed.is_some() {
+        return Err(EngineError::Client(
+            "recorded requests keep their times: a mixed run is open loop only".to_owned(),
+        ));
+    }
+    if mixed.own_steps > scenario.steps.len() {
+        return Err(EngineError::Client(format!(
+            "the mix names {} own steps; the scenario has {}",
+            mixed.own_steps,
+            scenario.steps.len()
+        )));
+    }
+    let replayed = replay::Replayed {
+        recording: Some(mixed.recording.clone()),
+        journeys: mixed.journeys.clone(),
+        first: mixed.first,
+    };
+    let own = mixed.own_steps;
+    run_with(scenario, schedule, Some(replayed), own, options, live)
 }
 
 fn run_with(
     scenario: &Scenario,
     schedule: &Schedule,
-    replay: Option<Arc<Vec<Vec<Planned>>>>,
+    replay: Option<replay::Replayed>,
+    own_steps: usize,
     options: &RunOptions,
     live: Arc<Live>,
 ) -> Result<RunOutput, EngineError> {
@@ -285,6 +340,7 @@ fn run_with(
         start,
         live: live.clone(),
         records: tx,
+        own_steps,
         replay,
     });
     let span_us = schedule.span_us;
@@ -434,10 +490,13 @@ async fn dispatch(ctx: Arc<Ctx>, mut batches: mpsc::UnboundedReceiver<Batch>) {
         for (a, due) in batch {
             // Counted out of `live.journeys` by the journey itself; the
             // drain waits for them.
-            if ctx.replay.is_some() {
-                tokio::spawn(replay::journey(ctx.clone(), a));
-            } else {
-                tokio::spawn(journey::journey(ctx.clone(), a, due));
+            match &ctx.replay {
+                Some(r) if a.index >= r.first => {
+                    tokio::spawn(replay::journey(ctx.clone(), a));
+                }
+                _ => {
+                    tokio::spawn(journey::journey(ctx.clone(), a, due));
+                }
             }
         }
     }

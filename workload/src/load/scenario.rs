@@ -25,6 +25,7 @@ pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
 pub use template::Template;
+pub(crate) use validate::recorded_step;
 pub use validate::REPLAY_STEP;
 
 /// A validated scenario.

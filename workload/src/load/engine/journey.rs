@@ -42,7 +42,10 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
     });
     let carry = scenario.sessions.as_ref().is_some_and(|s| s.carry_history);
     // Per step: the messages of the turns before (with `carry_history`).
-    let mut history: Vec<Vec<Value>> = vec![Vec::new(); scenario.steps.len()];
+    // The scenario's own steps alone: those after them (`--feedback`'s)
+    // measure recorded requests and never run in a synthetic journey.
+    let steps = &scenario.steps[..ctx.own_steps.min(scenario.steps.len())];
+    let mut history: Vec<Vec<Value>> = vec![Vec::new(); steps.len()];
     let mut at = due;
     for turn in 0..turns {
         if turn > 0 {
@@ -53,10 +56,10 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
         }
         // How each step of this turn ended: Some((ok, cache)), None when
         // skipped.
-        let mut ended: Vec<Option<(bool, Option<Cache>)>> = vec![None; scenario.steps.len()];
-        for (i, step) in scenario.steps.iter().enumerate() {
+        let mut ended: Vec<Option<(bool, Option<Cache>)>> = vec![None; steps.len()];
+        for (i, step) in steps.iter().enumerate() {
             if let Some(w) = &step.when {
-                let named = scenario.steps.iter().position(|s| s.name == w.step);
+                let named = steps.iter().position(|s| s.name == w.step);
                 let how = named.and_then(|k| ended.get(k).copied().flatten());
                 if !how.is_some_and(|h| met(w.ended, h)) {
                     continue;

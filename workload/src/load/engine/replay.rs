@@ -1,7 +1,8 @@
-//! A replay's journey: the recorded requests of one session (or the one
-//! request without a session), each sent with its recorded method, path
-//! and body at its recorded offset (after `--from` and `--speed`), in
-//! order. A request whose predecessor in the session ended late is sent at
+//! A recorded journey (a replay's, or one sent beside a synthetic
+//! scenario's journeys by `--feedback`): the recorded requests of one
+//! session (or the one request without a session), each sent with its
+//! recorded method, path and body at its recorded offset (after `--from`
+//! and `--speed`), in order. A request whose predecessor in the session ended late is sent at
 //! once, and its intended time stays the recorded one: the wait counts in
 //! its response time (wrk2's rule, as for every other arrival).
 
@@ -13,7 +14,20 @@ use http::Method;
 
 use super::Ctx;
 use crate::load::client::{Call, Outcome};
+use crate::load::replay::{Planned, Recording};
 use crate::load::schedule::Intended;
+
+/// The recorded journeys of a run.
+pub(crate) struct Replayed {
+    /// The requests they send: `None` for a replay's own recording (the
+    /// scenario's `replay`, not copied), else those sent beside a
+    /// synthetic scenario's journeys.
+    pub(crate) recording: Option<Recording>,
+    /// Journey k runs for arrival `first + k`.
+    pub(crate) journeys: Vec<Vec<Planned>>,
+    /// Arrivals below it are synthetic: 0 in a replay.
+    pub(crate) first: u64,
+}
 
 /// Ends by counting itself out of `live.journeys`, whatever happened.
 pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended) {
@@ -22,12 +36,18 @@ pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended) {
 }
 
 async fn run(ctx: &Ctx, arrival: Intended) {
-    let (Some(source), Some(journeys)) = (&ctx.scenario.replay, &ctx.replay) else {
+    let Some(replayed) = &ctx.replay else {
         return;
     };
-    let Some(planned) = usize::try_from(arrival.index)
-        .ok()
-        .and_then(|k| journeys.get(k))
+    let own = ctx.scenario.replay.as_ref().map(|r| &r.recording);
+    let Some(recording) = replayed.recording.as_ref().or(own) else {
+        return;
+    };
+    let Some(planned) = arrival
+        .index
+        .checked_sub(replayed.first)
+        .and_then(|k| usize::try_from(k).ok())
+        .and_then(|k| replayed.journeys.get(k))
     else {
         return;
     };
@@ -37,7 +57,7 @@ async fn run(ctx: &Ctx, arrival: Intended) {
         if i > 0 && ctx.live.stop.load(Ordering::Acquire) {
             return;
         }
-        let Some(recorded) = source.recording.requests.get(p.request) else {
+        let Some(recorded) = recording.requests.get(p.request) else {
             continue;
         };
         // A feedback scenario's requests are measured as its own step.

@@ -16,6 +16,7 @@ mod plan;
 mod replay;
 mod steps;
 
+pub(crate) use replay::step as recorded_step;
 pub use replay::REPLAY_STEP;
 
 pub(crate) use steps::collect_strings;

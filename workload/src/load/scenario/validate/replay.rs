@@ -95,7 +95,7 @@ fn recording(name: &str, file: File) -> Result<Recording, String> {
 
 /// The one step of a replay: each request's method, path and body are the
 /// recorded ones; the step gives the timeout (the default) and the name.
-pub(super) fn step() -> Step {
+pub(crate) fn step() -> Step {
     Step {
         name: REPLAY_STEP.to_owned(),
         service: Service::Llm,
