@@ -77,6 +77,12 @@ pub(super) fn encode(line: &TraceLine) -> Result<String, String> {
     let output = line
         .output_tokens
         .ok_or("no output_tokens, which BurstGPT's Response tokens needs")?;
+    let total = input.checked_add(output).ok_or_else(|| {
+        format!(
+            "input_tokens + output_tokens: {input} + {output} is more than BurstGPT's Total \
+             tokens can hold"
+        )
+    })?;
     let session = line.session_id.as_deref().unwrap_or("");
     let log_type = if session.is_empty() {
         "API log"
@@ -89,7 +95,7 @@ pub(super) fn encode(line: &TraceLine) -> Result<String, String> {
         line.model.as_deref().unwrap_or(""),
         &input.to_string(),
         &output.to_string(),
-        &(input + output).to_string(),
+        &total.to_string(),
         log_type,
     ]))
 }

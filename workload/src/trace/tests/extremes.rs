@@ -83,3 +83,36 @@ fn azure_refuses_to_write_a_year_it_cannot_read() {
     assert!(azure.contains("9999-12-31 23:59:59.9999990,3,2"), "{azure}");
     assert_eq!(read("c.csv", &azure).len(), 1);
 }
+
+/// BurstGPT writes input + output tokens as its Total tokens: two counts
+/// whose sum passes 2^64 overflowed (a panic with overflow checks; found
+/// by the `trace` fuzzer after 7.1M runs). Now the row is refused when
+/// written, as a year Azure cannot hold is.
+#[test]
+fn burstgpt_refuses_a_total_it_cannot_hold() {
+    let line = jsonl(&[TraceLine {
+        v: TRACE_VERSION,
+        request_id: "r".into(),
+        arrival_us: 1,
+        input_tokens: Some(374),
+        output_tokens: Some(u64::MAX),
+        ..TraceLine::default()
+    }]);
+    let err = convert_text("a.jsonl", &line, Format::BurstGpt).unwrap_err();
+    assert_eq!(
+        err.message,
+        "input_tokens + output_tokens: 374 + 18446744073709551615 is more than BurstGPT's \
+         Total tokens can hold"
+    );
+    // The largest total that fits is written.
+    let fits = jsonl(&[TraceLine {
+        v: TRACE_VERSION,
+        request_id: "r".into(),
+        arrival_us: 1,
+        input_tokens: Some(1),
+        output_tokens: Some(u64::MAX - 1),
+        ..TraceLine::default()
+    }]);
+    let burst = convert_text("b.jsonl", &fits, Format::BurstGpt).unwrap();
+    assert!(burst.contains(",18446744073709551615,"), "{burst}");
+}
