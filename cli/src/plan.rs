@@ -399,6 +399,30 @@ plans:
         assert!(why.contains("moved +100%"), "{why}");
     }
 
+    /// `--run` hands each check to its own verb as that verb's command line
+    /// would: every default is the verb's, and a missing part is its error.
+    #[test]
+    fn the_checks_parse_as_their_own_commands_would() {
+        let capacity = [
+            "capacity",
+            "s.yaml",
+            "--sla",
+            "ttft_p95=800ms",
+            "--budget",
+            "2m",
+        ];
+        assert!(Wrapped::<crate::capacity::CapacityArgs>::parse(capacity).is_ok());
+        assert!(Wrapped::<crate::load::LoadArgs>::parse(["load", "s.yaml"]).is_ok());
+        let no_sla = Wrapped::<crate::capacity::CapacityArgs>::parse(["capacity", "s.yaml"]);
+        let error = no_sla.err().unwrap().to_string();
+        assert!(error.contains("--sla"), "{error}");
+        let bad = Wrapped::<crate::capacity::CapacityArgs>::parse([
+            "capacity", "s.yaml", "--sla", "x", "--budget", "soon",
+        ]);
+        let error = bad.err().unwrap().to_string();
+        assert!(error.contains("--budget"), "{error}");
+    }
+
     #[test]
     fn bad_input_names_where() {
         let dir = temp();
