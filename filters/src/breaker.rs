@@ -1,12 +1,15 @@
 //! Circuit breakers (`clusters[].circuit_breakers`), as Envoy's: a cluster
-//! takes at most `max_requests` requests in flight and `max_pending` waiting
-//! for an upstream connection; one more is refused at once (503) instead of
-//! queueing behind a server that is already behind. And a retry budget
+//! takes at most `max_requests` requests in flight, `max_pending` waiting
+//! for an upstream connection and `max_connections` upstream connections
+//! open; one more is refused at once (503) instead of queueing behind a
+//! server that is already behind. And a retry budget
 //! (`clusters[].retry_budget`): retries in flight at most a share of the
 //! requests in flight, so that retries cannot multiply the load on a server
 //! that fails. The counts are plain atomics shared by every snapshot of the
-//! cluster; a slot is given back when its guard drops, however the request
-//! ends.
+//! cluster; a request's slot is given back when its guard drops, however
+//! the request ends. A connection outlives the request that opened it (the
+//! pool keeps it), so its place is taken and given back by explicit calls
+//! from the connection's own open and close.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,6 +22,7 @@ const DEFAULT_BREAKER_LIMIT: usize = 1024;
 pub struct BreakerLimits {
     pub max_requests: usize,
     pub max_pending: usize,
+    pub max_connections: usize,
 }
 
 impl Default for BreakerLimits {
@@ -26,6 +30,7 @@ impl Default for BreakerLimits {
         BreakerLimits {
             max_requests: DEFAULT_BREAKER_LIMIT,
             max_pending: DEFAULT_BREAKER_LIMIT,
+            max_connections: DEFAULT_BREAKER_LIMIT,
         }
     }
 }
@@ -61,6 +66,8 @@ pub enum Breaker {
     Pending,
     /// Retries in flight, under the retry budget.
     Retries,
+    /// Upstream connections open, pooled or in use.
+    Connections,
 }
 
 impl Breaker {
@@ -70,6 +77,7 @@ impl Breaker {
             Breaker::Requests => "max_requests",
             Breaker::Pending => "max_pending",
             Breaker::Retries => "retry_budget",
+            Breaker::Connections => "max_connections",
         }
     }
 }
@@ -80,6 +88,7 @@ pub struct Breakers {
     requests: AtomicUsize,
     pending: AtomicUsize,
     retries: AtomicUsize,
+    connections: AtomicUsize,
 }
 
 /// A place held under one breaker until dropped.
@@ -95,6 +104,7 @@ impl Breakers {
             Breaker::Requests => &self.requests,
             Breaker::Pending => &self.pending,
             Breaker::Retries => &self.retries,
+            Breaker::Connections => &self.connections,
         }
     }
 
@@ -111,6 +121,25 @@ impl Breakers {
             breakers: self.clone(),
             which,
         })
+    }
+
+    /// Takes a place for a new upstream connection if fewer than `max` are
+    /// open; false (the breaker is open, nothing taken) otherwise. The
+    /// caller gives it back with [`Breakers::close_connection`] once the
+    /// connection is closed, or was never made.
+    pub fn open_connection(&self, max: usize) -> bool {
+        let before = self.connections.fetch_add(1, Ordering::AcqRel);
+        if before >= max {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back the place of a connection [`Breakers::open_connection`]
+    /// let in.
+    pub fn close_connection(&self) {
+        self.connections.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Places taken now.
@@ -144,6 +173,64 @@ mod tests {
         drop(first);
         assert_eq!(b.taken(Breaker::Requests), 1);
         assert!(b.try_enter(Breaker::Requests, 2).is_some());
+    }
+
+    #[test]
+    fn connections_open_to_the_limit_and_closes_give_places_back() {
+        let b = Breakers::default();
+        assert!(b.open_connection(2));
+        assert!(b.open_connection(2));
+        assert!(!b.open_connection(2));
+        assert_eq!(b.taken(Breaker::Connections), 2, "a refusal takes nothing");
+        // Requests in flight are counted apart.
+        assert_eq!(b.taken(Breaker::Requests), 0);
+        b.close_connection();
+        assert_eq!(b.taken(Breaker::Connections), 1);
+        assert!(b.open_connection(2));
+        assert!(!b.open_connection(2));
+        b.close_connection();
+        b.close_connection();
+        assert_eq!(b.taken(Breaker::Connections), 0);
+        // A lower limit (a reload) lets nothing more in until enough close.
+        assert!(b.open_connection(3) && b.open_connection(3));
+        assert!(!b.open_connection(1));
+        assert_eq!(b.taken(Breaker::Connections), 2);
+    }
+
+    #[test]
+    fn concurrent_connections_never_pass_the_limit() {
+        let b = Breakers::default();
+        let opened: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| (0..100).filter(|_| b.open_connection(50)).count()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        });
+        assert_eq!(opened, 50);
+        assert_eq!(b.taken(Breaker::Connections), 50);
+        // Opens and closes racing: the places held (counted by the holders,
+        // not read from the breaker, whose count a refusal briefly raises)
+        // never pass the limit, and all are back at the end.
+        let (held, peak) = (AtomicUsize::new(50), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..1_000 {
+                        if b.open_connection(60) {
+                            let now = held.fetch_add(1, Ordering::AcqRel) + 1;
+                            peak.fetch_max(now, Ordering::AcqRel);
+                            held.fetch_sub(1, Ordering::AcqRel);
+                            b.close_connection();
+                        }
+                    }
+                });
+            }
+        });
+        assert!(peak.load(Ordering::Acquire) <= 60);
+        for _ in 0..50 {
+            b.close_connection();
+        }
+        assert_eq!(b.taken(Breaker::Connections), 0);
     }
 
     #[test]

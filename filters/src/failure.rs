@@ -121,7 +121,7 @@ impl Failure {
             }
             Failure::BodyTooLarge => "the request body is larger than the route's max_body",
             Failure::Overflow => {
-                "the cluster has too many requests in flight (circuit breaker open)"
+                "the cluster is at a circuit breaker's limit (max_requests in flight, max_pending waiting or max_connections open)"
             }
             Failure::UriTooLong => "the request target is longer than the listener's max_uri_bytes",
         }
