@@ -2,8 +2,9 @@
 //! pick tables and metric handles resolved, clusters with their endpoint
 //! state. Built whole on every change; never mutated after.
 
+use std::any::Any;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use sluice_filters::{
     hash_bytes, Breakers, CostMeter, EndpointSet, Matcher, Metrics, ModelHandleCache, RequestView,
@@ -24,10 +25,15 @@ pub struct ClusterRuntime {
     /// Round-robin position and ejections. Shared with the previous snapshot
     /// when the endpoints did not change, so a swap forgets no ejection.
     pub endpoints: Arc<EndpointSet>,
-    /// Requests in flight and waiting for a connection, under the
-    /// cluster's `circuit_breakers`. Shared with the previous snapshot's
-    /// cluster of the same name: requests still running on it count.
+    /// Requests in flight, waiting for a connection, and upstream
+    /// connections open, under the cluster's `circuit_breakers`. Shared
+    /// with the previous snapshot's cluster of the same name: requests
+    /// still running on it and connections still open to it count.
     pub breakers: Arc<Breakers>,
+    /// The data plane's own state for this cluster, made on first use (the
+    /// proxy keeps its upstream connector here): opaque to the control
+    /// plane, which never imports pingora.
+    pub data_plane: OnceLock<Arc<dyn Any + Send + Sync>>,
     /// The cluster version's lineage id (see `lineage`), resolved here so
     /// that the answer headers, spans and trace lines name it per request
     /// without hashing.
@@ -158,6 +164,7 @@ impl Snapshot {
                     .get(c.name.as_str())
                     .map_or_else(Arc::default, |old| old.breakers.clone());
                 Arc::new(ClusterRuntime {
+                    data_plane: OnceLock::new(),
                     config: c.clone(),
                     endpoints,
                     breakers,

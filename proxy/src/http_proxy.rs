@@ -41,6 +41,7 @@ use crate::lifecycle::Lifecycle;
 use crate::mirror::MirrorQueue;
 use crate::telemetry::{Attempt, Tracer};
 use crate::upstream::{self, UpstreamClient, EJECTION};
+pub(crate) use breakers::OVERFLOW;
 pub(crate) use context::RequestCtx;
 pub(crate) use errors::classify;
 use request_view::PingoraRequest;
@@ -412,7 +413,7 @@ impl ProxyHttp for HttpProxy {
         if ctx.trace.is_some() {
             ctx.connect_started = Some(std::time::SystemTime::now());
         }
-        match upstream::peer(&cluster.config, i) {
+        match upstream::peer(&cluster, i, &self.shared.metrics) {
             Some(mut peer) => {
                 if let Some(deadline) = ctx.grpc_timeout {
                     // The call's own deadline, never longer than the cluster's.
@@ -541,6 +542,12 @@ impl ProxyHttp for HttpProxy {
                     .copied(),
                 error: Some(e.etype().as_str().to_string()),
             });
+        }
+        if upstream::is_overflow(&e) {
+            // The cluster's `max_connections`, not the endpoint's fault:
+            // nothing to eject, and no other endpoint would do better.
+            e.set_retry(false);
+            return e;
         }
         if let (Some(cluster), Some(i)) = (ctx.cluster().cloned(), ctx.endpoint) {
             ctx.tried.mark(i);

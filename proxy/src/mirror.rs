@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sluice_control::{set_side_priority, Config, EventLog, MirrorDiffs, Runtimes, SidePriority};
-use sluice_filters::MirrorResult;
+use sluice_filters::{Metrics, MirrorResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -77,9 +77,10 @@ impl MirrorSender {
         events: Arc<EventLog>,
         priority: SidePriority,
         runtimes: &Runtimes,
+        metrics: Arc<Metrics>,
     ) -> std::io::Result<(MirrorSender, MirrorQueue)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let shadow = Shadow::new(config).map_err(std::io::Error::other)?;
+        let shadow = Shadow::new(config, metrics).map_err(std::io::Error::other)?;
         let set_priority = move || set_side_priority(priority, "mirror sender");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SENDER_THREADS)

@@ -112,6 +112,7 @@ impl Sluice {
             control.shared().events.clone(),
             config.runtime.mirror_priority,
             &control.shared().runtimes,
+            control.shared().metrics.clone(),
         )
         .context("mirror sender")?;
         let started = Started::new();
@@ -255,7 +256,7 @@ fn add_services(
         access_log,
         tracer,
         mirror: Some(mirror),
-        upstream: UpstreamClient::new(&snapshot.config)?,
+        upstream: UpstreamClient::new(&snapshot.config, shared.metrics.clone())?,
     };
     let handed_over = lifecycle.handover().handed_over();
     let families = LimitFamilies::register(shared.metrics.registry())

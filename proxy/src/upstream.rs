@@ -4,11 +4,14 @@
 //! the sender's runtime). It goes the way an ordinary request goes:
 //!
 //! - the peer is the one `upstream_peer` builds ([`peer`]: TLS, SNI and
-//!   verification from the cluster's `tls`, its timeouts);
+//!   verification from the cluster's `tls`, its timeouts, its connections
+//!   counted under its `max_connections`);
 //! - pingora's transport connector connects (TCP, TLS with the config's CA,
 //!   rustls on ring) and keeps the idle connections;
 //! - the endpoint comes from the cluster's `EndpointSet`; one that refuses a
 //!   connection is ejected for [`EJECTION`] and another untried one is tried;
+//!   past the cluster's `max_connections` the request fails `overflow` at
+//!   once (no endpoint is to blame);
 //! - a failure on a reused pooled connection before any answer byte is sent
 //!   again on a fresh connection (pingora's `ReusedOnly`, as
 //!   `error_while_proxy` decides it);
@@ -19,6 +22,7 @@
 //! that shadow copies never hold a connection a faulted stream waits for.
 
 mod answer;
+mod connections;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -30,12 +34,13 @@ use pingora::protocols::http::v1::client::HttpSession;
 use pingora::tls::RootCertStore;
 use pingora::upstreams::peer::{HttpPeer, Peer};
 use pingora::{Error, ErrorType};
-use sluice_control::{ClusterConfig, Config, UpstreamProtocol};
-use sluice_filters::{EndpointSet, Failure, HOP_BY_HOP};
+use sluice_control::{ClusterRuntime, Config, UpstreamProtocol};
+use sluice_filters::{EndpointSet, Failure, Metrics, HOP_BY_HOP};
 
 use crate::http_proxy::classify;
 use crate::telemetry::{Attempt, RequestTrace};
 pub(crate) use answer::Answer;
+pub(crate) use connections::{is_overflow, Connector};
 
 /// How long an endpoint that refused a connection is skipped, by the proxy
 /// and the L4 listener alike.
@@ -70,8 +75,14 @@ impl Tried {
     }
 }
 
-/// The peer for endpoint `endpoint` of `config`, as the proxy connects to it.
-pub(crate) fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> {
+/// The peer for endpoint `endpoint` of `cluster`, as the proxy connects to
+/// it: new connections through the cluster's [`Connector`].
+pub(crate) fn peer(
+    cluster: &ClusterRuntime,
+    endpoint: usize,
+    metrics: &Metrics,
+) -> Option<HttpPeer> {
+    let config = &cluster.config;
     let e = config.endpoints.get(endpoint)?;
     let tls = config.tls.as_ref();
     let sni = tls
@@ -96,6 +107,9 @@ pub(crate) fn peer(config: &ClusterConfig, endpoint: usize) -> Option<HttpPeer> 
     // pingora opens one stream per connection unless told more; the
     // server's SETTINGS_MAX_CONCURRENT_STREAMS still caps each connection.
     peer.options.max_h2_streams = H2_MAX_STREAMS;
+    if let Some(connector) = Connector::of(cluster, metrics) {
+        connector.limit(&mut peer);
+    }
     Some(peer)
 }
 
@@ -130,7 +144,7 @@ impl Policy {
 
 /// Where one request goes.
 pub(crate) struct Target<'a> {
-    pub cluster: &'a ClusterConfig,
+    pub cluster: &'a ClusterRuntime,
     /// Chooses the endpoint and keeps the ejections (the cluster's, or the
     /// mirror's own).
     pub endpoints: &'a EndpointSet,
@@ -187,6 +201,8 @@ pub(crate) fn request_head(
 /// One pooled upstream client; see the module docs.
 pub(crate) struct UpstreamClient {
     transport: TransportConnector,
+    /// Where a refusal past `max_connections` is counted.
+    metrics: Arc<Metrics>,
 }
 
 /// The config names a CA file that cannot be read.
@@ -201,7 +217,10 @@ impl UpstreamClient {
     /// A client trusting what pingora's own connector trusts: the config's
     /// one `tls.ca` file (sluice allows one for every cluster) or, without
     /// one, the platform's roots.
-    pub(crate) fn new(config: &Config) -> Result<Arc<UpstreamClient>, CaError> {
+    pub(crate) fn new(
+        config: &Config,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<UpstreamClient>, CaError> {
         let mut options = ConnectorOptions::new(POOL_SIZE);
         let ca = config
             .clusters
@@ -220,6 +239,7 @@ impl UpstreamClient {
         }
         Ok(Arc::new(UpstreamClient {
             transport: TransportConnector::new(Some(options)),
+            metrics,
         }))
     }
 
@@ -265,6 +285,11 @@ impl UpstreamClient {
             begin_attempt(traced.as_mut(), &mut head, &peer);
             let (stream, reused) = match self.connect(&peer, fresh.is_some()).await {
                 Ok(connected) => connected,
+                Err(e) if is_overflow(&e) => {
+                    end_attempt(traced.as_mut(), Some(&e));
+                    failed.failure = Failure::Overflow;
+                    return Err(failed);
+                }
                 Err(e) => {
                     end_attempt(traced.as_mut(), Some(&e));
                     tried.mark(i);
@@ -301,9 +326,14 @@ impl UpstreamClient {
     }
 
     fn peer(&self, target: &Target<'_>, i: usize) -> Option<HttpPeer> {
-        let mut peer = peer(target.cluster, i)?;
+        let mut peer = peer(target.cluster, i, &self.metrics)?;
         if let Some(t) = target.policy.connect_timeout {
             peer.options.connection_timeout = Some(t);
+            // The connector applies the timeout (pingora does not around a
+            // custom connect): the mirror's copies pay for one of their own.
+            if let Some(connector) = Connector::of(target.cluster, &self.metrics) {
+                connector.with_timeout(t).limit(&mut peer);
+            }
         }
         if let Some(t) = target.policy.idle_timeout {
             peer.options.idle_timeout = Some(t);

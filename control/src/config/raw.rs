@@ -255,7 +255,8 @@ pub struct RawCluster {
     pub cost: Option<sluice_filters::RawPrice>,
     /// Eject an endpoint that answered 5xx too many times in a row.
     pub outlier_detection: Option<RawOutlierDetection>,
-    /// Requests in flight and waiting for a connection, at most (1024 each).
+    /// Requests in flight, waiting for a connection, and upstream
+    /// connections open, at most (1024 each).
     pub circuit_breakers: Option<RawCircuitBreakers>,
     /// Retries in flight, at most a share of the requests in flight.
     pub retry_budget: Option<RawRetryBudget>,
@@ -289,6 +290,7 @@ pub struct RawRetryBudget {
 pub struct RawCircuitBreakers {
     pub max_requests: Option<u64>,
     pub max_pending: Option<u64>,
+    pub max_connections: Option<u64>,
 }
 
 #[skip_serializing_none]

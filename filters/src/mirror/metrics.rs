@@ -26,10 +26,12 @@ pub enum MirrorResult {
     /// Not sent: every endpoint of the shadow cluster failed just before
     /// and is skipped for a while, so the request kept nothing for a copy.
     ShadowDown,
+    /// Not sent: the shadow cluster was at its `circuit_breakers.max_connections`.
+    Overflow,
 }
 
 impl MirrorResult {
-    pub const ALL: [MirrorResult; 9] = [
+    pub const ALL: [MirrorResult; 10] = [
         MirrorResult::Ok,
         MirrorResult::QueueFull,
         MirrorResult::BodyTooLarge,
@@ -39,6 +41,7 @@ impl MirrorResult {
         MirrorResult::Timeout,
         MirrorResult::Error,
         MirrorResult::ShadowDown,
+        MirrorResult::Overflow,
     ];
 
     pub fn label(self) -> &'static str {
@@ -52,6 +55,7 @@ impl MirrorResult {
             MirrorResult::Timeout => "timeout",
             MirrorResult::Error => "error",
             MirrorResult::ShadowDown => "shadow_down",
+            MirrorResult::Overflow => "overflow",
         }
     }
 }

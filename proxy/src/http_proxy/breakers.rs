@@ -12,9 +12,10 @@ use sluice_filters::{Breaker, Metrics};
 
 use super::RequestCtx;
 
-/// The error `upstream_peer` returns when `max_pending` is reached;
-/// `errors::classify` reads it as `Failure::Overflow`.
-pub(super) const OVERFLOW: &str = "overflow";
+/// The error `upstream_peer` returns when `max_pending` is reached, and
+/// the cluster's connector past `max_connections`; `errors::classify` reads
+/// it as `Failure::Overflow`.
+pub(crate) const OVERFLOW: &str = "overflow";
 
 /// Takes a place among the cluster's requests in flight; false (counted)
 /// when the breaker is open.

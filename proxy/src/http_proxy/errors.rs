@@ -8,6 +8,9 @@ use sluice_filters::Failure;
 pub(crate) fn classify(e: &Error) -> Option<Failure> {
     use ErrorType::*;
     let failure = match (e.esource(), e.etype()) {
+        // Before the upstream's errors: pingora marks a failed connect as
+        // the upstream's, and `max_connections` refuses one.
+        (_, Custom(super::breakers::OVERFLOW)) => Failure::Overflow,
         (_, ConnectTimedout) => Failure::ConnectTimeout,
         (_, ConnectRefused | ConnectNoRoute | ConnectError | ConnectProxyFailure) => {
             Failure::ConnectError
@@ -20,7 +23,6 @@ pub(crate) fn classify(e: &Error) -> Option<Failure> {
         (_, HTTPStatus(s)) if *s == 404 => Failure::NoRoute,
         // Raised by the request body filter past the route's `max_body`.
         (_, HTTPStatus(413)) => Failure::BodyTooLarge,
-        (_, Custom(super::breakers::OVERFLOW)) => Failure::Overflow,
         _ => Failure::Internal,
     };
     Some(failure)

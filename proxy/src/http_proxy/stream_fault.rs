@@ -122,7 +122,7 @@ async fn send(
     let head = upstream::request_head(&req.method, path, &req.headers, authority, body.len())
         .ok_or(sluice_filters::Failure::BadRequest)?;
     let target = Target {
-        cluster: &cluster.config,
+        cluster: &cluster,
         endpoints: &cluster.endpoints,
         now_ms,
         policy: Policy::PROXY,

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use sluice_control::{ClusterKind, ClusterRuntime, Config};
-use sluice_filters::{Dialect, Failure, MirrorResult, TokenMeter, TraceContext, PERTURBED_HEADER};
+use sluice_filters::{
+    Dialect, Failure, Metrics, MirrorResult, TokenMeter, TraceContext, PERTURBED_HEADER,
+};
 
 use super::health::{Health, DOWN_FOR};
 use super::job::{Answer, Job};
@@ -57,9 +59,9 @@ pub(super) struct Shadow {
 }
 
 impl Shadow {
-    pub(super) fn new(config: &Config) -> Result<Shadow, CaError> {
+    pub(super) fn new(config: &Config, metrics: Arc<Metrics>) -> Result<Shadow, CaError> {
         Ok(Shadow {
-            client: UpstreamClient::new(config)?,
+            client: UpstreamClient::new(config, metrics)?,
             health: Health::new(),
         })
     }
@@ -140,7 +142,7 @@ impl Shadow {
         let endpoints = self.health.of(&cluster.config);
         let now_ms = || self.health.now_ms();
         let target = Target {
-            cluster: &cluster.config,
+            cluster,
             endpoints: &endpoints.set,
             now_ms: &now_ms,
             policy: POLICY,
@@ -224,7 +226,7 @@ impl Shadow {
         let endpoints = self.health.of(&cluster.config);
         let now_ms = || self.health.now_ms();
         let target = Target {
-            cluster: &cluster.config,
+            cluster,
             endpoints: &endpoints.set,
             now_ms: &now_ms,
             policy: POLICY,
@@ -301,8 +303,9 @@ fn result_of(failure: Failure) -> MirrorResult {
         | Failure::Internal
         | Failure::NeedsHttp2
         | Failure::BodyTooLarge
-        | Failure::UriTooLong
-        | Failure::Overflow => MirrorResult::Error,
+        | Failure::UriTooLong => MirrorResult::Error,
+        // The shadow cluster's own limit: no endpoint of it is to blame.
+        Failure::Overflow => MirrorResult::Overflow,
     }
 }
 

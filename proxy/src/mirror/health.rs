@@ -100,7 +100,8 @@ impl Health {
                 | MirrorResult::BodyTooLarge
                 | MirrorResult::Rate
                 | MirrorResult::InFlight
-                | MirrorResult::ShadowDown,
+                | MirrorResult::ShadowDown
+                | MirrorResult::Overflow,
             ) => {}
         }
     }

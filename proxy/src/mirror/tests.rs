@@ -121,11 +121,11 @@ fn dead_port() -> u16 {
 
 #[tokio::test]
 async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
-    let (store, _) = store_with_shadow_at("{ cluster: s, copies: 2 }", dead_port());
+    let (store, shared) = store_with_shadow_at("{ cluster: s, copies: 2 }", dead_port());
     let job = Arc::new(job(&store, 2, b"{}..."));
     assert_eq!(job.policy.gate.closed(), None);
     let admitted = Limits::default().admit(&job);
-    let shadow = Shadow::new(&store.load().config).unwrap();
+    let shadow = Shadow::new(&store.load().config, shared.metrics.clone()).unwrap();
     let results = shadow.send_all(job.clone(), admitted).await;
     assert_eq!(results.len(), 2);
     assert!(results
@@ -143,8 +143,8 @@ async fn a_dead_shadow_closes_the_gate_until_it_may_be_back() {
 
 #[test]
 fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
-    let (store, _shared) = store("{ cluster: s }");
-    let shadow = Shadow::new(&store.load().config).unwrap();
+    let (store, shared) = store("{ cluster: s }");
+    let shadow = Shadow::new(&store.load().config, shared.metrics.clone()).unwrap();
     let health = shadow.health();
     let snapshot = store.load();
     let cluster = &snapshot
@@ -211,6 +211,7 @@ fn sender_threads_under(priority: SidePriority, policy: u32) -> usize {
         Arc::new(sluice_control::EventLog::default()),
         priority,
         &shared.runtimes,
+        shared.metrics.clone(),
     )
     .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);

@@ -1,6 +1,7 @@
 //! The client against raw loopback servers that misbehave on purpose: a
 //! pooled connection the server drops after reading the next request, a
-//! refused endpoint, a fresh connection that breaks.
+//! refused endpoint, a fresh connection that breaks; and the cluster's
+//! `max_connections`, kept by the connector and the streams' drop.
 // Tests may spawn bare tasks (each test's runtime ends with it) and read std time.
 #![allow(clippy::disallowed_methods)]
 
@@ -15,6 +16,7 @@ use super::*;
 use crate::telemetry::Tracer;
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
 
 /// What the server does with each request, by the order requests arrive.
 #[derive(Clone, Copy)]
@@ -22,6 +24,8 @@ enum Then {
     Answer,
     /// Reads the request and closes the connection unanswered.
     Drop,
+    /// Answers `connection: close`, and closes.
+    Close,
 }
 
 /// A server whose `n`th request overall gets `script[n]` (then `Answer`).
@@ -56,6 +60,10 @@ async fn serve(mut conn: TcpStream, script: &'static [Then], requests: Arc<Atomi
         match script.get(n).copied().unwrap_or(Then::Answer) {
             Then::Answer => conn.write_all(OK).await.unwrap(),
             Then::Drop => return,
+            Then::Close => {
+                let _ = conn.write_all(OK_CLOSE).await;
+                return;
+            }
         }
     }
 }
@@ -65,11 +73,12 @@ fn dead_addr() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
-fn config(endpoints: &[SocketAddr]) -> Config {
+/// A config of one cluster `up` on `endpoints`, with `extra` keys.
+fn config(endpoints: &[SocketAddr], extra: &str) -> Config {
     let list: Vec<String> = endpoints.iter().map(ToString::to_string).collect();
     let yaml = format!(
         "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
-clusters:\n  - {{ name: up, kind: llm, endpoints: [{}] }}\n\
+clusters:\n  - {{ name: up, kind: llm, endpoints: [{}]{extra} }}\n\
 routes:\n  - {{ name: r, listener: public, split: {{ up: 100 }} }}\n",
         list.join(", ")
     );
@@ -77,27 +86,52 @@ routes:\n  - {{ name: r, listener: public, split: {{ up: 100 }} }}\n",
 }
 
 struct Fixture {
-    config: Config,
+    cluster: ClusterRuntime,
     endpoints: EndpointSet,
     client: Arc<UpstreamClient>,
+    metrics: Arc<Metrics>,
     started: Instant,
 }
 
 impl Fixture {
     fn new(endpoints: &[SocketAddr]) -> Fixture {
-        let config = config(endpoints);
+        Fixture::with(endpoints, "")
+    }
+
+    fn with(endpoints: &[SocketAddr], extra: &str) -> Fixture {
+        let config = config(endpoints, extra);
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let cluster = config.clusters[0].clone();
         Fixture {
             endpoints: EndpointSet::new(endpoints.len()),
-            client: UpstreamClient::new(&config).unwrap(),
-            config,
+            client: UpstreamClient::new(&config, metrics.clone()).unwrap(),
+            cluster: ClusterRuntime {
+                lineage_id: sluice_control::cluster_id(&cluster),
+                config: cluster,
+                endpoints: Arc::new(EndpointSet::new(endpoints.len())),
+                breakers: Arc::default(),
+                data_plane: std::sync::OnceLock::new(),
+            },
+            metrics,
             started: Instant::now(),
         }
+    }
+
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Connections the cluster's breaker counts open.
+    fn open(&self) -> usize {
+        self.cluster
+            .breakers
+            .taken(sluice_filters::Breaker::Connections)
     }
 
     async fn get(&self, traced: Option<Traced<'_>>) -> Result<Answer, Failed> {
         let now = || self.started.elapsed().as_millis() as u64;
         let target = Target {
-            cluster: &self.config.clusters[0],
+            cluster: &self.cluster,
             endpoints: &self.endpoints,
             now_ms: &now,
             policy: Policy::PROXY,
@@ -204,4 +238,57 @@ fn tried_marks_the_first_64_endpoints() {
     tried.mark(0);
     assert!(!tried.any_left(2));
     assert!(tried.any_left(65), "beyond 64 nothing is remembered");
+}
+
+/// Polls `ready` for up to 5 s.
+async fn eventually(ready: impl Fn() -> bool) -> bool {
+    for _ in 0..500 {
+        if ready() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    ready()
+}
+
+#[tokio::test]
+async fn past_max_connections_a_request_fails_overflow_without_connecting_or_ejecting() {
+    let (addr, accepted) = server(&[]).await;
+    let f = Fixture::with(&[addr], ", circuit_breakers: { max_connections: 1 }");
+    // The one connection, busy while its answer is unread.
+    let held = f.get(None).await.unwrap();
+    assert_eq!(f.open(), 1);
+    let failed = f.get(None).await.err().unwrap();
+    assert_eq!(failed.failure, Failure::Overflow);
+    assert_eq!(failed.endpoint, Some(0));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "no second connection");
+    assert!(!f.endpoints.is_ejected(0, f.now()), "the endpoint is not to blame");
+    let counted = f
+        .metrics
+        .breaker_overflow
+        .with_label_values(&["up", "max_connections"])
+        .get();
+    assert_eq!(counted, 1);
+    // Back in the pool, the connection serves the next request.
+    assert_eq!(body_of(held).await, b"ok");
+    let again = f.get(None).await.unwrap();
+    assert!(again.reused());
+    assert_eq!(body_of(again).await, b"ok");
+    assert_eq!((accepted.load(Ordering::SeqCst), f.open()), (1, 1));
+}
+
+#[tokio::test]
+async fn connections_closed_by_the_server_give_their_places_back() {
+    let (addr, accepted) = server(&[Then::Close; 20]).await;
+    let f = Fixture::with(&[addr], ", circuit_breakers: { max_connections: 1 }");
+    for n in 0..20 {
+        let answer = f.get(None).await.unwrap_or_else(|e| panic!("request {n}: {e:?}"));
+        assert_eq!(body_of(answer).await, b"ok");
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 20, "a new connection each");
+    assert!(eventually(|| f.open() == 0).await, "{} still open", f.open());
+    // A refused connect gives its place back too.
+    let f = Fixture::with(&[dead_addr()], ", circuit_breakers: { max_connections: 1 }");
+    assert_eq!(f.get(None).await.err().unwrap().failure, Failure::ConnectError);
+    assert_eq!(f.open(), 0);
 }

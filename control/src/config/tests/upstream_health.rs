@@ -73,7 +73,8 @@ fn circuit_breakers_default_to_1024_and_refuse_0_and_cache_clusters() {
         c.clusters[0].circuit_breakers,
         sluice_filters::BreakerLimits {
             max_requests: 1024,
-            max_pending: 1024
+            max_pending: 1024,
+            max_connections: 1024,
         }
     );
     let stable = "timeouts: { connect: 1s, first_byte: 120s, idle: 4s } }";
@@ -86,29 +87,41 @@ fn circuit_breakers_default_to_1024_and_refuse_0_and_cache_clusters() {
     };
     let c = Config::from_yaml(&with("{ max_requests: 8 }")).unwrap();
     assert_eq!(
-        (
-            c.clusters[0].circuit_breakers.max_requests,
-            c.clusters[0].circuit_breakers.max_pending
-        ),
-        (8, 1024)
+        c.clusters[0].circuit_breakers,
+        sluice_filters::BreakerLimits {
+            max_requests: 8,
+            max_pending: 1024,
+            max_connections: 1024,
+        }
+    );
+    let c = Config::from_yaml(&with("{ max_connections: 10 }")).unwrap();
+    assert_eq!(
+        c.clusters[0].circuit_breakers,
+        sluice_filters::BreakerLimits {
+            max_requests: 1024,
+            max_pending: 1024,
+            max_connections: 10,
+        }
     );
     assert_eq!(
-        errors_in(&with("{ max_requests: 0, max_pending: 0 }")),
+        errors_in(&with(
+            "{ max_requests: 0, max_pending: 0, max_connections: 0 }"
+        )),
         [
             "clusters[0].circuit_breakers.max_requests: must be at least 1",
             "clusters[0].circuit_breakers.max_pending: must be at least 1",
+            "clusters[0].circuit_breakers.max_connections: must be at least 1",
         ]
     );
     assert_eq!(
-        errors_in(&with("{ max_connections: 10 }")).len(),
-        1,
-        "max_connections is not built: refused as an unknown key"
+        errors_in(&with("{ max_connection: 10 }")),
+        ["clusters[0].circuit_breakers: unknown field `max_connection`, expected one of `max_requests`, `max_pending`, `max_connections`"]
     );
     let cache = "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379] }";
     assert_eq!(
         errors_of(
             cache,
-            "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379], circuit_breakers: {} }"
+            "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379], circuit_breakers: { max_connections: 4 } }"
         ),
         ["clusters[2].circuit_breakers: not allowed on a cache cluster (tcp listeners do not apply them)"]
     );

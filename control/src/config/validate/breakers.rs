@@ -23,6 +23,11 @@ pub(super) fn limits(at: &str, cluster: &RawCluster, errs: &mut Errors) -> Break
     for (breaker, value, slot) in [
         (Breaker::Requests, raw.max_requests, &mut out.max_requests),
         (Breaker::Pending, raw.max_pending, &mut out.max_pending),
+        (
+            Breaker::Connections,
+            raw.max_connections,
+            &mut out.max_connections,
+        ),
     ] {
         match value {
             Some(0) => errs.push(format!("{at}.{}", breaker.name()), "must be at least 1"),
