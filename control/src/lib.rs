@@ -7,6 +7,7 @@
 mod api;
 mod audit_file;
 mod config;
+mod connections;
 mod events;
 mod fault;
 mod feedback;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use sluice_filters::Metrics;
 
+use crate::connections::OpenConnections;
 use crate::events::EventLog;
 use crate::feedback::FeedbackQueue;
 use crate::mirror::MirrorDiffs;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub runtimes: Arc<Runtimes>,
     /// Breaches on their way to `feedback.dir`.
     pub(crate) feedback: Arc<FeedbackQueue>,
+    /// The live clusters' upstream connections `/metrics` reports.
+    pub(crate) connections: Arc<OpenConnections>,
 }
 
 impl Shared {
@@ -43,6 +46,7 @@ impl Shared {
         Ok(Shared {
             recorder: Recorder::new(metrics.registry())?,
             runtimes: Runtimes::new(metrics.registry())?,
+            connections: OpenConnections::new(metrics.registry())?,
             metrics,
             stats: Stats::new(),
             events: Arc::new(EventLog::default()),

@@ -43,6 +43,7 @@ impl SnapshotStore {
         shared: &Shared,
     ) -> Arc<SnapshotStore> {
         let snapshot = Snapshot::build(Arc::new(config), 1, None, &shared.metrics, &shared.stats);
+        shared.connections.watch(&snapshot);
         shared.metrics.snapshot_version.set(1);
         shared.events.push("startup", "load config", 1, Vec::new());
         Arc::new(SnapshotStore {
@@ -112,6 +113,7 @@ impl SnapshotStore {
             Ok(snapshot) => {
                 let snapshot = Arc::new(snapshot);
                 self.current.store(snapshot.clone());
+                self.shared.connections.watch(&snapshot);
                 self.changes.send_replace(snapshot.version);
                 let metrics = &self.shared.metrics;
                 metrics.snapshot_version.set(snapshot.version as i64);

@@ -262,7 +262,10 @@ async fn past_max_connections_a_request_fails_overflow_without_connecting_or_eje
     assert_eq!(failed.failure, Failure::Overflow);
     assert_eq!(failed.endpoint, Some(0));
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "no second connection");
-    assert!(!f.endpoints.is_ejected(0, f.now()), "the endpoint is not to blame");
+    assert!(
+        !f.endpoints.is_ejected(0, f.now()),
+        "the endpoint is not to blame"
+    );
     let counted = f
         .metrics
         .breaker_overflow
@@ -282,13 +285,23 @@ async fn connections_closed_by_the_server_give_their_places_back() {
     let (addr, accepted) = server(&[Then::Close; 20]).await;
     let f = Fixture::with(&[addr], ", circuit_breakers: { max_connections: 1 }");
     for n in 0..20 {
-        let answer = f.get(None).await.unwrap_or_else(|e| panic!("request {n}: {e:?}"));
+        let answer = f
+            .get(None)
+            .await
+            .unwrap_or_else(|e| panic!("request {n}: {e:?}"));
         assert_eq!(body_of(answer).await, b"ok");
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 20, "a new connection each");
-    assert!(eventually(|| f.open() == 0).await, "{} still open", f.open());
+    assert!(
+        eventually(|| f.open() == 0).await,
+        "{} still open",
+        f.open()
+    );
     // A refused connect gives its place back too.
     let f = Fixture::with(&[dead_addr()], ", circuit_breakers: { max_connections: 1 }");
-    assert_eq!(f.get(None).await.err().unwrap().failure, Failure::ConnectError);
+    assert_eq!(
+        f.get(None).await.err().unwrap().failure,
+        Failure::ConnectError
+    );
     assert_eq!(f.open(), 0);
 }

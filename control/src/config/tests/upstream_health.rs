@@ -115,7 +115,7 @@ fn circuit_breakers_default_to_1024_and_refuse_0_and_cache_clusters() {
     );
     assert_eq!(
         errors_in(&with("{ max_connection: 10 }")),
-        ["clusters[0].circuit_breakers: unknown field `max_connection`, expected one of `max_requests`, `max_pending`, `max_connections`"]
+        ["clusters[0].circuit_breakers.max_connection: unknown field `max_connection`, expected one of `max_requests`, `max_pending`, `max_connections` at line 9 column 82"]
     );
     let cache = "{ name: redis, kind: cache, endpoints: [127.0.0.1:6379] }";
     assert_eq!(
