@@ -2,13 +2,16 @@
 //! and two slow answers in flight, a third request is answered 503
 //! `overflow` with `retry-after` at once (counted), and passes again once
 //! one ends; a cluster at the default (1024) serves ten at once untouched.
+//! `max_connections` is in `connections`.
+
+mod connections;
 
 use std::time::Duration;
 
 use serde_json::json;
 use sluice_cli::{MockLlm, MockLlmOptions};
 
-use crate::harness::{listener, metrics_when, start, TestConfig};
+use crate::harness::{listener, metric_value, metrics_when, start, TestConfig};
 
 /// A streamed chat request to the route of `pool` (`x-pool` picks it);
 /// the answer's head, its body still coming.
@@ -109,5 +112,10 @@ async fn past_max_requests_a_request_gets_503_at_once_and_default_breakers_are_u
         ),
         "{text}"
     );
-    assert!(!text.contains("cluster=\"open\"} "), "{text}");
+    let open = metric_value(
+        &text,
+        "sluice_circuit_breaker_overflow_total",
+        &[("cluster", "open")],
+    );
+    assert_eq!(open, None, "{text}");
 }
