@@ -279,7 +279,7 @@ impl Metrics {
             breaker_overflow: register_family(
                 &registry,
                 "sluice_circuit_breaker_overflow_total",
-                "Requests refused (503) because a circuit breaker of their cluster was open (max_requests in flight, max_pending waiting for a connection), and retries not made past its retry_budget.",
+                "Requests refused (503) because a circuit breaker of their cluster was open (max_requests in flight, max_pending waiting for a connection, max_connections open upstream), and retries not made past its retry_budget.",
                 &["cluster", "breaker"],
             )?,
             registry,

@@ -27,3 +27,21 @@ pub(crate) fn classify(e: &Error) -> Option<Failure> {
     };
     Some(failure)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_breaker_refusal_is_an_overflow_even_when_marked_the_upstreams() {
+        // pingora marks a failed connect as the upstream's: the connector's
+        // `max_connections` refusal reaches `fail_to_proxy` so.
+        let mut e = Error::explain(ErrorType::Custom(super::super::breakers::OVERFLOW), "full");
+        assert_eq!(classify(&e), Some(Failure::Overflow));
+        e.as_up();
+        assert_eq!(classify(&e), Some(Failure::Overflow));
+        let mut refused = Error::explain(ErrorType::ConnectRefused, "refused");
+        refused.as_up();
+        assert_eq!(classify(&refused), Some(Failure::ConnectError));
+    }
+}

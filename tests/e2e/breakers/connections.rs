@@ -140,7 +140,10 @@ async fn past_max_connections_a_request_gets_503_without_a_new_connection_or_an_
     let hold = format!("{base}/hold");
     let (first, second) = tokio::join!(client.get(&hold).send(), client.get(&hold).send());
     let (mut first, mut second) = (first.unwrap(), second.unwrap());
-    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
     assert_eq!(first.chunk().await.unwrap().unwrap(), "hi\n");
     assert_eq!(second.chunk().await.unwrap().unwrap(), "hi\n");
     assert_eq!((a.accepted(), b.accepted()), (1, 1));
@@ -153,7 +156,11 @@ async fn past_max_connections_a_request_gets_503_without_a_new_connection_or_an_
     assert!(text.contains("\"error\":\"overflow\""), "{text}");
     assert!(text.contains("max_connections"), "{text}");
     assert_eq!(a.accepted() + b.accepted(), 2, "no third connection");
-    assert_eq!(a.requests() + b.requests(), 2, "the refused request went nowhere");
+    assert_eq!(
+        a.requests() + b.requests(),
+        2,
+        "the refused request went nowhere"
+    );
     let text = metrics_when(&sluice, |t| gauge(t, "capped") == Some(2.0)).await;
     assert_eq!(gauge(&text, "capped"), Some(2.0), "{text}");
     assert_eq!(
@@ -191,7 +198,11 @@ async fn past_max_connections_a_request_gets_503_without_a_new_connection_or_an_
         (10, 10),
         "each endpoint served half"
     );
-    assert_eq!((a.accepted(), b.accepted()), (1, 1), "pooled connections only");
+    assert_eq!(
+        (a.accepted(), b.accepted()),
+        (1, 1),
+        "pooled connections only"
+    );
     let text = metrics_when(&sluice, |t| gauge(t, "capped") == Some(2.0)).await;
     assert_eq!(gauge(&text, "capped"), Some(2.0), "{text}");
 }
