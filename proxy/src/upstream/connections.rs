@@ -9,7 +9,10 @@
 //!
 //! One connector per cluster and snapshot, made on first use and kept in the
 //! cluster's `data_plane` slot; the places are the cluster's `Breakers`,
-//! shared by every snapshot, so a reload keeps the count.
+//! shared by every snapshot, so a reload keeps the count. The peer's
+//! `group_key` is the cluster's, so that two clusters on one address keep
+//! pools apart (as Envoy's are per cluster): a connection one cluster
+//! counts is never lent to another.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -24,7 +27,7 @@ use pingora::upstreams::peer::{HttpPeer, Tracer, Tracing};
 use pingora::{Error, ErrorType};
 use prometheus::{IntCounter, IntCounterVec};
 use sluice_control::ClusterRuntime;
-use sluice_filters::{Breaker, Breakers, Metrics};
+use sluice_filters::{hash_bytes, Breaker, Breakers, Metrics};
 
 use crate::http_proxy::OVERFLOW;
 
@@ -36,6 +39,8 @@ pub(crate) struct Connector {
     /// only to its own connect.
     timeout: Duration,
     cluster: String,
+    /// The peer's `group_key`: pingora pools connections by it.
+    group_key: u64,
     /// `sluice_circuit_breaker_overflow_total`, and this cluster's series of
     /// it, resolved at the first refusal (a cluster never refused shows none).
     family: IntCounterVec,
@@ -61,6 +66,7 @@ impl Connector {
                 max: cluster.config.circuit_breakers.max_connections,
                 timeout: cluster.config.timeouts.connect,
                 cluster: cluster.config.name.clone(),
+                group_key: hash_bytes(cluster.config.name.as_bytes()),
                 family: metrics.breaker_overflow.clone(),
                 overflow: OnceLock::new(),
             })
@@ -75,6 +81,7 @@ impl Connector {
             max: self.max,
             timeout,
             cluster: self.cluster.clone(),
+            group_key: self.group_key,
             family: self.family.clone(),
             overflow: self.overflow.clone(),
         })
@@ -83,6 +90,7 @@ impl Connector {
     /// Makes `peer` connect through this connector and give its place back
     /// when the connection drops: an `Arc` clone and one small `Box` per peer.
     pub(crate) fn limit(self: Arc<Self>, peer: &mut HttpPeer) {
+        peer.group_key = self.group_key;
         peer.options.tracer = Some(Tracer(Box::new(Counted(self.breakers.clone()))));
         peer.options.custom_l4 = Some(self);
     }

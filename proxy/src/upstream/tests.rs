@@ -129,9 +129,30 @@ impl Fixture {
     }
 
     async fn get(&self, traced: Option<Traced<'_>>) -> Result<Answer, Failed> {
+        self.get_on(&self.cluster, traced).await
+    }
+
+    /// A cluster like the fixture's, named `name`.
+    fn twin(&self, name: &str) -> ClusterRuntime {
+        let mut config = self.cluster.config.clone();
+        config.name = name.to_string();
+        ClusterRuntime {
+            lineage_id: sluice_control::cluster_id(&config),
+            config,
+            endpoints: Arc::new(EndpointSet::new(self.endpoints.len())),
+            breakers: Arc::default(),
+            data_plane: std::sync::OnceLock::new(),
+        }
+    }
+
+    async fn get_on(
+        &self,
+        cluster: &ClusterRuntime,
+        traced: Option<Traced<'_>>,
+    ) -> Result<Answer, Failed> {
         let now = || self.started.elapsed().as_millis() as u64;
         let target = Target {
-            cluster: &self.cluster,
+            cluster,
             endpoints: &self.endpoints,
             now_ms: &now,
             policy: Policy::PROXY,
@@ -304,4 +325,24 @@ async fn connections_closed_by_the_server_give_their_places_back() {
         Failure::ConnectError
     );
     assert_eq!(f.open(), 0);
+}
+
+#[tokio::test]
+async fn two_clusters_on_one_address_keep_their_connections_apart() {
+    let (addr, accepted) = server(&[]).await;
+    let f = Fixture::with(&[addr], ", circuit_breakers: { max_connections: 1 }");
+    let twin = f.twin("twin");
+    assert_eq!(body_of(f.get(None).await.unwrap()).await, b"ok");
+    // The idle pooled connection is the first cluster's: the twin opens its own.
+    let answer = f.get_on(&twin, None).await.unwrap();
+    assert!(!answer.reused());
+    assert_eq!(body_of(answer).await, b"ok");
+    let again = f.get(None).await.unwrap();
+    assert!(again.reused());
+    assert_eq!(body_of(again).await, b"ok");
+    let twin_open = twin.breakers.taken(sluice_filters::Breaker::Connections);
+    assert_eq!(
+        (accepted.load(Ordering::SeqCst), f.open(), twin_open),
+        (2, 1, 1)
+    );
 }
