@@ -159,6 +159,13 @@ fn five_broken_exchanges_in_a_row_take_an_endpoint_down_and_timeouts_none() {
         health.record(&endpoints, 0, Some(MirrorResult::Timeout));
     }
     assert!(!down(), "a slow shadow is not a broken one");
+    for _ in 0..20 {
+        health.record(&endpoints, 0, Some(MirrorResult::Overflow));
+    }
+    assert!(
+        !down(),
+        "the cluster's max_connections is no endpoint's fault"
+    );
     for _ in 0..4 {
         health.record(&endpoints, 0, Some(MirrorResult::Error));
     }
