@@ -14,7 +14,7 @@ mod shedding;
 use super::typed::SidePriority;
 
 pub(crate) use fault::{
-    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
+    RawAbort, RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
     RawFaultMatch, RawTruncateMode,
 };
 pub use feedback::{RawFeedback, RawHalfLife};

@@ -265,6 +265,7 @@ fn halt_breach(config: &crate::config::Config) -> Breach {
         action: sluice_filters::FaultAction::Request(sluice_filters::RequestAction::Abort {
             status: 503,
             body: String::new(),
+            grpc: None,
         }),
     };
     Breach::of_fault(config, &experiment, 40.0, 10.0, 1_800_000_000_000_000).unwrap()
