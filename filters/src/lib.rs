@@ -107,7 +107,7 @@ pub use meter::{
 pub use metrics::{
     register_family, register_gauge, register_histogram, LabelledFamily, LoadStrippedMetrics,
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
-    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    GRPC_REQUESTS_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};

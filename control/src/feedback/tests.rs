@@ -153,6 +153,7 @@ async fn a_rollback_leaves_the_windows_traffic_and_a_manifest_naming_the_breach(
         latency: Duration::from_millis(50),
         tokens: None,
         load: false,
+        grpc: None,
     };
     let mut state = State::Pending;
     for _ in 0..100 {

@@ -5,7 +5,7 @@
 use std::time::SystemTime;
 
 use pingora::http::RequestHeader;
-use sluice_control::{Sample, TokenSample};
+use sluice_control::{GrpcOutcome, Sample, TokenSample};
 use sluice_filters::{Failure, RequestRecord, Source, TokenOutcome};
 
 use super::{HttpProxy, RequestCtx};
@@ -162,6 +162,10 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             latency: e2e,
             tokens,
             load: source == Source::Load,
+            grpc: ctx.grpc.then_some(match ctx.grpc_status {
+                Some(code) => GrpcOutcome::Status(code),
+                None => GrpcOutcome::NoStatus,
+            }),
         });
     }
 }
