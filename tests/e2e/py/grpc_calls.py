@@ -1,9 +1,11 @@
 """Many unary calls of one method through sluice on 127.0.0.1:argv[1], for tests/e2e/grpc.rs.
-argv[2] is JSON: {"method": "/test.Svc/Echo", "n": 200, "payload": hex, "metadata": [[k, v]]}.
+argv[2] is JSON: {"method": "/test.Svc/Echo", "n": 200, "payload": hex, "metadata": [[k, v]]},
+or with "seconds" instead of "n": calls one after another for that long.
 Prints one JSON object: calls by status code name, the distinct details of failed calls, and
 how many successful replies were not the payload echoed back."""
 import json
 import sys
+import time
 
 import grpc
 
@@ -15,7 +17,10 @@ call = channel.unary_unary(spec["method"], ident, ident)
 payload = bytes.fromhex(spec.get("payload", "00"))
 metadata = [tuple(m) for m in spec.get("metadata", [])]
 codes, details, wrong = {}, set(), 0
-for _ in range(spec["n"]):
+until = time.monotonic() + spec.get("seconds", 0)
+n = 0
+while n < spec["n"] if "n" in spec else time.monotonic() < until:
+    n += 1
     try:
         reply = call(payload, timeout=10, metadata=metadata)
         codes["OK"] = codes.get("OK", 0) + 1
