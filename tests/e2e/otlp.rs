@@ -108,6 +108,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             prompt_fingerprint: Some("9f86d081884c7d65"),
             load_run: Some("load-00000000000000aa"),
             error: None,
+            grpc: None,
             attempts: &attempts,
         },
     );
