@@ -139,7 +139,10 @@ mod tests {
         let failures = GrpcCodes::default();
         assert_eq!(failures.codes().collect::<Vec<_>>(), [2, 4, 8, 13, 14, 15]);
         assert!(failures.contains(14) && !failures.contains(5) && !failures.contains(99));
-        assert_eq!(GrpcCodes::of([0, 16, 17]).codes().collect::<Vec<_>>(), [0, 16]);
+        assert_eq!(
+            GrpcCodes::of([0, 16, 17]).codes().collect::<Vec<_>>(),
+            [0, 16]
+        );
     }
 
     #[test]

@@ -195,7 +195,11 @@ pub(crate) struct GrpcAnswer<'a> {
 /// Writes `answer` as gRPC clients read one: HTTP 200,
 /// `content-type: application/grpc`, then trailers `grpc-status` and
 /// `grpc-message`.
-pub(crate) async fn respond_grpc(session: &mut Session, ctx: &mut RequestCtx, answer: GrpcAnswer<'_>) {
+pub(crate) async fn respond_grpc(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    answer: GrpcAnswer<'_>,
+) {
     ctx.grpc_status = Some(answer.status);
     let Ok(mut resp) = ResponseHeader::build(200, Some(5)) else {
         return;

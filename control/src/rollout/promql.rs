@@ -54,7 +54,12 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>)
         .map(|(gate, _)| {
             let template = pick(
                 QueryKey::Gate(gate),
-                template(gate, c.canary_price.as_ref(), c.window, c.gates.grpc_failures),
+                template(
+                    gate,
+                    c.canary_price.as_ref(),
+                    c.window,
+                    c.gates.grpc_failures,
+                ),
             );
             (gate, fill(&template, &c.canary))
         })

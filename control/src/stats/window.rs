@@ -197,10 +197,7 @@ impl WindowView {
     /// with no gRPC call.
     pub fn grpc_success_percent(&self, failures: GrpcCodes) -> Option<f64> {
         let calls = self.grpc_calls();
-        let failed: u64 = failures
-            .codes()
-            .map(|c| self.grpc_codes[c as usize])
-            .sum();
+        let failed: u64 = failures.codes().map(|c| self.grpc_codes[c as usize]).sum();
         (calls > 0).then(|| (calls - failed) as f64 * 100.0 / calls as f64)
     }
 

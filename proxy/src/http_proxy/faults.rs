@@ -56,7 +56,9 @@ pub(super) async fn before_upstream(
             let injected = &metrics.faults.injected;
             // A gRPC call takes the gRPC code when one is asked for; any
             // other request the HTTP status, or the code's.
-            let grpc = asked.abort_grpc.filter(|_| ctx.grpc || asked.abort.is_none());
+            let grpc = asked
+                .abort_grpc
+                .filter(|_| ctx.grpc || asked.abort.is_none());
             let status = asked.abort.or(asked.abort_grpc.map(grpc_status_http));
             if let Some(status) = status {
                 injected

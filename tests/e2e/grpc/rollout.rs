@@ -71,5 +71,8 @@ async fn a_healthy_grpc_canary_is_promoted() {
     };
     assert_eq!(status["state"], "promoted", "{status}");
     assert_eq!(status["weight"], 100, "{status}");
-    assert_eq!(status["gates"]["grpc_success_rate_min"]["value"], 100.0, "{status}");
+    assert_eq!(
+        status["gates"]["grpc_success_rate_min"]["value"], 100.0,
+        "{status}"
+    );
 }

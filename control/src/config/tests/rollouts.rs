@@ -480,7 +480,11 @@ fn grpc_success_rate_and_its_failure_codes() {
     );
     let c = Config::from_yaml(&yaml).unwrap();
     assert_eq!(
-        c.rollouts[0].gates.grpc_failures.codes().collect::<Vec<_>>(),
+        c.rollouts[0]
+            .gates
+            .grpc_failures
+            .codes()
+            .collect::<Vec<_>>(),
         [5, 14]
     );
     let again = Config::from_yaml(&c.raw.to_yaml()).unwrap();

@@ -84,10 +84,10 @@ pub enum OnRestart {
     Pause,
 }
 
+use sluice_filters::GrpcCodes;
 /// The gate names and units live in `sluice-filters`, shared with `sluice load`'s
 /// `thresholds:`.
 pub use sluice_filters::{Gate, GateUnit as Unit};
-use sluice_filters::GrpcCodes;
 
 /// Bounds on the canary, each in its gate's unit (milliseconds for
 /// durations); upper bounds but for [`Gate::is_lower_bound`]. At least one

@@ -214,10 +214,7 @@ fn abort(at: &str, x: &RawAbort, errs: &mut Errors) -> RequestAction {
     }
     let grpc = x.grpc_status.map(|status| GrpcAbort {
         status,
-        message: x
-            .message
-            .clone()
-            .unwrap_or_else(|| "fault injected".into()),
+        message: x.message.clone().unwrap_or_else(|| "fault injected".into()),
     });
     RequestAction::Abort {
         status: x
