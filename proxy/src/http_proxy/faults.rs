@@ -54,17 +54,14 @@ pub(super) async fn before_upstream(
         let asked = header_faults(&PingoraRequest(session.req_header()));
         if !asked.is_empty() {
             let injected = &metrics.faults.injected;
-            // A gRPC call takes the gRPC code when one is asked for; any
-            // other request the HTTP status, or the code's.
-            let grpc = asked
-                .abort_grpc
-                .filter(|_| ctx.grpc || asked.abort.is_none());
+            // A gRPC call takes the gRPC code when one is asked for (see
+            // `abort`); any other request the HTTP status, or the code's.
             let status = asked.abort.or(asked.abort_grpc.map(grpc_status_http));
             if let Some(status) = status {
                 injected
                     .with_label_values(&[HEADER_EXPERIMENT, ActionName::Abort.as_str()])
                     .inc();
-                let grpc = grpc.map(|status| GrpcAbort {
+                let grpc = asked.abort_grpc.map(|status| GrpcAbort {
                     status,
                     message: HEADER_MESSAGE.to_string(),
                 });
