@@ -88,8 +88,8 @@ pub use shedding::RouteShedding;
 pub use side_thread::set_side_priority;
 pub use snapshot::{ClusterRuntime, RouteRuntime, RouteTarget, Snapshot};
 pub use stats::{
-    Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView, MAX_TOKEN_POINTS,
-    MAX_WINDOW_SECONDS, WINDOW_SECONDS,
+    GrpcOutcome, Measure, Sample, Stats, StatsKey, StatsRow, TokenSample, WindowView,
+    MAX_TOKEN_POINTS, MAX_WINDOW_SECONDS, WINDOW_SECONDS,
 };
 pub use store::SnapshotStore;
 pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

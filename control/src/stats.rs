@@ -46,6 +46,28 @@ pub struct Sample {
     /// Load traffic (`sluice load` from a trusted peer): kept apart, so that
     /// a rollout with `gates.exclude_load` can leave it out.
     pub load: bool,
+    /// A gRPC call's outcome; `None` for any other request.
+    pub grpc: Option<GrpcOutcome>,
+}
+
+/// How a gRPC call ended, for `grpc_success_rate_min`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrpcOutcome {
+    /// The `grpc-status` it ended with (from the answer, or sluice's own).
+    Status(u32),
+    /// None came (a broken stream): counted as UNKNOWN (2), as gRPC
+    /// clients report it.
+    NoStatus,
+}
+
+impl GrpcOutcome {
+    /// The code it counts as: 0..=16, UNKNOWN for anything else.
+    pub fn code(self) -> usize {
+        match self {
+            GrpcOutcome::Status(c) if c <= sluice_filters::GRPC_MAX_STATUS => c as usize,
+            GrpcOutcome::Status(_) | GrpcOutcome::NoStatus => 2,
+        }
+    }
 }
 
 /// The token timing of one streamed (or metered) answer.

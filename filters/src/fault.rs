@@ -10,10 +10,12 @@ mod metrics;
 mod pace;
 
 pub use action::{
-    ActionName, Direction, Distribution, FaultAction, FaultKind, RequestAction, StreamAction,
-    Toxic, TruncateMode,
+    ActionName, Direction, Distribution, FaultAction, FaultKind, GrpcAbort, RequestAction,
+    StreamAction, Toxic, TruncateMode,
 };
-pub use header::{header_faults, HeaderFault, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY};
+pub use header::{
+    header_faults, HeaderFault, HEADER_ABORT, HEADER_ABORT_GRPC, HEADER_DELAY, HEADER_TOKEN_DELAY,
+};
 pub use metrics::FaultMetrics;
 pub use pace::{Pacer, Step, CORRUPT_EVENT};
 

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 crate::name_table! {
     /// The name of one gate, as written in `gates:` and shown by the API.
-    /// Every gate is an upper bound on one measure of the canary.
+    /// Every gate is an upper bound on one measure of the canary, except
+    /// the lower bounds of [`Gate::is_lower_bound`].
     pub enum Gate: "gate" {
         TtftP95 = "ttft_p95",
         TtftP99 = "ttft_p99",
@@ -27,6 +28,9 @@ crate::name_table! {
         /// USD per 1k tokens (input and output) of the canary, by its
         /// cluster's `cost:` price table.
         CostPer1kMax = "cost_per_1k_max",
+        /// Percent of the canary's gRPC calls whose `grpc-status` is not a
+        /// failure code (`gates.grpc_failure_codes`), 0..=100: a lower bound.
+        GrpcSuccessRateMin = "grpc_success_rate_min",
     }
 }
 
@@ -94,7 +98,7 @@ impl Gate {
             Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => {
                 GateUnit::Ms
             }
-            Gate::ErrorRate | Gate::GpuMemoryMax => GateUnit::Percent,
+            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::GrpcSuccessRateMin => GateUnit::Percent,
             Gate::P99VsStable | Gate::TtftVsStable => GateUnit::Ratio,
             Gate::UpstreamQueueMax => GateUnit::Requests,
             Gate::CostPer1kMax => GateUnit::Usd,
@@ -113,7 +117,23 @@ impl Gate {
             | Gate::ErrorRate
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
-            | Gate::CostPer1kMax => false,
+            | Gate::CostPer1kMax
+            | Gate::GrpcSuccessRateMin => false,
+        }
+    }
+
+    /// The canary passes while its value is at least the bound (a success
+    /// rate), not at most.
+    pub fn is_lower_bound(self) -> bool {
+        self == Gate::GrpcSuccessRateMin
+    }
+
+    /// Whether `value` passes `bound`.
+    pub fn passes(self, value: f64, bound: f64) -> bool {
+        if self.is_lower_bound() {
+            value >= bound
+        } else {
+            value <= bound
         }
     }
 }
@@ -135,7 +155,8 @@ impl Gate {
             | Gate::TtftVsStable
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
-            | Gate::CostPer1kMax => false,
+            | Gate::CostPer1kMax
+            | Gate::GrpcSuccessRateMin => false,
         }
     }
 }

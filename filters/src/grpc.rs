@@ -1,6 +1,7 @@
 //! gRPC over HTTP/2, as the proxy sees it: which requests are gRPC, their
-//! `grpc-timeout`, their method, and the `grpc-message` text of an error the
-//! proxy writes itself. Pure: callers pass header values.
+//! `grpc-timeout`, their method, the `grpc-message` text of an error the
+//! proxy writes itself, the HTTP status a gRPC code stands for, and sets of
+//! codes (a rollout gate's failures). Pure: callers pass header values.
 
 use std::time::Duration;
 
@@ -54,9 +55,95 @@ pub fn grpc_message(text: &str) -> String {
     out
 }
 
+/// The highest gRPC status code (16, UNAUTHENTICATED).
+pub const GRPC_MAX_STATUS: u32 = 16;
+
+/// The HTTP status that gRPC code `code` stands for where an HTTP answer
+/// is written instead (an injected `abort` on a request that is not a gRPC
+/// call): the table of `google.rpc.Code`, as grpc-gateway and Google's
+/// APIs apply it. A code past 16 is UNKNOWN's 500.
+pub fn grpc_status_http(code: u32) -> u16 {
+    match code {
+        0 => 200,
+        1 => 499,
+        3 | 9 | 11 => 400,
+        4 => 504,
+        5 => 404,
+        6 | 10 => 409,
+        7 => 403,
+        8 => 429,
+        12 => 501,
+        14 => 503,
+        16 => 401,
+        _ => 500,
+    }
+}
+
+/// A set of gRPC status codes (0..=16), as a bit per code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GrpcCodes(u32);
+
+impl GrpcCodes {
+    /// What a caller of a service would call the service's failure: UNKNOWN
+    /// (2), DEADLINE_EXCEEDED (4), RESOURCE_EXHAUSTED (8), INTERNAL (13),
+    /// UNAVAILABLE (14) and DATA_LOSS (15), as Envoy's and Istio's retry and
+    /// outlier defaults count them. NOT_FOUND, INVALID_ARGUMENT and the like
+    /// are the caller's own mistakes, and CANCELLED is the caller's choice.
+    pub const DEFAULT_FAILURES: GrpcCodes =
+        GrpcCodes(1 << 2 | 1 << 4 | 1 << 8 | 1 << 13 | 1 << 14 | 1 << 15);
+
+    /// The set of `codes`; codes past 16 are left out.
+    pub fn of(codes: impl IntoIterator<Item = u32>) -> GrpcCodes {
+        GrpcCodes(
+            codes
+                .into_iter()
+                .filter(|&c| c <= GRPC_MAX_STATUS)
+                .fold(0, |set, c| set | 1 << c),
+        )
+    }
+
+    pub fn contains(self, code: u32) -> bool {
+        code <= GRPC_MAX_STATUS && self.0 & (1 << code) != 0
+    }
+
+    /// The codes in the set, lowest first.
+    pub fn codes(self) -> impl Iterator<Item = u32> {
+        (0..=GRPC_MAX_STATUS).filter(move |&c| self.contains(c))
+    }
+}
+
+impl Default for GrpcCodes {
+    fn default() -> GrpcCodes {
+        GrpcCodes::DEFAULT_FAILURES
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_map_to_http_statuses() {
+        let table: Vec<u16> = (0..=17).map(grpc_status_http).collect();
+        assert_eq!(
+            table,
+            [
+                200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500,
+                401, 500
+            ]
+        );
+    }
+
+    #[test]
+    fn code_sets() {
+        let failures = GrpcCodes::default();
+        assert_eq!(failures.codes().collect::<Vec<_>>(), [2, 4, 8, 13, 14, 15]);
+        assert!(failures.contains(14) && !failures.contains(5) && !failures.contains(99));
+        assert_eq!(
+            GrpcCodes::of([0, 16, 17]).codes().collect::<Vec<_>>(),
+            [0, 16]
+        );
+    }
 
     #[test]
     fn content_types() {

@@ -63,8 +63,9 @@ pub use embedding::{
 pub use failure::{error_body, Failure};
 pub use fault::{
     header_faults, sampled, ActionName, Direction, Distribution, Experiment, FaultAction,
-    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, HaltIf, HeaderFault, Pacer, Skip,
-    Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_DELAY, HEADER_TOKEN_DELAY,
+    FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, GrpcAbort, HaltIf, HeaderFault,
+    Pacer, Skip, Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_ABORT_GRPC,
+    HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use fault::{RequestAction, StreamAction};
 pub use feedback::{
@@ -78,7 +79,10 @@ pub use genai::{
     GenAiHandles, GenAiMetrics, ModelHandleCache, Operation, GAP_METRIC, TOKEN_USAGE_METRIC,
     TPOT_METRIC, TTFT_METRIC,
 };
-pub use grpc::{grpc_message, grpc_method, is_grpc, parse_grpc_timeout};
+pub use grpc::{
+    grpc_message, grpc_method, grpc_status_http, is_grpc, parse_grpc_timeout, GrpcCodes,
+    GRPC_MAX_STATUS,
+};
 pub use hash::{hash_bytes, mix64};
 pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};
 pub use hop::HOP_BY_HOP;
@@ -103,7 +107,7 @@ pub use meter::{
 pub use metrics::{
     register_family, register_gauge, register_histogram, LabelledFamily, LoadStrippedMetrics,
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
-    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    GRPC_REQUESTS_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};

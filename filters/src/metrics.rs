@@ -25,7 +25,7 @@ pub use resp::{RespHandles, RespMetrics};
 /// rollouts' PromQL reads.
 pub const REQUESTS_METRIC: &str = "sluice_requests_total";
 /// gRPC calls, by method and `grpc-status`.
-const GRPC_REQUESTS_METRIC: &str = "sluice_grpc_requests_total";
+pub const GRPC_REQUESTS_METRIC: &str = "sluice_grpc_requests_total";
 /// Request duration, arrival to last byte, seconds.
 pub const REQUEST_DURATION_METRIC: &str = "sluice_request_duration_seconds";
 /// The label of [`REQUESTS_METRIC`] that holds a [`StatusClass`].

@@ -63,7 +63,12 @@ pub struct PlanRules {
 }
 
 /// Health (the serving machine) and errors.
-const HEALTH_AND_ERRORS: [Gate; 3] = [Gate::ErrorRate, Gate::GpuMemoryMax, Gate::UpstreamQueueMax];
+const HEALTH_AND_ERRORS: [Gate; 4] = [
+    Gate::ErrorRate,
+    Gate::GrpcSuccessRateMin,
+    Gate::GpuMemoryMax,
+    Gate::UpstreamQueueMax,
+];
 /// Latency, absolute and against stable.
 const LATENCY: [Gate; 6] = [
     Gate::TtftP95,

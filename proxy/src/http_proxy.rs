@@ -168,13 +168,40 @@ fn grpc_status_of(headers: &http::HeaderMap) -> Option<u32> {
 /// trailers with `grpc-status` and `grpc-message`, the code from
 /// the one mapping ([`Failure::grpc_status`]).
 async fn respond_grpc_failure(session: &mut Session, ctx: &mut RequestCtx, failure: Failure) {
-    ctx.grpc_status = Some(failure.grpc_status());
     let message = match (failure, ctx.cluster()) {
         (Failure::NeedsHttp2, Some(c)) => {
             format!("cluster `{}`: {}", c.config.name, failure.message())
         }
         _ => failure.message().to_string(),
     };
+    let answer = GrpcAnswer {
+        status: failure.grpc_status(),
+        message: &message,
+        header: ("x-sluice-error", failure.reason()),
+    };
+    respond_grpc(session, ctx, answer).await;
+}
+
+/// A gRPC status that sluice answers itself: a proxy failure, or an
+/// injected `abort`.
+pub(crate) struct GrpcAnswer<'a> {
+    pub status: u32,
+    /// Before percent-encoding.
+    pub message: &'a str,
+    /// The header that says why sluice answered (`x-sluice-error`,
+    /// `x-sluice-fault`).
+    pub header: (&'static str, &'a str),
+}
+
+/// Writes `answer` as gRPC clients read one: HTTP 200,
+/// `content-type: application/grpc`, then trailers `grpc-status` and
+/// `grpc-message`.
+pub(crate) async fn respond_grpc(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    answer: GrpcAnswer<'_>,
+) {
+    ctx.grpc_status = Some(answer.status);
     let Ok(mut resp) = ResponseHeader::build(200, Some(5)) else {
         return;
     };
@@ -187,14 +214,14 @@ async fn respond_grpc_failure(session: &mut Session, ctx: &mut RequestCtx, failu
     }
     let _ = resp.insert_header("content-type", "application/grpc");
     let _ = resp.insert_header("x-request-id", ctx.request_id.as_str());
-    let _ = resp.insert_header("x-sluice-error", failure.reason());
+    let _ = resp.insert_header(answer.header.0, answer.header.1);
     // Headers then trailers: pingora ends an HTTP/2 answer with an empty
     // DATA frame, never on its HEADERS, so a trailers-only answer cannot be
     // written; gRPC reads the status from the trailers either way.
     let mut trailers = http::HeaderMap::new();
     if let (Ok(code), Ok(text)) = (
-        http::HeaderValue::from_str(&failure.grpc_status().to_string()),
-        http::HeaderValue::from_str(&grpc_message(&message)),
+        http::HeaderValue::from_str(&answer.status.to_string()),
+        http::HeaderValue::from_str(&grpc_message(answer.message)),
     ) {
         trailers.insert("grpc-status", code);
         trailers.insert("grpc-message", text);
@@ -669,10 +696,11 @@ impl ProxyHttp for HttpProxy {
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut RequestCtx) {
         // A stream cut short never reached end_of_stream: close its meter now.
         metering::finish(ctx, ctx.started.elapsed());
-        let status = match (ctx.grpc, ctx.failure) {
+        let status = match (ctx.grpc, ctx.failure, ctx.injected_status) {
             // A gRPC error goes out as HTTP 200; outcomes count it as the
-            // failure it is.
-            (true, Some(f)) => f.status(),
+            // failure it is, an injected one as the abort's HTTP status.
+            (true, Some(f), _) => f.status(),
+            (true, None, Some(s)) => s,
             _ => session
                 .response_written()
                 .map(|r| r.status.as_u16())

@@ -16,4 +16,4 @@ mod upstream;
 
 pub use server::{Sluice, StartOptions};
 pub use sluice_control::Stop;
-pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, RequestTrace, Tracer};
+pub use telemetry::{Attempt, AttemptTrace, FinishedRequest, GrpcCall, RequestTrace, Tracer};

@@ -273,7 +273,20 @@ pub struct FinishedRequest<'a> {
     pub load_run: Option<&'a str>,
     /// A short, low-cardinality error kind when the request failed.
     pub error: Option<&'a str>,
+    /// A gRPC call's `rpc.*` attributes; `None` for any other request.
+    pub grpc: Option<GrpcCall<'a>>,
     pub attempts: &'a [Attempt],
+}
+
+/// What the server span of a gRPC call says about it (OpenTelemetry's RPC conventions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcCall<'a> {
+    /// `rpc.service`: `package.Service`; empty when the path is not a method's.
+    pub service: &'a str,
+    /// `rpc.method`.
+    pub method: &'a str,
+    /// `rpc.grpc.status_code`: the status it ended with, when one came.
+    pub status: Option<u32>,
 }
 
 /// One upstream attempt of a request.

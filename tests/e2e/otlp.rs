@@ -108,6 +108,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             prompt_fingerprint: Some("9f86d081884c7d65"),
             load_run: Some("load-00000000000000aa"),
             error: None,
+            grpc: None,
             attempts: &attempts,
         },
     );
@@ -257,4 +258,44 @@ async fn sluice_serves_normally_with_the_collector_down() {
     let text =
         harness::metrics_within(&sluice, Duration::from_secs(20), |t| dropped(t) > 0.0).await;
     assert!(dropped(&text) > 0.0, "no dropped spans counted");
+}
+
+/// A grpcio call through sluice in the client's trace: its server span carries the RPC
+/// attributes, the status from the server's trailers (NOT_FOUND, 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_calls_server_span_carries_the_rpc_attributes() {
+    let Some(collector) = collector().await else {
+        return;
+    };
+    let Some(python) = crate::grpc::python() else {
+        return;
+    };
+    let (_server, upstream) = crate::grpc::grpc_server(&python, &[]).await;
+    let sluice = harness::TestConfig::http()
+        .cluster_with("grpc", "http", [&upstream], "version: v1, protocol: h2c")
+        .route("rpc", "grpc: 100")
+        .section(
+            "telemetry",
+            format!(
+                "{{ otlp_endpoint: \"{}\", sample_ratio: 1.0, service_name: sluice-e2e }}",
+                collector.endpoint()
+            ),
+        )
+        .start();
+    let listen = harness::listener(&sluice, "public").port();
+    let client = TraceContext::parse(CLIENT.as_bytes()).unwrap();
+    let got = crate::grpc::grpc_calls(
+        &python,
+        listen,
+        serde_json::json!({"method": "/test.Svc/Missing", "n": 1,
+                           "metadata": [["traceparent", CLIENT]]}),
+    )
+    .await;
+    assert_eq!(got["codes"]["NOT_FOUND"], 1, "{got}");
+
+    let (server, _) = collector.request_spans(&client.trace_id_hex()).await;
+    assert_eq!(server.attr("rpc.system"), "Str(grpc)");
+    assert_eq!(server.attr("rpc.service"), "Str(test.Svc)");
+    assert_eq!(server.attr("rpc.method"), "Str(Missing)");
+    assert_eq!(server.attr("rpc.grpc.status_code"), "Int(5)");
 }

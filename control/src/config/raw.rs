@@ -14,8 +14,8 @@ mod shedding;
 use super::typed::SidePriority;
 
 pub(crate) use fault::{
-    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault, RawFaultAction,
-    RawFaultMatch, RawTruncateMode,
+    RawAbort, RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFault,
+    RawFaultAction, RawFaultMatch, RawTruncateMode,
 };
 pub use feedback::{RawFeedback, RawHalfLife};
 pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};

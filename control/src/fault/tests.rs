@@ -116,6 +116,7 @@ async fn the_loop_halts_on_error_rate_and_notes_expiry() {
     for i in 0..10 {
         shared.stats.record(Sample {
             load: false,
+            grpc: None,
             key,
             status: if i < 8 { 503 } else { 200 },
             latency: Duration::from_millis(1),
@@ -182,6 +183,7 @@ async fn a_halt_hands_its_breach_to_the_feedback_writer() {
     for i in 0..10 {
         shared.stats.record(Sample {
             load: false,
+            grpc: None,
             key,
             status: if i < 8 { 503 } else { 200 },
             latency: Duration::from_millis(1),

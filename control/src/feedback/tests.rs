@@ -153,6 +153,7 @@ async fn a_rollback_leaves_the_windows_traffic_and_a_manifest_naming_the_breach(
         latency: Duration::from_millis(50),
         tokens: None,
         load: false,
+        grpc: None,
     };
     let mut state = State::Pending;
     for _ in 0..100 {
@@ -265,6 +266,7 @@ fn halt_breach(config: &crate::config::Config) -> Breach {
         action: sluice_filters::FaultAction::Request(sluice_filters::RequestAction::Abort {
             status: 503,
             body: String::new(),
+            grpc: None,
         }),
     };
     Breach::of_fault(config, &experiment, 40.0, 10.0, 1_800_000_000_000_000).unwrap()

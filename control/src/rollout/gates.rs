@@ -77,10 +77,12 @@ impl GateReading {
             Unit::Usd => format!("${}", round(v, 6)),
         };
         let value = self.value.map_or_else(|| "n/a".to_string(), show);
-        let cmp = match self.ok {
-            Some(true) => "<=",
-            Some(false) => ">",
-            None => "vs",
+        let cmp = match (self.ok, self.gate.is_lower_bound()) {
+            (Some(true), false) => "<=",
+            (Some(false), false) => ">",
+            (Some(true), true) => ">=",
+            (Some(false), true) => "<",
+            (None, _) => "vs",
         };
         format!(
             "{} {value} {cmp} {} ({} samples)",
@@ -99,7 +101,8 @@ fn round(v: f64, decimals: i32) -> f64 {
 
 /// Reads every configured gate. A gate is judged only with at least
 /// `min_requests` canary samples (relative gates: stable samples too) and
-/// a value to compare; it passes when the value is at most the bound.
+/// a value to compare; it passes when the value is at most the bound (at
+/// least, for a lower bound such as `grpc_success_rate_min`).
 pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateReading> {
     let min_requests = config.min_requests;
     config
@@ -121,7 +124,7 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
                 unit: gate.unit(),
                 samples: f.samples,
                 stable_samples: f.stable_samples,
-                ok: f.value.filter(|_| enough).map(|v| v <= bound),
+                ok: f.value.filter(|_| enough).map(|v| gate.passes(v, bound)),
             }
         })
         .collect()
@@ -190,6 +193,12 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         ),
         Gate::GpuMemoryMax => (gpu_memory_percent, canary.requests, None),
         Gate::UpstreamQueueMax => (upstream_waiting, canary.requests, None),
+        // Samples are the canary's gRPC calls: with none, no reading.
+        Gate::GrpcSuccessRateMin => (
+            canary.grpc_success_percent(config.gates.grpc_failures),
+            canary.grpc_calls(),
+            None,
+        ),
         Gate::CostPer1kMax => match &config.canary_price {
             Some(p @ Price::GpuHour { .. }) => (
                 window_cost_per_1k(p, canary, config.window),
@@ -242,9 +251,11 @@ pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
             Gate::GapP99 => Measure::Gap,
             Gate::TpotP95 => Measure::Tpot,
             Gate::LatencyP99 | Gate::P99VsStable => Measure::Latency,
-            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::UpstreamQueueMax | Gate::CostPer1kMax => {
-                continue
-            }
+            Gate::ErrorRate
+            | Gate::GpuMemoryMax
+            | Gate::UpstreamQueueMax
+            | Gate::CostPer1kMax
+            | Gate::GrpcSuccessRateMin => continue,
         };
         if !canary.contains(&measure) {
             canary.push(measure);

@@ -14,7 +14,7 @@
 //!
 //! A query must come back with one series (or a scalar). Time gates are
 //! read in seconds, Prometheus's unit, and shown in milliseconds;
-//! `error_rate` and `gpu_memory_max` in percent; relative gates as the
+//! `error_rate`, `gpu_memory_max` and `grpc_success_rate_min` in percent; relative gates as the
 //! ratio; `upstream_queue_max` in requests; `cost_per_1k_max` in USD;
 //! `requests` as a count.
 
@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_filters::{
-    Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC, REQUESTS_METRIC,
-    REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
+    GrpcCodes, Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC,
+    GRPC_REQUESTS_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
+    TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
 };
 
 use crate::config::{Gate, QueryKey, RolloutConfig, Unit};
@@ -53,7 +54,12 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>)
         .map(|(gate, _)| {
             let template = pick(
                 QueryKey::Gate(gate),
-                template(gate, c.canary_price.as_ref(), c.window),
+                template(
+                    gate,
+                    c.canary_price.as_ref(),
+                    c.window,
+                    c.gates.grpc_failures,
+                ),
             );
             (gate, fill(&template, &c.canary))
         })
@@ -76,8 +82,14 @@ pub(crate) fn scale(gate: Gate) -> f64 {
 }
 
 /// The generated query of one gate, placeholders unfilled. `price` (the
-/// canary's table) and `window` shape `cost_per_1k_max` only.
-pub(crate) fn template(gate: Gate, price: Option<&Price>, window: Duration) -> String {
+/// canary's table) and `window` shape `cost_per_1k_max` only, the failure
+/// codes `grpc_success_rate_min` only.
+pub(crate) fn template(
+    gate: Gate,
+    price: Option<&Price>,
+    window: Duration,
+    grpc_failures: GrpcCodes,
+) -> String {
     match gate {
         Gate::TtftP95 => quantile(0.95, TTFT_METRIC, "$cluster"),
         Gate::TtftP99 => quantile(0.99, TTFT_METRIC, "$cluster"),
@@ -134,6 +146,25 @@ pub(crate) fn template(gate: Gate, price: Option<&Price>, window: Duration) -> S
                     sum(COST_TOKENS_METRIC)
                 ),
             }
+        }
+        // No `source` label on the gRPC family either. A call without a
+        // status (`unknown`) fails where UNKNOWN (2) does, as in the
+        // windows; with no gRPC call the division is empty: no reading.
+        Gate::GrpcSuccessRateMin => {
+            let mut failed: Vec<String> = grpc_failures.codes().map(|c| c.to_string()).collect();
+            if grpc_failures.contains(2) {
+                failed.push("unknown".into());
+            }
+            let calls = |extra: &str| {
+                format!(
+                    "sum(increase({GRPC_REQUESTS_METRIC}{{route=\"$route\",cluster=\"$cluster\"{extra}}}[$window]))"
+                )
+            };
+            format!(
+                "100 * (1 - ({} or vector(0)) / {})",
+                calls(&format!(",grpc_status=~\"{}\"", failed.join("|"))),
+                calls("")
+            )
         }
     }
 }

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{RolloutStatus, Rollouts, Signals, State};
 use crate::shared::Shared;
-use crate::stats::{Sample, StatsKey, TokenSample};
+use crate::stats::{GrpcOutcome, Sample, StatsKey, TokenSample};
 use crate::store::SnapshotStore;
 use crate::testing::{self, stable_canary};
 
@@ -85,6 +85,9 @@ pub(super) struct Harness {
     /// Load traffic (`sluice load` from a trusted peer) sent to the canary
     /// in each slice on top of users', and how it answers.
     load: Option<(u64, Shape)>,
+    /// The canary's requests are gRPC calls: this percent of them end with
+    /// this code, the rest with OK.
+    grpc: Option<(u64, u32)>,
 }
 
 impl Harness {
@@ -146,6 +149,7 @@ impl Harness {
             first_canary: None,
             weights: Vec::new(),
             load,
+            grpc: None,
         };
         // Let the registry start the controllers and their first tick run.
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -175,6 +179,7 @@ impl Harness {
         self.seq += 1;
         Sample {
             load: false,
+            grpc: None,
             key,
             status: if self.seq % 100 < shape.errors {
                 500
@@ -203,8 +208,15 @@ impl Harness {
         self.carry -= to_canary as f64;
         let to_stable = (n * f64::from(stable_w) / total).round() as u64;
         let shape = canary(canary_w);
-        for _ in 0..to_canary {
-            let s = self.sample(self.keys.1, shape);
+        for i in 0..to_canary {
+            let mut s = self.sample(self.keys.1, shape);
+            if let Some((percent, code)) = self.grpc {
+                // Spread evenly over the canary's own calls.
+                let nth = self.canary_sent + i;
+                let fails = (nth + 1) * percent / 100 > nth * percent / 100;
+                let code = if fails { code } else { 0 };
+                s.grpc = Some(GrpcOutcome::Status(code));
+            }
             self.shared.stats.record(s);
         }
         for _ in 0..to_stable {

@@ -60,6 +60,7 @@ impl Running {
                 ..TokenSample::default()
             }),
             load: false,
+            grpc: None,
         });
     }
 

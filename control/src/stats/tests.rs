@@ -39,6 +39,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
     for i in 0..100u64 {
         stats.record(Sample {
             load: false,
+            grpc: None,
             key,
             status: if i < 5 { 503 } else { 200 },
             latency: Duration::from_millis(i + 1),
@@ -76,6 +77,7 @@ async fn window_reports_rates_errors_and_percentiles_then_forgets() {
 fn sample(key: StatsKey, status: u16, ttft_ms: u64) -> Sample {
     Sample {
         load: false,
+        grpc: None,
         key,
         status,
         latency: Duration::from_millis(ttft_ms + 100),
@@ -184,6 +186,7 @@ fn views_merge_and_skip_what_they_never_saw() {
     let mut a = WindowView::default();
     a.add(&Sample {
         load: false,
+        grpc: None,
         key,
         status: 200,
         latency: Duration::from_millis(5),

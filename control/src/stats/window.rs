@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use sluice_filters::{GrpcCodes, GRPC_MAX_STATUS};
+
 use super::Sample;
+
+/// One count per gRPC status code.
+const GRPC_CODES: usize = GRPC_MAX_STATUS as usize + 1;
 
 /// Latencies are kept in microseconds up to ten minutes.
 const MAX_MICROS: u64 = 600_000_000;
@@ -35,6 +40,8 @@ pub struct WindowView {
     pub cost_usd: f64,
     /// Requests that contributed at least one gap between chunks.
     pub gap_requests: u64,
+    /// gRPC calls by the status code they ended with (0..=16).
+    pub grpc_codes: [u64; GRPC_CODES],
     /// `(output tokens, E2E ms)` of answers with output tokens, at most
     /// [`MAX_TOKEN_POINTS`] a second; merged only for
     /// [`Measure::TokenPoints`].
@@ -73,6 +80,9 @@ impl WindowView {
             self.errors += 1;
         }
         record(&mut self.latency_us, s.latency);
+        if let Some(g) = s.grpc {
+            self.grpc_codes[g.code()] += 1;
+        }
         if let Some(t) = &s.tokens {
             self.output_tokens += t.output_tokens;
             self.input_tokens += t.input_tokens;
@@ -121,6 +131,9 @@ impl WindowView {
         self.priced_tokens += other.priced_tokens;
         self.cost_usd += other.cost_usd;
         self.gap_requests += other.gap_requests;
+        for (mine, theirs) in self.grpc_codes.iter_mut().zip(other.grpc_codes) {
+            *mine += theirs;
+        }
         for &m in measures {
             match self.histogram_mut(m) {
                 Some(h) => merge(h, other.histogram(m)),
@@ -140,6 +153,7 @@ impl WindowView {
         self.priced_tokens = 0;
         self.cost_usd = 0.0;
         self.gap_requests = 0;
+        self.grpc_codes = [0; GRPC_CODES];
         self.token_points.clear();
         for h in [
             &mut self.latency_us,
@@ -172,6 +186,19 @@ impl WindowView {
     /// Input and output tokens together.
     pub fn tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens
+    }
+
+    /// gRPC calls, whatever their status.
+    pub fn grpc_calls(&self) -> u64 {
+        self.grpc_codes.iter().sum()
+    }
+
+    /// Percent of gRPC calls whose status is not one of `failures`; `None`
+    /// with no gRPC call.
+    pub fn grpc_success_percent(&self, failures: GrpcCodes) -> Option<f64> {
+        let calls = self.grpc_calls();
+        let failed: u64 = failures.codes().map(|c| self.grpc_codes[c as usize]).sum();
+        (calls > 0).then(|| (calls - failed) as f64 * 100.0 / calls as f64)
     }
 
     /// Percent of requests answered 5xx; `None` with no request.

@@ -78,14 +78,27 @@ pub enum RequestAction {
         jitter: Duration,
         distribution: Distribution,
     },
+    /// Answers the request itself: `status` and `body`, or on a gRPC call
+    /// with `grpc` set, that gRPC status the way sluice writes its own
+    /// gRPC errors.
     Abort {
         status: u16,
         body: String,
+        grpc: Option<GrpcAbort>,
     },
     /// TCP RST to the client.
     Reset,
     /// Close the client's connection without an answer.
     Close,
+}
+
+/// The gRPC answer of an `abort` on a gRPC call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrpcAbort {
+    /// 0..=16.
+    pub status: u32,
+    /// The `grpc-message`, before percent-encoding.
+    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,10 +3,14 @@
 
 use std::time::Duration;
 
+use crate::grpc::GRPC_MAX_STATUS;
 use crate::matcher::RequestView;
 
 pub const HEADER_DELAY: &str = "x-sluice-fault-delay";
 pub const HEADER_ABORT: &str = "x-sluice-fault-abort";
+/// A gRPC status (0..=16) for gRPC calls, as Envoy's
+/// `x-envoy-fault-abort-grpc-request`.
+pub const HEADER_ABORT_GRPC: &str = "x-sluice-fault-abort-grpc";
 pub const HEADER_TOKEN_DELAY: &str = "x-sluice-fault-token-delay";
 
 /// The longest delay a header may ask for: a client cannot hold a proxy
@@ -19,6 +23,8 @@ const MAX_HEADER_DELAY: Duration = Duration::from_secs(60);
 pub struct HeaderFault {
     pub delay: Option<Duration>,
     pub abort: Option<u16>,
+    /// A gRPC status, 0..=16.
+    pub abort_grpc: Option<u32>,
     pub token_delay: Option<Duration>,
 }
 
@@ -39,6 +45,9 @@ pub fn header_faults(req: &impl RequestView) -> HeaderFault {
         abort: text(HEADER_ABORT)
             .and_then(|v| v.parse::<u16>().ok())
             .filter(|s| (200..=599).contains(s)),
+        abort_grpc: text(HEADER_ABORT_GRPC)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&s| s <= GRPC_MAX_STATUS),
         token_delay: text(HEADER_TOKEN_DELAY).and_then(header_duration),
     }
 }

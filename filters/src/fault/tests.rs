@@ -188,6 +188,7 @@ fn fault_headers_are_read_and_bad_values_ignored() {
     let req = chat_request(&[
         (HEADER_DELAY, "200ms"),
         (HEADER_ABORT, "503"),
+        (HEADER_ABORT_GRPC, "14"),
         (HEADER_TOKEN_DELAY, "0.03s"),
     ]);
     assert_eq!(
@@ -195,12 +196,14 @@ fn fault_headers_are_read_and_bad_values_ignored() {
         HeaderFault {
             delay: Some(Duration::from_millis(200)),
             abort: Some(503),
+            abort_grpc: Some(14),
             token_delay: Some(Duration::from_millis(30)),
         }
     );
     let bad = chat_request(&[
         (HEADER_DELAY, "soon"),
         (HEADER_ABORT, "99"),
+        (HEADER_ABORT_GRPC, "17"),
         (HEADER_TOKEN_DELAY, "2h"),
     ]);
     assert!(header_faults(&bad).is_empty());

@@ -65,7 +65,12 @@ fn a_patch_gets_two_short_steps_and_health_and_error_gates() {
     assert_eq!(p.hold, Duration::from_secs(60));
     assert_eq!(
         p.gates,
-        [Gate::ErrorRate, Gate::GpuMemoryMax, Gate::UpstreamQueueMax]
+        [
+            Gate::ErrorRate,
+            Gate::GrpcSuccessRateMin,
+            Gate::GpuMemoryMax,
+            Gate::UpstreamQueueMax
+        ]
     );
     assert!(p.checks.is_empty());
     assert_eq!(rules_of(&p, "steps"), ["patch"]);
@@ -73,7 +78,7 @@ fn a_patch_gets_two_short_steps_and_health_and_error_gates() {
     assert_eq!(
         p.summary(),
         "plan patch (v1.4.2 → v1.4.3): steps [20, 100] and hold 1m by rule patch; gates \
-         error_rate (patch), gpu_memory_max (patch), upstream_queue_max (patch); checks none"
+         error_rate (patch), grpc_success_rate_min (patch), gpu_memory_max (patch), upstream_queue_max (patch); checks none"
     );
 }
 

@@ -92,6 +92,9 @@ pub(crate) struct RequestCtx {
     pub grpc_timeout: Option<Duration>,
     /// The answer's `grpc-status`, from its headers (trailers-only) or trailers.
     pub grpc_status: Option<u32>,
+    /// The HTTP status an injected gRPC `abort` counts as in outcomes (the
+    /// client got HTTP 200 and a `grpc-status`).
+    pub injected_status: Option<u16>,
     _inflight: InflightGuard,
 }
 
@@ -139,6 +142,7 @@ impl RequestCtx {
             grpc: false,
             grpc_timeout: None,
             grpc_status: None,
+            injected_status: None,
             _inflight: inflight,
         }
     }

@@ -12,13 +12,13 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
 use sluice_filters::{
-    header_faults, ActionName, FaultAction, FaultKind, FaultTarget, Metrics, RequestAction,
-    StreamAction,
+    grpc_status_http, header_faults, ActionName, FaultAction, FaultKind, FaultTarget, GrpcAbort,
+    Metrics, RequestAction, StreamAction,
 };
 
 use super::request_view::PingoraRequest;
 use super::stream_fault::StreamFault;
-use super::RequestCtx;
+use super::{respond_grpc, GrpcAnswer, RequestCtx};
 
 /// What the request filter does after the faults were applied.
 pub(super) enum Verdict {
@@ -32,6 +32,8 @@ pub(super) enum Verdict {
 
 /// The `experiment` label of faults asked for by request headers.
 const HEADER_EXPERIMENT: &str = "header";
+/// The body, or `grpc-message`, of an abort asked for by a header.
+const HEADER_MESSAGE: &str = "fault injected by header";
 
 pub(super) async fn before_upstream(
     listener: &str,
@@ -52,18 +54,23 @@ pub(super) async fn before_upstream(
         let asked = header_faults(&PingoraRequest(session.req_header()));
         if !asked.is_empty() {
             let injected = &metrics.faults.injected;
-            if let Some(status) = asked.abort {
+            // A gRPC call takes the gRPC code when one is asked for (see
+            // `abort`); any other request the HTTP status, or the code's.
+            let status = asked.abort.or(asked.abort_grpc.map(grpc_status_http));
+            if let Some(status) = status {
                 injected
                     .with_label_values(&[HEADER_EXPERIMENT, ActionName::Abort.as_str()])
                     .inc();
-                abort(
-                    session,
-                    ctx,
+                let grpc = asked.abort_grpc.map(|status| GrpcAbort {
                     status,
-                    "fault injected by header",
-                    HEADER_EXPERIMENT,
-                )
-                .await;
+                    message: HEADER_MESSAGE.to_string(),
+                });
+                let answer = Abort {
+                    status,
+                    body: HEADER_MESSAGE,
+                    grpc: grpc.as_ref(),
+                };
+                abort(session, ctx, answer, HEADER_EXPERIMENT).await;
                 return Verdict::Answered;
             }
             if let Some(delay) = asked.delay {
@@ -92,8 +99,13 @@ pub(super) async fn before_upstream(
             tokio::time::sleep(wait).await;
             Verdict::Proceed
         }
-        RequestAction::Abort { status, body } => {
-            abort(session, ctx, status, &body, &id).await;
+        RequestAction::Abort { status, body, grpc } => {
+            let answer = Abort {
+                status,
+                body: &body,
+                grpc: grpc.as_ref(),
+            };
+            abort(session, ctx, answer, &id).await;
             Verdict::Answered
         }
         action @ (RequestAction::Reset | RequestAction::Close) => {
@@ -134,11 +146,30 @@ pub(super) fn fire(
         .find_map(|f| f.try_fire(&target, rand::random::<u64>).ok())
 }
 
-/// Writes the injected answer with its own length, so the connection stays
-/// usable (pingora's error responses force `Connection: close`).
-async fn abort(session: &mut Session, ctx: &RequestCtx, status: u16, body: &str, id: &str) {
-    let body = Bytes::from(body.to_string());
-    let Ok(mut resp) = ResponseHeader::build(status, Some(4)) else {
+/// What an abort answers.
+struct Abort<'a> {
+    status: u16,
+    body: &'a str,
+    /// The gRPC status for gRPC calls, when the abort gives one.
+    grpc: Option<&'a GrpcAbort>,
+}
+
+/// Writes the injected answer: on a gRPC call with a gRPC status, as
+/// sluice writes its own gRPC errors; else `status` and the body with its
+/// own length, so the connection stays usable (pingora's error responses
+/// force `Connection: close`).
+async fn abort(session: &mut Session, ctx: &mut RequestCtx, answer: Abort<'_>, id: &str) {
+    if let Some(grpc) = answer.grpc.filter(|_| ctx.grpc) {
+        ctx.injected_status = Some(answer.status);
+        let reply = GrpcAnswer {
+            status: grpc.status,
+            message: &grpc.message,
+            header: ("x-sluice-fault", id),
+        };
+        return respond_grpc(session, ctx, reply).await;
+    }
+    let body = Bytes::from(answer.body.to_string());
+    let Ok(mut resp) = ResponseHeader::build(answer.status, Some(4)) else {
         return;
     };
     let _ = resp.insert_header("content-type", "text/plain");

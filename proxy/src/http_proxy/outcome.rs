@@ -5,11 +5,11 @@
 use std::time::SystemTime;
 
 use pingora::http::RequestHeader;
-use sluice_control::{Sample, TokenSample};
+use sluice_control::{GrpcOutcome, Sample, TokenSample};
 use sluice_filters::{Failure, RequestRecord, Source, TokenOutcome};
 
 use super::{HttpProxy, RequestCtx};
-use crate::telemetry::FinishedRequest;
+use crate::telemetry::{FinishedRequest, GrpcCall};
 
 pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeader, status: u16) {
     let (method, path) = (req.method.as_str(), req.uri.path());
@@ -142,6 +142,14 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                 prompt_fingerprint: record.prompt_fingerprint,
                 load_run: record.load_run,
                 error: ctx.failure.map(Failure::reason),
+                grpc: ctx.grpc.then(|| {
+                    let (service, method) = sluice_filters::grpc_method(path).unwrap_or(("", ""));
+                    GrpcCall {
+                        service,
+                        method,
+                        status: ctx.grpc_status,
+                    }
+                }),
                 attempts: &ctx.attempts,
             },
         );
@@ -162,6 +170,10 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
             latency: e2e,
             tokens,
             load: source == Source::Load,
+            grpc: ctx.grpc.then_some(match ctx.grpc_status {
+                Some(code) => GrpcOutcome::Status(code),
+                None => GrpcOutcome::NoStatus,
+            }),
         });
     }
 }

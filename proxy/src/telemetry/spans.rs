@@ -1,5 +1,6 @@
 //! Turns a finished request into OTLP span data: the server span and one client span
-//! per upstream attempt, with HTTP and GenAI semantic-convention attributes.
+//! per upstream attempt, with HTTP, RPC (gRPC calls) and GenAI semantic-convention
+//! attributes.
 //!
 //! Spans are built as `SpanData` with explicit ids instead of through the SDK's
 //! tracer, whose span builder (0.33) ignores a given span id: the client spans must
@@ -14,7 +15,7 @@ use opentelemetry::trace::{
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use super::{FinishedRequest, RequestTrace};
+use super::{FinishedRequest, GrpcCall, RequestTrace};
 
 // Attribute names: OpenTelemetry semantic conventions (HTTP, server, error, GenAI),
 // then sluice's own. The GenAI names left the Rust semconv crate for the GenAI
@@ -25,6 +26,10 @@ pub(super) const URL_PATH: &str = "url.path";
 pub(super) const SERVER_ADDRESS: &str = "server.address";
 pub(super) const SERVER_PORT: &str = "server.port";
 pub(super) const ERROR_TYPE: &str = "error.type";
+pub(super) const RPC_SYSTEM: &str = "rpc.system";
+pub(super) const RPC_SERVICE: &str = "rpc.service";
+pub(super) const RPC_METHOD: &str = "rpc.method";
+pub(super) const RPC_GRPC_STATUS_CODE: &str = "rpc.grpc.status_code";
 pub(super) const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
 pub(super) const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
 pub(super) const GEN_AI_RESPONSE_MODEL: &str = "gen_ai.response.model";
@@ -85,6 +90,9 @@ pub(super) fn build(
     }
     if let Some(run) = request.load_run {
         push_str(&mut attributes, SLUICE_LOAD_RUN, run);
+    }
+    if let Some(call) = &request.grpc {
+        push_grpc(&mut attributes, call);
     }
     push_request_genai(&mut attributes, request);
     push_response_genai(&mut attributes, request);
@@ -194,6 +202,16 @@ fn client_name(request: &FinishedRequest<'_>) -> Cow<'static, str> {
         ("", _) => Cow::Owned(request.method.to_owned()),
         (op, "") => Cow::Owned(op.to_owned()),
         (op, model) => Cow::Owned(format!("{op} {model}")),
+    }
+}
+
+/// `rpc.system`, `rpc.service`, `rpc.method` and `rpc.grpc.status_code` of a gRPC call.
+pub(super) fn push_grpc(attributes: &mut Vec<KeyValue>, call: &GrpcCall<'_>) {
+    push_str(attributes, RPC_SYSTEM, "grpc");
+    push_str(attributes, RPC_SERVICE, call.service);
+    push_str(attributes, RPC_METHOD, call.method);
+    if let Some(code) = call.status {
+        attributes.push(KeyValue::new(RPC_GRPC_STATUS_CODE, i64::from(code)));
     }
 }
 

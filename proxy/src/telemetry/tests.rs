@@ -253,6 +253,37 @@ fn failed_requests_mark_the_server_span() {
     assert!(matches!(built[0].status, Status::Error { .. }));
 }
 
+#[test]
+fn grpc_calls_carry_the_rpc_attributes() {
+    let tracer = dead_tracer(1.0);
+    let trace = tracer.begin(None, None);
+    let mut request = finished(&[]);
+    request.path = "/grpc.health.v1.Health/Check";
+    request.grpc = Some(GrpcCall {
+        service: "grpc.health.v1.Health",
+        method: "Check",
+        status: Some(14),
+    });
+    let scope = InstrumentationScope::builder("t").build();
+    let attrs = attributes(&spans::build(&trace, &request, &scope)[0]);
+    assert_eq!(attrs["rpc.system"], "grpc");
+    assert_eq!(attrs["rpc.service"], "grpc.health.v1.Health");
+    assert_eq!(attrs["rpc.method"], "Check");
+    assert_eq!(attrs["rpc.grpc.status_code"], "14");
+    // A gRPC call on a path that is no method's, with no status: the system only.
+    request.grpc = Some(GrpcCall {
+        service: "",
+        method: "",
+        status: None,
+    });
+    let attrs = attributes(&spans::build(&trace, &request, &scope)[0]);
+    assert_eq!(attrs["rpc.system"], "grpc");
+    assert!(!attrs.contains_key("rpc.service") && !attrs.contains_key("rpc.grpc.status_code"));
+    // Other requests: none of them.
+    let attrs = attributes(&spans::build(&trace, &finished(&[]), &scope)[0]);
+    assert!(!attrs.keys().any(|k| k.starts_with("rpc.")), "{attrs:?}");
+}
+
 fn finished(attempts: &[Attempt]) -> FinishedRequest<'_> {
     let start = SystemTime::now();
     FinishedRequest {
@@ -275,6 +306,7 @@ fn finished(attempts: &[Attempt]) -> FinishedRequest<'_> {
         prompt_fingerprint: Some("fp-1234"),
         load_run: Some("load-run-7"),
         error: None,
+        grpc: None,
         attempts,
     }
 }

@@ -1,7 +1,9 @@
 """A real grpcio server for tests/e2e/grpc.rs: the standard health service and a small
 service of generic handlers (raw bytes, no codegen). argv[1] is the port to bind on
-127.0.0.1; it prints "ready" once serving."""
+127.0.0.1; argv[2], when given, is the share of Echo calls (0..1) answered UNAVAILABLE,
+spread evenly. It prints "ready" once serving."""
 import sys
+import threading
 import time
 from concurrent import futures
 
@@ -18,7 +20,17 @@ def slow(request, context):
     return request
 
 
+failing = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+calls = [0]
+lock = threading.Lock()
+
+
 def echo(request, context):
+    with lock:
+        n = calls[0]
+        calls[0] += 1
+    if int((n + 1) * failing) > int(n * failing):
+        context.abort(grpc.StatusCode.UNAVAILABLE, "canary down")
     return request
 
 

@@ -432,7 +432,8 @@ fn gate_value(run: &Group, gate: Gate) -> Option<f64> {
         | Gate::TtftVsStable
         | Gate::GpuMemoryMax
         | Gate::UpstreamQueueMax
-        | Gate::CostPer1kMax => None,
+        | Gate::CostPer1kMax
+        | Gate::GrpcSuccessRateMin => None,
     }
 }
 

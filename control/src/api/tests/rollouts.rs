@@ -203,6 +203,7 @@ async fn a_rolled_back_rollout_frees_its_route_and_stays_listed_until_deleted() 
         for _ in 0..5 {
             shared.stats.record(crate::stats::Sample {
                 load: false,
+                grpc: None,
                 key: canary,
                 status: 500,
                 latency: Duration::from_millis(5),

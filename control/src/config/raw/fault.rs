@@ -12,7 +12,7 @@ use super::RawPercent;
 mod action;
 
 pub(crate) use action::{
-    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
+    RawAbort, RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
     RawTruncateMode,
 };
 

@@ -77,17 +77,20 @@ pub enum RawOnRestart {
 
 /// The bound of each gate set, as written: `gates: { ttft_p95: 800ms }`.
 /// The names are [`Gate`]'s table; each value has its gate's unit. One
-/// key is not a gate: `exclude_load`.
+/// keys are not gates: `exclude_load`, `grpc_failure_codes`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawGates {
     pub bounds: BTreeMap<Gate, RawBound>,
     /// Leave load traffic (`x-sluice-load` from a trusted peer) out of
     /// every gate (default false: it counts).
     pub exclude_load: Option<bool>,
+    /// The gRPC status codes `grpc_success_rate_min` counts as failures.
+    pub grpc_failure_codes: Option<Vec<u32>>,
 }
 
-/// The key of `gates:` that is not a gate.
+/// The keys of `gates:` that are not gates.
 const EXCLUDE_LOAD: &str = "exclude_load";
+const GRPC_FAILURE_CODES: &str = "grpc_failure_codes";
 
 /// One gate's bound as written, by the gate's [`Unit`].
 #[derive(Clone, Debug, PartialEq)]
@@ -102,7 +105,7 @@ pub enum RawBound {
 }
 
 impl RawGates {
-    /// No gate set (`exclude_load` aside).
+    /// No gate set (`exclude_load` and `grpc_failure_codes` aside).
     pub fn is_empty(&self) -> bool {
         self.bounds.is_empty()
     }
@@ -149,6 +152,10 @@ impl<'de> Visitor<'de> for GatesVisitor {
                 gates.exclude_load = Some(map.next_value()?);
                 continue;
             }
+            if text == GRPC_FAILURE_CODES {
+                gates.grpc_failure_codes = Some(map.next_value()?);
+                continue;
+            }
             let (gate, bound) = keyed::next_value::<A, RawBound>(&mut map, &text)?;
             // `gap_p99` and its alias `itl_p99` are one gate.
             if gates.bounds.insert(gate, bound).is_some() {
@@ -168,6 +175,9 @@ impl Serialize for RawGates {
         }
         if let Some(exclude) = self.exclude_load {
             map.serialize_entry(EXCLUDE_LOAD, &exclude)?;
+        }
+        if let Some(codes) = &self.grpc_failure_codes {
+            map.serialize_entry(GRPC_FAILURE_CODES, codes)?;
         }
         map.end()
     }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use sluice_filters::{
-    ActionName, Direction, Distribution, FaultAction, RequestAction, StreamAction, Toxic,
-    TruncateMode,
+    ActionName, Direction, Distribution, FaultAction, GrpcAbort, RequestAction, StreamAction,
+    Toxic, TruncateMode,
 };
 
 use super::super::*;
@@ -89,6 +89,29 @@ fn every_action_is_read() {
             RequestAction::Abort {
                 status: 503,
                 body: "fault injected".into(),
+                grpc: None,
+            },
+        ),
+        (
+            "abort: { grpc_status: 14, message: down for a test }",
+            RequestAction::Abort {
+                status: 503,
+                body: "fault injected".into(),
+                grpc: Some(GrpcAbort {
+                    status: 14,
+                    message: "down for a test".into(),
+                }),
+            },
+        ),
+        (
+            "abort: { grpc_status: 8, status: 502, body: busy }",
+            RequestAction::Abort {
+                status: 502,
+                body: "busy".into(),
+                grpc: Some(GrpcAbort {
+                    status: 8,
+                    message: "fault injected".into(),
+                }),
             },
         ),
         ("reset: {}", RequestAction::Reset),
@@ -290,8 +313,30 @@ fn unknown_keys_and_actions_are_refused_with_their_path() {
     let e = errors_in("  - { id: a, ttl: 1m, action: { abort: { status: 503, code: 1 } } }\n");
     assert!(
         e[0].starts_with(
-            "faults[0].action.abort.code: unknown field `code`, expected `status` or `body`"
+            "faults[0].action.abort.code: unknown field `code`, expected one of `status`, \
+             `body`, `grpc_status`, `message`"
         ),
         "{e:?}"
+    );
+}
+
+#[test]
+fn bad_grpc_aborts_report_every_error() {
+    assert_eq!(
+        errors_in(
+            r#"
+  - { id: a, ttl: 1m, action: { abort: { grpc_status: 17, status: 99 } } }
+  - { id: b, ttl: 1m, action: { abort: { message: gone } } }
+  - { id: c, ttl: 1m, action: { abort: {} } }
+"#
+        ),
+        [
+            "faults[0].action.abort.status: 99 is not an HTTP status from 200 to 599",
+            "faults[0].action.abort.grpc_status: 17 is not a gRPC status code from 0 to 16",
+            "faults[1].action.abort: needs `status` (HTTP), `grpc_status` (gRPC) or both",
+            "faults[1].action.abort.message: is the gRPC message: allowed only with grpc_status \
+             (use body for HTTP)",
+            "faults[2].action.abort: needs `status` (HTTP), `grpc_status` (gRPC) or both",
+        ]
     );
 }

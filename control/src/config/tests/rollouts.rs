@@ -276,7 +276,8 @@ fn bad_gates() {
         e[0].starts_with(
             "rollouts[0].gates.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, \
              ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, \
-             ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max) at line"
+             ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
+             grpc_success_rate_min) at line"
         ),
         "{e:?}"
     );
@@ -313,7 +314,7 @@ fn bad_fleet_fields() {
             "rollouts[0].source.prometheus.queries.ttft_p96: unknown query `ttft_p96` \
              (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, \
              p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
-             requests)",
+             grpc_success_rate_min, requests)",
             "rollouts[0].source.prometheus.url: `localhost:9090` is not an http URL like \
              http://127.0.0.1:9090",
             "rollouts[0].source.prometheus.scrape_interval: must be greater than 0",
@@ -459,5 +460,51 @@ fn on_restart_continues_unless_told_to_pause() {
     assert_eq!(
         errors_in(&one(", on_restart: resume")),
         ["rollouts[0].on_restart: unknown variant `resume`, expected `continue` or `pause` at line 17 column 115"]
+    );
+}
+
+#[test]
+fn grpc_success_rate_and_its_failure_codes() {
+    let c = Config::from_yaml(&one("").replace("ttft_p95: 800ms", "grpc_success_rate_min: 99.5%"))
+        .unwrap();
+    let g = &c.rollouts[0].gates;
+    assert_eq!(g.bounds(), [(Gate::GrpcSuccessRateMin, 99.5)]);
+    assert_eq!(
+        g.grpc_failures.codes().collect::<Vec<_>>(),
+        [2, 4, 8, 13, 14, 15],
+        "the default failure codes"
+    );
+    let yaml = one("").replace(
+        "ttft_p95: 800ms",
+        "grpc_success_rate_min: 95, grpc_failure_codes: [14, 5]",
+    );
+    let c = Config::from_yaml(&yaml).unwrap();
+    assert_eq!(
+        c.rollouts[0]
+            .gates
+            .grpc_failures
+            .codes()
+            .collect::<Vec<_>>(),
+        [5, 14]
+    );
+    let again = Config::from_yaml(&c.raw.to_yaml()).unwrap();
+    assert_eq!(again.raw, c.raw);
+
+    let bad = "gates: { grpc_success_rate_min: 101, ttft_p95: 1s, grpc_failure_codes: [14, 17] }";
+    assert_eq!(
+        errors_in(&one("").replace("gates: { ttft_p95: 800ms }", bad)),
+        [
+            "rollouts[0].gates.grpc_success_rate_min: 101 is not within 0..=100",
+            "rollouts[0].gates.grpc_failure_codes[1]: 17 is not a gRPC status code from 0 to 16",
+        ]
+    );
+    assert_eq!(
+        errors_in(&one("").replace("ttft_p95: 800ms", "ttft_p95: 1s, grpc_failure_codes: []")),
+        [
+            "rollouts[0].gates.grpc_failure_codes: read only by grpc_success_rate_min, which is \
+             not set",
+            "rollouts[0].gates.grpc_failure_codes: lists no code: every call would count as a \
+             success",
+        ]
     );
 }

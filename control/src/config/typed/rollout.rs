@@ -84,18 +84,22 @@ pub enum OnRestart {
     Pause,
 }
 
+use sluice_filters::GrpcCodes;
 /// The gate names and units live in `sluice-filters`, shared with `sluice load`'s
 /// `thresholds:`.
 pub use sluice_filters::{Gate, GateUnit as Unit};
 
-/// Upper bounds on the canary, each in its gate's unit (milliseconds for
-/// durations). At least one is set.
+/// Bounds on the canary, each in its gate's unit (milliseconds for
+/// durations); upper bounds but for [`Gate::is_lower_bound`]. At least one
+/// is set.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Gates {
     bounds: BTreeMap<Gate, f64>,
     /// Load traffic (`x-sluice-load` from a trusted peer) is left out of
     /// every gate; by default it counts like any other.
     pub exclude_load: bool,
+    /// The gRPC codes `grpc_success_rate_min` counts as failures.
+    pub grpc_failures: GrpcCodes,
 }
 
 impl Gates {
@@ -116,6 +120,7 @@ impl FromIterator<(Gate, f64)> for Gates {
         Gates {
             bounds: iter.into_iter().collect(),
             exclude_load: false,
+            grpc_failures: GrpcCodes::default(),
         }
     }
 }

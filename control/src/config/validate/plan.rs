@@ -134,7 +134,8 @@ pub(super) fn auto(
             ),
         });
     }
-    let planned: Gates = gates.into_iter().collect();
+    let mut planned: Gates = gates.into_iter().collect();
+    planned.grpc_failures = rollout.gates.grpc_failures;
     rollout.gates = if rollout.gates.exclude_load {
         planned.excluding_load()
     } else {

@@ -10,7 +10,7 @@ use super::super::raw::{RawBound, RawGates, RawOnBreach, RawOnRestart, RawRollou
 use super::super::typed::*;
 use super::Errors;
 use crate::stats::MAX_WINDOW_SECONDS;
-use sluice_filters::{format_duration, PlanRules, Price};
+use sluice_filters::{format_duration, GrpcCodes, PlanRules, Price, GRPC_MAX_STATUS};
 
 /// Prometheus keeps the history, so a window read there may be longer
 /// than the stats rings' minute.
@@ -278,9 +278,40 @@ fn gates(at: &str, g: &RawGates, planned: bool, errs: &mut Errors) -> Gates {
             Some((gate, value))
         })
         .collect();
-    if g.exclude_load == Some(true) {
+    let mut gates = if g.exclude_load == Some(true) {
         gates.excluding_load()
     } else {
         gates
+    };
+    if let Some(codes) = &g.grpc_failure_codes {
+        gates.grpc_failures = grpc_failure_codes(at, codes, g, errs);
     }
+    gates
+}
+
+/// `gates.grpc_failure_codes`: gRPC codes 0..=16, at least one, and only
+/// beside the gate that reads them.
+fn grpc_failure_codes(at: &str, codes: &[u32], g: &RawGates, errs: &mut Errors) -> GrpcCodes {
+    let path = format!("{at}.grpc_failure_codes");
+    if !g.bounds.contains_key(&Gate::GrpcSuccessRateMin) {
+        errs.push(
+            path.clone(),
+            "read only by grpc_success_rate_min, which is not set",
+        );
+    }
+    if codes.is_empty() {
+        errs.push(
+            path.clone(),
+            "lists no code: every call would count as a success",
+        );
+    }
+    for (i, &code) in codes.iter().enumerate() {
+        if code > GRPC_MAX_STATUS {
+            errs.push(
+                format!("{path}[{i}]"),
+                format!("{code} is not a gRPC status code from 0 to {GRPC_MAX_STATUS}"),
+            );
+        }
+    }
+    GrpcCodes::of(codes.iter().copied())
 }

@@ -52,6 +52,7 @@ fn window(n: u64, usd: Option<f64>) -> WindowView {
                 ..TokenSample::default()
             }),
             load: false,
+            grpc: None,
         });
     }
     v

@@ -47,6 +47,7 @@ fn view(n: u64, ttft_ms: u64, status: u16) -> WindowView {
     for _ in 0..n {
         v.add(&Sample {
             load: false,
+            grpc: None,
             key,
             status,
             latency: Duration::from_millis(ttft_ms * 2),

@@ -209,3 +209,28 @@ fn cost_per_1k_reads_the_cost_counter_or_prices_the_window() {
     );
     assert_eq!(scale(Gate::CostPer1kMax), 1.0);
 }
+
+#[test]
+fn grpc_success_rate_reads_the_grpc_family_by_failure_code() {
+    let c = rollout("grpc_success_rate_min: 95, exclude_load: true", "");
+    let q = queries(&c, &overrides(&c));
+    let r = r#"route="chat",cluster="canary""#;
+    // No `source` label on the gRPC family; a call without a status fails
+    // with UNKNOWN (2).
+    assert_eq!(
+        q.gates,
+        [(
+            Gate::GrpcSuccessRateMin,
+            format!(
+                "100 * (1 - (sum(increase(sluice_grpc_requests_total{{{r},grpc_status=~\"2|4|8|13|14|15|unknown\"}}[8s])) or vector(0)) / sum(increase(sluice_grpc_requests_total{{{r}}}[8s])))"
+            )
+        )]
+    );
+    let c = rollout("grpc_success_rate_min: 95, grpc_failure_codes: [14]", "");
+    let q = queries(&c, &overrides(&c));
+    assert!(
+        q.gates[0].1.contains(r#"grpc_status=~"14"}"#),
+        "{}",
+        q.gates[0].1
+    );
+}

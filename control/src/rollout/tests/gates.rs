@@ -105,3 +105,50 @@ async fn load_traffic_moves_the_gates_unless_excluded() {
     assert!((99.0..=101.0).contains(&ttft), "{ttft}");
     assert_eq!(s.gates["error_rate"].value, Some(0.0));
 }
+
+/// A rollout gated on `grpc_success_rate_min: 95` whose canary's calls end
+/// with `code` in `percent` of cases; `extra` adds gate keys.
+async fn grpc_canary(percent: u64, code: u32, extra: &str) -> RolloutStatus {
+    let gates = format!(", steps: [5, 100], gates: {{ grpc_success_rate_min: 95{extra} }}");
+    let mut h = Harness::start(&rollout(&gates)).await;
+    h.grpc = Some((percent, code));
+    let s = h
+        .drive(Duration::from_secs(300), 1000, |_| GOOD, is_final)
+        .await;
+    h.stop().await;
+    s
+}
+
+#[tokio::test(start_paused = true)]
+async fn grpc_success_rate_rolls_back_a_canary_that_fails_calls() {
+    // 20% UNAVAILABLE: 80% success, under the 95% bound.
+    let s = grpc_canary(20, 14, "").await;
+    assert_eq!((s.state, s.weight), (State::RolledBack, 0));
+    let e = &s.events.unwrap().pop().unwrap().evidence[0];
+    assert_eq!(e.gate.as_str(), "grpc_success_rate_min");
+    assert!((79.0..=81.0).contains(&e.value.unwrap()), "{e:?}");
+    assert!(e.samples >= 50, "{e:?}");
+    assert!(e.describe().contains("% < 95%"), "{}", e.describe());
+}
+
+#[tokio::test(start_paused = true)]
+async fn grpc_success_rate_counts_only_the_failure_codes() {
+    // NOT_FOUND is the caller's: by default the canary is healthy.
+    let s = grpc_canary(20, 5, "").await;
+    assert_eq!((s.state, s.weight), (State::Promoted, 100));
+    // Listed as a failure, it is not.
+    let s = grpc_canary(20, 5, ", grpc_failure_codes: [5, 14]").await;
+    assert_eq!((s.state, s.weight), (State::RolledBack, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn grpc_success_rate_without_grpc_calls_is_not_judged() {
+    let mut h = Harness::start(&rollout(", gates: { grpc_success_rate_min: 95 }")).await;
+    let s = h
+        .drive(Duration::from_secs(120), 1000, |_| GOOD, |_| false)
+        .await;
+    assert_eq!((s.state, s.weight), (State::Progressing, 1));
+    let g = &s.gates["grpc_success_rate_min"];
+    assert_eq!((g.value, g.samples, g.ok), (None, 0, None));
+    h.stop().await;
+}

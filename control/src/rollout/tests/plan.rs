@@ -40,7 +40,7 @@ async fn a_patch_runs_two_steps_of_a_minute() {
     assert_eq!(
         events[0].reason,
         "started; plan patch (v1.4.2 → v1.4.3): steps [20, 100] and hold 1m by rule patch; \
-         gates error_rate (patch), gpu_memory_max (patch), upstream_queue_max (patch), \
+         gates error_rate (patch), grpc_success_rate_min (patch), gpu_memory_max (patch), upstream_queue_max (patch), \
          p99_vs_stable (traffic); checks none"
     );
     // The error rate (its default bound) and, at 1,000 req/s, p99_vs_stable were judged.

@@ -163,7 +163,8 @@ impl LiveMeasures {
             | Gate::TtftVsStable
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
-            | Gate::CostPer1kMax => None,
+            | Gate::CostPer1kMax
+            | Gate::GrpcSuccessRateMin => None,
         }
     }
 }

@@ -133,8 +133,13 @@ pub struct RawDelay {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAbort {
-    pub status: u16,
+    /// The HTTP status; on gRPC calls too when `grpc_status` is absent.
+    pub status: Option<u16>,
     pub body: Option<String>,
+    /// A gRPC status (0..=16) for gRPC calls.
+    pub grpc_status: Option<u32>,
+    /// Its `grpc-message`.
+    pub message: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

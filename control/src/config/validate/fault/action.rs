@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use sluice_filters::{
-    join_names, ActionName, Direction, Distribution, FaultAction, FaultKind, RequestAction,
-    StreamAction, Toxic, TruncateMode,
+    grpc_status_http, join_names, ActionName, Direction, Distribution, FaultAction, FaultKind,
+    GrpcAbort, RequestAction, StreamAction, Toxic, TruncateMode, GRPC_MAX_STATUS,
 };
 
 use super::super::super::raw::{
-    RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
+    RawAbort, RawActionBody, RawDelay, RawDirection, RawDistribution, RawEmpty, RawFaultAction,
     RawTruncateMode,
 };
 use super::super::Errors;
@@ -85,18 +85,7 @@ fn parse(at: &str, body: &RawActionBody, on_tcp: bool, errs: &mut Errors) -> Fau
                 Some(RawDistribution::Lognormal) => Distribution::Lognormal,
             },
         }),
-        RawActionBody::Abort(x) => {
-            if !(200..=599).contains(&x.status) {
-                errs.push(
-                    format!("{at}.status"),
-                    format!("{} is not an HTTP status from 200 to 599", x.status),
-                );
-            }
-            FaultAction::Request(RequestAction::Abort {
-                status: x.status,
-                body: x.body.clone().unwrap_or_else(|| "fault injected".into()),
-            })
-        }
+        RawActionBody::Abort(x) => FaultAction::Request(abort(at, x, errs)),
         RawActionBody::Reset(RawEmpty {}) => FaultAction::Request(RequestAction::Reset),
         RawActionBody::Close(RawEmpty {}) => FaultAction::Request(RequestAction::Close),
         RawActionBody::FirstTokenDelay(d) => {
@@ -195,5 +184,44 @@ fn direction(raw: Option<RawDirection>) -> Direction {
     match raw {
         Some(RawDirection::Upstream) => Direction::Upstream,
         None | Some(RawDirection::Downstream) => Direction::Downstream,
+    }
+}
+
+/// An abort answers HTTP `status`, gRPC calls `grpc_status` when set; a
+/// request of the other kind gets the one given (a gRPC code as the HTTP
+/// status it stands for, `grpc_status_http`).
+fn abort(at: &str, x: &RawAbort, errs: &mut Errors) -> RequestAction {
+    if let Some(status) = x.status.filter(|s| !(200..=599).contains(s)) {
+        errs.push(
+            format!("{at}.status"),
+            format!("{status} is not an HTTP status from 200 to 599"),
+        );
+    }
+    if let Some(code) = x.grpc_status.filter(|&c| c > GRPC_MAX_STATUS) {
+        errs.push(
+            format!("{at}.grpc_status"),
+            format!("{code} is not a gRPC status code from 0 to {GRPC_MAX_STATUS}"),
+        );
+    }
+    if x.status.is_none() && x.grpc_status.is_none() {
+        errs.push(at, "needs `status` (HTTP), `grpc_status` (gRPC) or both");
+    }
+    if x.message.is_some() && x.grpc_status.is_none() {
+        errs.push(
+            format!("{at}.message"),
+            "is the gRPC message: allowed only with grpc_status (use body for HTTP)",
+        );
+    }
+    let grpc = x.grpc_status.map(|status| GrpcAbort {
+        status,
+        message: x.message.clone().unwrap_or_else(|| "fault injected".into()),
+    });
+    RequestAction::Abort {
+        status: x
+            .status
+            .or(x.grpc_status.map(grpc_status_http))
+            .unwrap_or(500),
+        body: x.body.clone().unwrap_or_else(|| "fault injected".into()),
+        grpc,
     }
 }
