@@ -190,3 +190,16 @@ fn grpc_metadata_keys_target_and_timeout_are_checked() {
     let text = GRPC.replace("timeout: 2s", "timeout: 0s");
     assert_eq!(errors(&text), ["steps[0].timeout: must be greater than 0"]);
 }
+
+#[test]
+fn the_grpc_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../../docs/workload.md");
+    let after = docs.split("### gRPC steps").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let s = parse(yaml).unwrap();
+    let services: Vec<&str> = s.steps.iter().map(|x| x.service.as_str()).collect();
+    assert_eq!(services, ["grpc", "llm"]);
+    assert_eq!(s.steps[0].body, Body::Grpc(b"\n\x05hello".to_vec()));
+    assert_eq!(s.steps[0].target.as_deref(), Some("http://127.0.0.1:50051"));
+}
