@@ -123,7 +123,8 @@ steps:
             "sluice_grpc_requests_total",
             &[("grpc_method", "test.Svc/Count"), ("grpc_status", "0")],
         ) == Some(8.0)
-    });
+    })
+    .await;
     let echo = harness::metric_value(
         &text,
         "sluice_grpc_requests_total",
