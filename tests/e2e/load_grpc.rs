@@ -92,7 +92,11 @@ steps:
         let name = &report.steps[i].name;
         let s = &report.steps[i].summary;
         assert_eq!(report.steps[i].service, "grpc");
-        assert_eq!((s.requests, s.completed, s.failed), (8, 8, 0), "{name}: {s:?}");
+        assert_eq!(
+            (s.requests, s.completed, s.failed),
+            (8, 8, 0),
+            "{name}: {s:?}"
+        );
         assert!(s.grpc_errors.is_empty(), "{name}: {s:?}");
         // The first message is the step's first content: TTFT is measured.
         assert!(s.metrics.contains_key("mean_ttft_ms"), "{name}");
@@ -114,7 +118,9 @@ steps:
     }
     // The stream's messages came 50 ms apart, not together (generous bound).
     let count = of(&out, 1);
-    assert!(count.iter().all(|o| o.gaps_us.iter().sum::<u64>() >= 50_000));
+    assert!(count
+        .iter()
+        .all(|o| o.gaps_us.iter().sum::<u64>() >= 50_000));
 
     // Counted by sluice as gRPC, by method and status.
     let text = harness::metrics_within(&sluice, Duration::from_secs(10), |t| {
@@ -152,7 +158,11 @@ steps:
     );
     let (out, report) = run(&text).await;
     let echo = &report.steps[0].summary;
-    assert_eq!((echo.requests, echo.completed, echo.failed), (10, 5, 5), "{echo:?}");
+    assert_eq!(
+        (echo.requests, echo.completed, echo.failed),
+        (10, 5, 5),
+        "{echo:?}"
+    );
     assert_eq!(echo.grpc_errors, [("14".to_owned(), 5)].into(), "{echo:?}");
     for o in of(&out, 0).iter().filter(|o| o.failure.is_some()) {
         assert_eq!(o.failure, Some(Failure::Status), "{o:?}");

@@ -26,9 +26,9 @@ use sluice_filters::{
 mod grpc;
 mod resp;
 
-pub use resp::Cache;
-pub use grpc::GrpcReply;
 pub(crate) use grpc::Grpc;
+pub use grpc::GrpcReply;
+pub use resp::Cache;
 pub(crate) use resp::Redis;
 pub use sluice_filters::LOAD_HEADER;
 

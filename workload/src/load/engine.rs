@@ -320,8 +320,7 @@ fn run_with(
     let clients = Clients {
         http: Client::new(&options.run_id, &scenario.target.ca_certs)
             .map_err(EngineError::Client)?,
-        grpc: Grpc::new(&options.run_id, &scenario.target.ca_certs)
-            .map_err(EngineError::Client)?,
+        grpc: Grpc::new(&options.run_id, &scenario.target.ca_certs).map_err(EngineError::Client)?,
         redis: runtime.block_on(Redis::connect(targets)),
     };
     let mut vars = BTreeMap::new();

@@ -87,7 +87,9 @@ impl Deframer {
     pub(crate) fn finish(&self) -> Result<(), String> {
         match self.carry.len() {
             0 => Ok(()),
-            n => Err(format!("the answer ended inside a message ({n} bytes left)")),
+            n => Err(format!(
+                "the answer ended inside a message ({n} bytes left)"
+            )),
         }
     }
 }
@@ -138,7 +140,8 @@ impl Grpc {
         out.sent_us = since(start, sent);
         let mut kept = Vec::new();
         let timeout = call.timeout;
-        let result = tokio::time::timeout(timeout, self.exchange(call, start, out, &mut kept)).await;
+        let result =
+            tokio::time::timeout(timeout, self.exchange(call, start, out, &mut kept)).await;
         match result {
             Ok(Ok(())) => {}
             Ok(Err(())) => out.failure = Some(Failure::Transport),
@@ -247,7 +250,10 @@ mod tests {
     #[test]
     fn a_message_is_framed_with_a_zero_flag_and_a_big_endian_length() {
         assert_eq!(frame(b""), [0, 0, 0, 0, 0]);
-        assert_eq!(frame(b"hello"), [0, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']);
+        assert_eq!(
+            frame(b"hello"),
+            [0, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']
+        );
         let big = vec![7u8; 300];
         assert_eq!(frame(&big)[..5], [0, 0, 0, 1, 44]);
     }

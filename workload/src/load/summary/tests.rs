@@ -384,8 +384,12 @@ fn grpc_errors_are_counted_by_status_and_merge_across_shards() {
         })
         .collect();
     let s = scenario("");
-    let whole = serde_json::to_value(summarize(&s, &output(all.clone()), info(Goodput::default())))
-        .unwrap();
+    let whole = serde_json::to_value(summarize(
+        &s,
+        &output(all.clone()),
+        info(Goodput::default()),
+    ))
+    .unwrap();
     let summary = &whole["summary"];
     // 14: i = 4, 8, 12, 16, 24, 28, 32, 36; 8: i = 0, 10, 20, 30.
     assert_eq!(summary["grpc_errors"], serde_json::json!({"14": 8, "8": 4}));

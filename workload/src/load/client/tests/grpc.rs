@@ -29,7 +29,11 @@ fn answer(path: &str, well_formed: bool) -> Answer {
     let with = |body: Vec<u8>, status: &'static str| {
         http::Response::builder()
             .header("content-type", "application/grpc")
-            .body(Full::new(Bytes::from(body)).with_trailers(trailers(status)).boxed())
+            .body(
+                Full::new(Bytes::from(body))
+                    .with_trailers(trailers(status))
+                    .boxed(),
+            )
             .unwrap()
     };
     if !well_formed {
@@ -135,7 +139,10 @@ async fn grpc_calls_are_framed_and_read_to_their_status_over_h2_and_tls() {
     assert_eq!(out.gaps_us.len(), 1);
 
     let (out, _) = send("t.Svc/Down").await;
-    assert_eq!((out.status, out.failure), (Some(200), Some(Failure::Status)));
+    assert_eq!(
+        (out.status, out.failure),
+        (Some(200), Some(Failure::Status))
+    );
     let reply = out.grpc.unwrap();
     assert_eq!((reply.status, reply.messages), (Some(14), 0));
     assert_eq!(out.first_content_us, None);
@@ -162,5 +169,8 @@ async fn grpc_calls_are_framed_and_read_to_their_status_over_h2_and_tls() {
         keep_body: false,
     };
     untrusted.send(call, start, &mut out).await;
-    assert_eq!((out.status, out.failure, out.grpc), (None, Some(Failure::Transport), None));
+    assert_eq!(
+        (out.status, out.failure, out.grpc),
+        (None, Some(Failure::Transport), None)
+    );
 }

@@ -231,7 +231,10 @@ fn step(
         if present {
             e.add(
                 at(key),
-                format!("is for grpc steps (a {} step sends `body` and `headers`)", s.service),
+                format!(
+                    "is for grpc steps (a {} step sends `body` and `headers`)",
+                    s.service
+                ),
             );
         }
     }
