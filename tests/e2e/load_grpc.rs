@@ -2,7 +2,8 @@
 //! tests/e2e/py/grpc_server.py: unary and server-stream calls straight to it and
 //! through a sluice listener routed to an h2c cluster, every call ok and counted
 //! with its messages and bytes; a share of UNAVAILABLE answers counted as errors by
-//! their code; a dead target a transport error.
+//! their code (in the summary and, through the `sluice load` binary, in run.json with
+//! `--detailed` rows); a dead target a transport error.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,9 +13,10 @@ use sluice_workload::{
     RunReport, Scenario,
 };
 
+use crate::cli::sluice;
 use crate::grpc::{grpc_server, python};
 use crate::harness::{self, TestConfig};
-use crate::support;
+use crate::support::{self, TempDir};
 
 /// Runs `text` (a scenario) and summarizes it.
 async fn run(text: &str) -> (RunOutput, RunReport) {
@@ -182,4 +184,41 @@ steps:
     // The run counts them all as failed: 5 + 10 + 10.
     assert_eq!(report.summary.failed, 25);
     assert_eq!(report.summary.grpc_errors.len(), 2);
+
+    // The same through the `sluice load` binary: run.json carries the counts by
+    // status, and `--detailed` each call's reply.
+    let tmp = TempDir::new("load-grpc");
+    let path = tmp.path().join("grpc.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let run_json = tmp.path().join("run.json");
+    let out = sluice(vec![
+        "load".into(),
+        path.display().to_string(),
+        "--detailed".into(),
+        "-o".into(),
+        run_json.display().to_string(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    let steps = &run["steps"];
+    assert_eq!(steps[0]["service"], "grpc");
+    assert_eq!(steps[0]["completed"], 5, "{}", steps[0]);
+    assert_eq!(steps[0]["grpc_errors"], serde_json::json!({"14": 5}));
+    assert_eq!(steps[1]["grpc_errors"], serde_json::json!({"5": 10}));
+    assert_eq!(run["summary"]["failed"], 25);
+    let rows = run["requests"].as_array().unwrap();
+    let ok: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["step"] == 0 && r.get("failure").is_none_or(|f| f.is_null()))
+        .collect();
+    assert_eq!(ok.len(), 5);
+    assert!(ok
+        .iter()
+        .all(|r| r["grpc"] == serde_json::json!({"status": 0, "messages": 1, "bytes": 1})));
 }
