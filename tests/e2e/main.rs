@@ -30,6 +30,7 @@ mod lineage;
 mod listener_limits;
 pub(crate) mod llama_cpp;
 mod load_full_link;
+mod load_grpc;
 mod load_labels;
 mod load_replay;
 mod load_report_to;

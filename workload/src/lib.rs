@@ -48,12 +48,12 @@ pub use lineage::{
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,
     run_mixed, run_replay, sized_prompt, summarize, trace_prompts, Answer, AnswerTap, Body, Bound,
-    Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, HookResult,
-    Intended, JsonPath, Lineage, Live, LiveHistogram, LiveMeasures, Mixed, Outcome, Plan, Planned,
-    Process, Recorded, Recording, Replay, ReplayOptions, ReplayRun, ReplaySource, RunInfo,
-    RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError, Seen, Segment, Service,
-    Sessions, Shard, StageSummary, Step, StepSummary, Target, Template, ThresholdResult, When,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR,
+    Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, GrpcReply,
+    HookResult, Intended, JsonPath, Lineage, Live, LiveHistogram, LiveMeasures, Mixed, Outcome,
+    Plan, Planned, Process, Recorded, Recording, Replay, ReplayOptions, ReplayRun, ReplaySource,
+    RunInfo, RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError, Seen, Segment,
+    Service, Sessions, Shard, StageSummary, Step, StepSummary, Target, Template, ThresholdResult,
+    When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR,
     LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION,
     THRESHOLDS_FAILED,
 };

@@ -10,7 +10,7 @@ mod scenario;
 mod schedule;
 mod summary;
 
-pub use client::{connector as http_connector, Cache, Failure, Outcome, LOAD_HEADER};
+pub use client::{connector as http_connector, Cache, Failure, GrpcReply, Outcome, LOAD_HEADER};
 pub use engine::{
     run, run_mixed, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram,
     LiveMeasures, RunOptions, RunOutput, LIVE_RELATIVE_ERROR,

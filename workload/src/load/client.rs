@@ -23,8 +23,11 @@ use sluice_filters::{
     SERVED_VERSION_HEADER,
 };
 
+mod grpc;
 mod resp;
 
+pub(crate) use grpc::Grpc;
+pub use grpc::GrpcReply;
 pub use resp::Cache;
 pub(crate) use resp::Redis;
 pub use sluice_filters::LOAD_HEADER;
@@ -101,6 +104,9 @@ pub struct Outcome {
     pub lineage_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// A grpc step's answer: its grpc-status, messages and their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcReply>,
 }
 
 impl Outcome {
@@ -168,6 +174,25 @@ pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>, String> {
 /// A connector for http and https URLs: HTTP/1.1 (no ALPN offered), rustls
 /// with ring, trusting `ca_certs` (DER) alone, or Mozilla's roots when empty.
 pub fn connector(ca_certs: &[Vec<u8>]) -> Result<HttpsConnector<HttpConnector>, String> {
+    Ok(HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(ca_certs)?)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(tcp()))
+}
+
+/// The same connector for HTTP/2 alone (grpc steps): cleartext with prior
+/// knowledge (h2c) for http URLs, TLS offering ALPN `h2` for https ones.
+pub(crate) fn h2_connector(ca_certs: &[Vec<u8>]) -> Result<HttpsConnector<HttpConnector>, String> {
+    Ok(HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(ca_certs)?)
+        .https_or_http()
+        .enable_http2()
+        .wrap_connector(tcp()))
+}
+
+/// rustls with ring, trusting `ca_certs` (DER) alone, or Mozilla's roots when empty.
+fn tls_config(ca_certs: &[Vec<u8>]) -> Result<ClientConfig, String> {
     let mut roots = RootCertStore::empty();
     if ca_certs.is_empty() {
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -178,20 +203,19 @@ pub fn connector(ca_certs: &[Vec<u8>]) -> Result<HttpsConnector<HttpConnector>, 
             .map_err(|e| format!("target.ca_file: {e}"))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = ClientConfig::builder_with_provider(provider)
+    Ok(ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?
         .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_no_client_auth())
+}
+
+fn tcp() -> HttpConnector {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     // The TLS layer takes https URLs; the TCP one must let them through.
     http.enforce_http(false);
-    Ok(HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http))
+    http
 }
 
 impl Client {

@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use std::collections::BTreeMap;
 
-use super::client::{since, Client, Failure, Outcome, Redis};
+use super::client::{since, Client, Failure, Grpc, Outcome, Redis};
 use super::mixed::Mixed;
 use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
@@ -130,6 +130,9 @@ pub struct HookResult {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// A grpc step's `grpc-status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
 }
@@ -140,16 +143,20 @@ impl HookResult {
             name: step.name.clone(),
             ok: o.failure.is_none(),
             status: o.status,
+            grpc_status: o.grpc.as_ref().and_then(|g| g.status),
             failure: o.failure,
         }
     }
 
-    /// `status 409`, `timeout`, …
+    /// `status 409`, `grpc status 14`, `timeout`, …
     fn why(&self) -> String {
-        match (self.status, self.failure) {
-            (Some(s), _) => format!("status {s}"),
-            (None, Some(f)) => f.as_str().to_owned(),
-            (None, None) => "ok".to_owned(),
+        match (self.grpc_status, self.status, self.failure) {
+            (Some(g), _, Some(Failure::Status | Failure::RateLimited)) => {
+                format!("grpc status {g}")
+            }
+            (_, Some(s), _) if !(200..=299).contains(&s) => format!("status {s}"),
+            (_, _, Some(f)) => f.as_str().to_owned(),
+            (_, _, None) => "ok".to_owned(),
         }
     }
 }
@@ -172,9 +179,11 @@ pub enum EngineError {
     Client(String),
 }
 
-/// The run's clients: the HTTP pool and one RESP connection per redis target.
+/// The run's clients: the HTTP pool, the HTTP/2 pool of grpc steps and
+/// one RESP connection per redis target.
 pub(crate) struct Clients {
     pub(crate) http: Client,
+    pub(crate) grpc: Grpc,
     pub(crate) redis: Redis,
 }
 
@@ -311,6 +320,7 @@ fn run_with(
     let clients = Clients {
         http: Client::new(&options.run_id, &scenario.target.ca_certs)
             .map_err(EngineError::Client)?,
+        grpc: Grpc::new(&options.run_id, &scenario.target.ca_certs).map_err(EngineError::Client)?,
         redis: runtime.block_on(Redis::connect(targets)),
     };
     let mut vars = BTreeMap::new();

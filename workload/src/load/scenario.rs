@@ -114,6 +114,9 @@ pub enum Service {
     Vector,
     /// A RESP command (`command:`) to a Redis server (`target: HOST:PORT`).
     Redis,
+    /// A unary or server-streaming gRPC call (raw protobuf bytes) over
+    /// HTTP/2 to `target`.
+    Grpc,
 }
 
 impl Service {
@@ -123,6 +126,7 @@ impl Service {
             Service::Http => "http",
             Service::Vector => "vector",
             Service::Redis => "redis",
+            Service::Grpc => "grpc",
         }
     }
 }
@@ -132,7 +136,9 @@ impl Service {
 pub struct Step {
     pub name: String,
     pub service: Service,
+    /// The HTTP method (`POST` for grpc steps).
     pub method: String,
+    /// The URL path (a grpc step's `/package.Service/Method`).
     pub path: Template,
     pub headers: Vec<(String, Template)>,
     pub body: Body,
@@ -193,7 +199,7 @@ impl Step {
                     }
                 }
             }
-            Body::None => {}
+            Body::None | Body::Grpc(_) => {}
         }
         out
     }
@@ -227,6 +233,9 @@ pub enum Body {
     Json(serde_json::Value),
     /// An LLM step's chat completion built around the prompt.
     Prompt(Template),
+    /// A grpc step's request message: raw protobuf bytes, sent in one
+    /// length-prefixed frame.
+    Grpc(Vec<u8>),
 }
 
 /// The values of one data variable, drawn per journey.

@@ -171,3 +171,5 @@ fn a_ca_file_must_hold_pem_certificates() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+mod grpc;

@@ -157,8 +157,9 @@ fn met(ended: Ended, (ok, cache): (bool, Option<Cache>)) -> bool {
     }
 }
 
-/// Sends a step's request now: `call` over HTTP, or (redis) its command;
-/// the answer's bytes (a redis reply as text).
+/// Sends a step's request now: `call` over HTTP (HTTP/2 for grpc), or
+/// (redis) its command; the answer's bytes (a redis reply as text, a grpc
+/// answer's messages without their prefixes).
 async fn send(
     clients: &Clients,
     step: &Step,
@@ -176,6 +177,7 @@ async fn send(
                 .await
                 .into_bytes()
         }
+        (Service::Grpc, _) => clients.grpc.send(call, start, out).await,
         _ => clients.http.send(call, start, out).await,
     }
 }
@@ -271,7 +273,8 @@ fn call(
     );
     let body = match &step.body {
         Body::None => None,
-        Body::Json(v) => Some(render_json(v, vars)),
+        Body::Grpc(message) => Some(message.clone()),
+        Body::Json(v) => Some(render_json(v, vars).to_string().into_bytes()),
         Body::Prompt(_) => {
             let mut chat = json!({
                 "model": step.model.as_deref().unwrap_or("default"),
@@ -291,7 +294,7 @@ fn call(
             if step.ignore_eos {
                 chat["ignore_eos"] = json!(true);
             }
-            Some(chat)
+            Some(chat.to_string().into_bytes())
         }
     };
     Call {
@@ -301,7 +304,7 @@ fn call(
             step.target.as_deref().unwrap_or(&scenario.target.base_url)
         ),
         headers,
-        body: body.map(|b| b.to_string().into_bytes()),
+        body,
         path,
         timeout: step.timeout,
         keep_body: !step.extract.is_empty(),

@@ -165,6 +165,22 @@ pub(crate) struct RawStep {
     pub(crate) command: Option<Vec<String>>,
     #[serde(default)]
     pub(crate) target: Option<String>,
+    /// A grpc step's request message.
+    #[serde(default)]
+    pub(crate) message: Option<RawMessage>,
+    /// A grpc step's metadata (sent as headers).
+    #[serde(default)]
+    pub(crate) metadata: BTreeMap<String, String>,
+}
+
+/// A grpc message as raw protobuf bytes: `{ base64: ... }` or `{ hex: ... }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMessage {
+    #[serde(default)]
+    pub(crate) base64: Option<String>,
+    #[serde(default)]
+    pub(crate) hex: Option<String>,
 }
 
 /// `depends_on: a` or `depends_on: [a, b]`.

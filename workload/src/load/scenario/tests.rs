@@ -350,6 +350,7 @@ fn the_example_in_the_docs_reads() {
 }
 
 mod fulllink;
+mod grpc;
 mod model;
 mod prompt;
 

@@ -12,6 +12,7 @@ use sluice_filters::{PathError, PathErrors};
 
 use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
 
+mod grpc;
 mod plan;
 mod replay;
 mod steps;
@@ -37,11 +38,6 @@ impl Errors {
     pub(crate) fn check<T>(&mut self, path: &str, value: Result<T, String>) -> Option<T> {
         value.map_err(|e| self.add(path, e)).ok()
     }
-}
-
-/// The sentence for a key of the issue that is read but not run yet.
-pub(crate) fn not_yet(what: &str) -> String {
-    format!("{what} is not supported yet")
 }
 
 pub(crate) fn validate(

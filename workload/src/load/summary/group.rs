@@ -45,6 +45,8 @@ pub(crate) struct Group {
     pub(crate) good: u64,
     pub(crate) cache_hits: u64,
     pub(crate) cache_misses: u64,
+    /// Failed grpc calls by their `grpc-status`.
+    pub(crate) grpc_errors: BTreeMap<u32, u64>,
 }
 
 /// One group as written to the result file.
@@ -67,6 +69,10 @@ pub struct GroupSummary {
     pub cache_hits: u64,
     /// Redis replies that were nil (a cache miss).
     pub cache_misses: u64,
+    /// grpc calls answered with a `grpc-status` other than 0, by that
+    /// status (`{"14": 3}`); counted in `failed` (8 in `rate_limited`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_errors: BTreeMap<String, u64>,
     /// The output counts are counted chunks for some answers (no usage).
     pub output_tokens_estimated: bool,
     /// `request_throughput`, `mean_ttft_ms`, `p99_itl_ms`, …
@@ -97,6 +103,7 @@ impl Group {
             good: 0,
             cache_hits: 0,
             cache_misses: 0,
+            grpc_errors: BTreeMap::new(),
         }
     }
 
@@ -121,6 +128,9 @@ impl Group {
             None => {}
         }
         if o.failure.is_some() {
+            if let Some(code) = o.grpc.as_ref().and_then(|g| g.status).filter(|c| *c != 0) {
+                *self.grpc_errors.entry(code).or_insert(0) += 1;
+            }
             return;
         }
         self.completed += 1;
@@ -185,6 +195,16 @@ impl Group {
         let optional = |key: &str| v.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
         g.cache_hits = optional("cache_hits");
         g.cache_misses = optional("cache_misses");
+        // Absent without grpc errors (and before grpc steps).
+        if let Some(errors) = v.get("grpc_errors").and_then(serde_json::Value::as_object) {
+            for (code, n) in errors {
+                let read = (code.parse::<u32>().ok(), n.as_u64());
+                let (Some(code), Some(n)) = read else {
+                    return Err(format!("grpc_errors.{code}: not a status and a count"));
+                };
+                g.grpc_errors.insert(code, n);
+            }
+        }
         g.good = match v.get("good").and_then(serde_json::Value::as_u64) {
             Some(n) => n,
             None => return Err("`good` is missing or not a count".to_owned()),
@@ -225,6 +245,9 @@ impl Group {
         self.good += other.good;
         self.cache_hits += other.cache_hits;
         self.cache_misses += other.cache_misses;
+        for (code, n) in &other.grpc_errors {
+            *self.grpc_errors.entry(*code).or_insert(0) += n;
+        }
         Ok(())
     }
 
@@ -289,6 +312,11 @@ impl Group {
             good: self.good,
             cache_hits: self.cache_hits,
             cache_misses: self.cache_misses,
+            grpc_errors: self
+                .grpc_errors
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
             output_tokens_estimated: self.output_tokens_estimated,
             metrics,
             histograms,

@@ -358,3 +358,63 @@ fn a_from_model_run_carries_the_models_arrivals_and_another_run_none() {
         .is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn grpc_errors_are_counted_by_status_and_merge_across_shards() {
+    use crate::load::client::GrpcReply;
+    // 40 calls: every 4th UNAVAILABLE (14), every 10th RESOURCE_EXHAUSTED
+    // (8, rate limited), the rest OK; one broken stream without a status.
+    let all: Vec<Outcome> = (0..40)
+        .map(|i| {
+            let (status, failure) = match i {
+                _ if i % 10 == 0 => (Some(8), Some(Failure::RateLimited)),
+                _ if i % 4 == 0 => (Some(14), Some(Failure::Status)),
+                39 => (None, Some(Failure::Transport)),
+                _ => (Some(0), None),
+            };
+            Outcome {
+                failure,
+                grpc: Some(GrpcReply {
+                    status,
+                    messages: 1,
+                    bytes: 5,
+                }),
+                ..answer(i, 0, 10)
+            }
+        })
+        .collect();
+    let s = scenario("");
+    let whole = serde_json::to_value(summarize(
+        &s,
+        &output(all.clone()),
+        info(Goodput::default()),
+    ))
+    .unwrap();
+    let summary = &whole["summary"];
+    // 14: i = 4, 8, 12, 16, 24, 28, 32, 36; 8: i = 0, 10, 20, 30.
+    assert_eq!(summary["grpc_errors"], serde_json::json!({"14": 8, "8": 4}));
+    assert_eq!(summary["failed"], 9);
+    assert_eq!(summary["rate_limited"], 4);
+    assert_eq!(summary["completed"], 27);
+    assert_eq!(whole["steps"][0]["grpc_errors"], summary["grpc_errors"]);
+    let shards: Vec<serde_json::Value> = (0..2u64)
+        .map(|k| {
+            let part: Vec<Outcome> = all.iter().filter(|o| o.index % 2 == k).cloned().collect();
+            let mut i = info(Goodput::default());
+            i.shard = format!("{k}/2");
+            serde_json::to_value(summarize(&s, &output(part), i)).unwrap()
+        })
+        .collect();
+    let merged = merge_runs(&shards).unwrap();
+    for key in ["summary", "steps", "stages"] {
+        assert_eq!(merged[key], whole[key], "{key}");
+    }
+    // Without grpc errors the key is absent.
+    let plain = serde_json::to_value(summarize(
+        &s,
+        &output(vec![answer(0, 0, 10)]),
+        info(Goodput::default()),
+    ))
+    .unwrap();
+    assert!(plain["summary"].get("grpc_errors").is_none());
+}

@@ -160,10 +160,10 @@ fn a_step_target_is_a_url_and_command_is_for_redis() {
         errors(&text),
         ["teardown[0].path: a vector step needs a path"]
     );
-    let text = RAG.replace("name: answer, service: llm", "name: answer, service: grpc");
+    let text = RAG.replace("name: answer, service: llm", "name: answer, service: soap");
     assert_eq!(
         errors(&text),
-        ["steps[2].service: `grpc` steps is not supported yet",]
+        ["steps[2].service: unknown service `soap` (expected one of llm, http, vector, redis, grpc)"]
     );
 }
 

@@ -9,7 +9,7 @@ use sluice_filters::{check_redis_target, parse_duration};
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
 use super::super::{Body, Ended, JsonPath, Service, Step, Template, When, DEFAULT_TIMEOUT};
-use super::{not_yet, Errors};
+use super::Errors;
 
 /// The path of an LLM step when none is written.
 const CHAT_PATH: &str = "/v1/chat/completions";
@@ -123,7 +123,7 @@ fn ancestors(raw: &[RawStep], s: &RawStep) -> BTreeSet<String> {
     seen
 }
 
-fn depends(s: &RawStep) -> Vec<String> {
+pub(super) fn depends(s: &RawStep) -> Vec<String> {
     match &s.depends_on {
         None => Vec::new(),
         Some(RawNames::One(n)) => vec![n.clone()],
@@ -170,14 +170,13 @@ fn step(
         "http" => Service::Http,
         "vector" => Service::Vector,
         "redis" => Service::Redis,
-        "grpc" => {
-            e.add(at("service"), not_yet("`grpc` steps"));
-            return None;
-        }
+        "grpc" => Service::Grpc,
         other => {
             e.add(
                 at("service"),
-                format!("unknown service `{other}` (expected one of llm, http, vector, redis)"),
+                format!(
+                    "unknown service `{other}` (expected one of llm, http, vector, redis, grpc)"
+                ),
             );
             return None;
         }
@@ -220,8 +219,24 @@ fn step(
         }
         Some(t)
     };
-    if service == Service::Redis {
-        return redis_step(s, path, all, template, e);
+    match service {
+        Service::Redis => return redis_step(s, path, all, template, e),
+        Service::Grpc => return super::grpc::step(s, path, all, template, e),
+        _ => {}
+    }
+    for (key, present) in [
+        ("message", s.message.is_some()),
+        ("metadata", !s.metadata.is_empty()),
+    ] {
+        if present {
+            e.add(
+                at(key),
+                format!(
+                    "is for grpc steps (a {} step sends `body` and `headers`)",
+                    s.service
+                ),
+            );
+        }
     }
     if s.command.is_some() {
         e.add(at("command"), "is for redis steps");
@@ -391,7 +406,7 @@ fn step(
 
 /// `when: STEP.ok|error|hit|miss`, of a step `s` depends on (hit and miss
 /// of a redis one).
-fn when(s: &RawStep, all: &[RawStep], path: &str, e: &mut Errors) -> Option<When> {
+pub(super) fn when(s: &RawStep, all: &[RawStep], path: &str, e: &mut Errors) -> Option<When> {
     let w = s.when.as_deref()?;
     let (step, outcome) = w.rsplit_once('.').unwrap_or((w, ""));
     let ended = match outcome {
@@ -465,6 +480,8 @@ fn redis_step(
         ("max_tokens", s.max_tokens.is_some()),
         ("stream", s.stream.is_some()),
         ("ignore_eos", s.ignore_eos.is_some()),
+        ("message", s.message.is_some()),
+        ("metadata", !s.metadata.is_empty()),
     ] {
         if present {
             e.add(at(key), "is not for redis steps (they send `command`)");
@@ -526,7 +543,7 @@ fn redis_step(
     })
 }
 
-fn timeout(s: &RawStep, path: &str, e: &mut Errors) -> std::time::Duration {
+pub(super) fn timeout(s: &RawStep, path: &str, e: &mut Errors) -> std::time::Duration {
     let at = format!("{path}.timeout");
     match &s.timeout {
         None => DEFAULT_TIMEOUT,

@@ -1,0 +1,315 @@
+//! The grpc steps' client: HTTP/2 alone over a keep-alive pool (h2c with
+//! prior knowledge for http targets, ALPN `h2` over TLS for https ones),
+//! one unary request message in gRPC's length-prefixed framing, the answer
+//! read whole (a server stream's messages counted as they arrive), and the
+//! outcome from `grpc-status` in the trailers (or in the headers of a
+//! trailers-only answer). Timed on the run's clock into the same
+//! [`Outcome`] as an HTTP request.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Request};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as Pool;
+use hyper_util::rt::TokioExecutor;
+use sluice_filters::{TraceContext, LOAD_HEADER};
+
+use super::{since, Call, Failure, Outcome, MAX_CHUNKS, MAX_KEPT};
+
+/// A grpc answer, as `--detailed` writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GrpcReply {
+    /// `grpc-status` (0 is OK); `None` when the answer carried none.
+    pub status: Option<u32>,
+    /// Whole messages received (one for a unary call, any number for a
+    /// server stream).
+    pub messages: u64,
+    /// Their bytes, the 5-byte prefixes left out.
+    pub bytes: u64,
+}
+
+/// gRPC's RESOURCE_EXHAUSTED: counted as rate limited, as a 429 is.
+const RESOURCE_EXHAUSTED: u32 = 8;
+
+/// The HTTP/2 pool and the run's id.
+#[derive(Clone)]
+pub(crate) struct Grpc {
+    pool: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    run_id: HeaderValue,
+}
+
+/// One message in gRPC's framing: the compressed flag (0), the length as
+/// a big-endian u32, the bytes.
+pub(crate) fn frame(message: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(message.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.push(0);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// Reads length-prefixed messages from the body's chunks, however they
+/// are split; keeps only the part of a message not yet complete.
+#[derive(Debug, Default)]
+pub(crate) struct Deframer {
+    carry: Vec<u8>,
+}
+
+impl Deframer {
+    /// Feeds a chunk; returns the lengths of the messages it completed.
+    pub(crate) fn push(&mut self, chunk: &[u8], kept: &mut Option<&mut Vec<u8>>) -> Vec<usize> {
+        self.carry.extend_from_slice(chunk);
+        let mut done = Vec::new();
+        let mut at = 0;
+        // Each pass takes one whole message: bounded by the bytes held.
+        while let Some(header) = self.carry.get(at..at + 5) {
+            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+            let Some(message) = self.carry.get(at + 5..at + 5 + len) else {
+                break;
+            };
+            if let Some(k) = kept.as_deref_mut() {
+                if k.len() + message.len() <= MAX_KEPT {
+                    k.extend_from_slice(message);
+                }
+            }
+            done.push(len);
+            at += 5 + len;
+        }
+        self.carry.drain(..at);
+        done
+    }
+
+    /// The body ended: an error when part of a message is left.
+    pub(crate) fn finish(&self) -> Result<(), String> {
+        match self.carry.len() {
+            0 => Ok(()),
+            n => Err(format!(
+                "the answer ended inside a message ({n} bytes left)"
+            )),
+        }
+    }
+}
+
+/// `grpc-timeout` in the spec's notation: at most 8 digits and a unit,
+/// the finest unit that fits (rounded up, so the server never gets less).
+pub(crate) fn grpc_timeout(d: Duration) -> String {
+    const MAX: u128 = 99_999_999;
+    let nanos = d.as_nanos();
+    for (unit, per) in [
+        ("n", 1u128),
+        ("u", 1_000),
+        ("m", 1_000_000),
+        ("S", 1_000_000_000),
+        ("M", 60_000_000_000),
+    ] {
+        let n = nanos.div_ceil(per);
+        if n <= MAX {
+            return format!("{n}{unit}");
+        }
+    }
+    format!("{}H", nanos.div_ceil(3_600_000_000_000).min(MAX))
+}
+
+/// A `grpc-status` value: a decimal number.
+fn status_of(v: Option<&HeaderValue>) -> Option<u32> {
+    v.and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
+impl Grpc {
+    pub(crate) fn new(run_id: &str, ca_certs: &[Vec<u8>]) -> Result<Grpc, String> {
+        let pool = Pool::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .http2_only(true)
+            .build(super::h2_connector(ca_certs)?);
+        Ok(Grpc {
+            pool,
+            run_id: HeaderValue::from_str(run_id)
+                .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
+        })
+    }
+
+    /// Sends `call` (its body the request message) now and fills `out`;
+    /// returns the answer's messages, prefixes left out, when `keep_body`.
+    pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) -> Vec<u8> {
+        let sent = Instant::now();
+        out.sent_us = since(start, sent);
+        let mut kept = Vec::new();
+        let timeout = call.timeout;
+        let result =
+            tokio::time::timeout(timeout, self.exchange(call, start, out, &mut kept)).await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(())) => out.failure = Some(Failure::Transport),
+            Err(_) => out.failure = Some(Failure::Timeout),
+        }
+        out.end_us = since(start, Instant::now());
+        kept
+    }
+
+    async fn exchange(
+        &self,
+        call: Call,
+        start: Instant,
+        out: &mut Outcome,
+        kept: &mut Vec<u8>,
+    ) -> Result<(), ()> {
+        let mut request = Request::post(&call.uri);
+        for (name, value) in &call.headers {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                request = request.header(n, v);
+            }
+        }
+        let trace = TraceContext {
+            trace_id: rand::random::<[u8; 16]>(),
+            span_id: rand::random::<[u8; 8]>(),
+            sampled: true,
+        };
+        out.trace_id = trace.trace_id_hex();
+        let request = request
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .header(http::header::TE, "trailers")
+            .header("grpc-timeout", grpc_timeout(call.timeout))
+            .header("traceparent", trace.to_traceparent())
+            .header(LOAD_HEADER, self.run_id.clone())
+            .body(Full::new(Bytes::from(frame(
+                call.body.as_deref().unwrap_or_default(),
+            ))))
+            .map_err(|_| ())?;
+        let response = self.pool.request(request).await.map_err(|_| ())?;
+        let status = response.status().as_u16();
+        out.status = Some(status);
+        if !(200..=299).contains(&status) {
+            out.failure = Some(match status {
+                429 => Failure::RateLimited,
+                _ => Failure::Status,
+            });
+            return Ok(());
+        }
+        let mut reply = GrpcReply {
+            // A trailers-only answer: the status is in the headers.
+            status: status_of(response.headers().get("grpc-status")),
+            ..GrpcReply::default()
+        };
+        let mut body = response.into_body();
+        let mut deframer = Deframer::default();
+        let mut keep = call.keep_body.then_some(kept);
+        let mut last: Option<u64> = None;
+        for _ in 0..MAX_CHUNKS {
+            let Some(frame) = body.frame().await else {
+                break;
+            };
+            let frame = frame.map_err(|_| ())?;
+            let frame = match frame.into_data() {
+                Ok(data) => {
+                    let at_us = since(start, Instant::now());
+                    out.first_byte_us.get_or_insert(at_us);
+                    for len in deframer.push(&data, &mut keep) {
+                        reply.messages += 1;
+                        reply.bytes += len as u64;
+                        if let Some(l) = last {
+                            out.gaps_us.push(at_us.saturating_sub(l));
+                        }
+                        out.first_content_us.get_or_insert(at_us);
+                        last = Some(at_us);
+                    }
+                    continue;
+                }
+                Err(frame) => frame,
+            };
+            if let Ok(trailers) = frame.into_trailers() {
+                if let Some(s) = status_of(trailers.get("grpc-status")) {
+                    reply.status = Some(s);
+                }
+            }
+        }
+        let whole = deframer.finish();
+        out.failure = match (reply.status, whole) {
+            (_, Err(_)) | (None, _) => Some(Failure::Transport),
+            (Some(0), Ok(())) => None,
+            (Some(RESOURCE_EXHAUSTED), Ok(())) => Some(Failure::RateLimited),
+            (Some(_), Ok(())) => Some(Failure::Status),
+        };
+        out.grpc = Some(reply);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_message_is_framed_with_a_zero_flag_and_a_big_endian_length() {
+        assert_eq!(frame(b""), [0, 0, 0, 0, 0]);
+        assert_eq!(
+            frame(b"hello"),
+            [0, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']
+        );
+        let big = vec![7u8; 300];
+        assert_eq!(frame(&big)[..5], [0, 0, 0, 1, 44]);
+    }
+
+    #[test]
+    fn messages_are_read_however_the_chunks_split_them() {
+        let mut wire = frame(b"msg-0");
+        wire.extend(frame(b""));
+        wire.extend(frame(&[9u8; 300]));
+        // Every split into two chunks, and one byte at a time.
+        for cut in 0..=wire.len() {
+            let mut d = Deframer::default();
+            let mut kept = Vec::new();
+            let mut lens = d.push(&wire[..cut], &mut Some(&mut kept));
+            lens.extend(d.push(&wire[cut..], &mut Some(&mut kept)));
+            assert_eq!(lens, [5, 0, 300], "cut at {cut}");
+            assert_eq!(d.finish(), Ok(()));
+            assert_eq!(&kept[..5], b"msg-0");
+            assert_eq!(kept.len(), 305);
+        }
+        let mut d = Deframer::default();
+        let mut lens = Vec::new();
+        for b in &wire {
+            lens.extend(d.push(std::slice::from_ref(b), &mut None));
+        }
+        assert_eq!(lens, [5, 0, 300]);
+        assert_eq!(d.finish(), Ok(()));
+    }
+
+    #[test]
+    fn a_truncated_frame_is_an_error() {
+        let wire = frame(b"hello");
+        for cut in 1..wire.len() {
+            let mut d = Deframer::default();
+            assert_eq!(d.push(&wire[..cut], &mut None), Vec::<usize>::new());
+            assert_eq!(
+                d.finish(),
+                Err(format!(
+                    "the answer ended inside a message ({cut} bytes left)"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn grpc_timeout_uses_the_finest_unit_of_at_most_8_digits() {
+        let cases = [
+            (Duration::from_millis(2000), "2000000u"),
+            (Duration::from_millis(250), "250000u"),
+            (Duration::from_nanos(1500), "1500n"),
+            (Duration::from_secs(60), "60000000u"),
+            (Duration::from_secs(100_000), "100000S"),
+            (Duration::from_secs(200_000_000), "3333334M"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(grpc_timeout(d), want, "{d:?}");
+        }
+    }
+}
