@@ -95,8 +95,7 @@ impl GrpcCodes {
     /// NOT_FOUND, INVALID_ARGUMENT and the like are the caller's own
     /// mistakes, CANCELLED is the caller's choice, and DATA_LOSS (15) is
     /// left for `grpc_failure_codes` to add.
-    pub const DEFAULT_FAILURES: GrpcCodes =
-        GrpcCodes(1 << 2 | 1 << 4 | 1 << 8 | 1 << 13 | 1 << 14);
+    pub const DEFAULT_FAILURES: GrpcCodes = GrpcCodes(1 << 2 | 1 << 4 | 1 << 8 | 1 << 13 | 1 << 14);
 
     /// The set of `codes`; codes past 16 are left out.
     pub fn of(codes: impl IntoIterator<Item = u32>) -> GrpcCodes {

@@ -5,7 +5,7 @@
 //! copied or allocated.
 
 /// The length prefix of a gRPC message: flag byte and u32 length.
-pub const GRPC_PREFIX: usize = 5;
+const GRPC_PREFIX: usize = 5;
 
 /// Counts the messages of one gRPC body as it passes; one per stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,7 +109,11 @@ mod tests {
             for b in a..=body.len() {
                 let cuts = [a, b];
                 let (counts, partial) = per_chunk(&body, &cuts);
-                assert_eq!(counts, expected(&ends, &cuts, body.len()), "cut at {cuts:?}");
+                assert_eq!(
+                    counts,
+                    expected(&ends, &cuts, body.len()),
+                    "cut at {cuts:?}"
+                );
                 assert!(!partial);
             }
         }
