@@ -24,6 +24,11 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
     let route = ctx.route.and_then(|r| snapshot.routes.get(r));
     let target = route.and_then(|r| r.targets.get(ctx.target?));
     let cluster = ctx.cluster().map(|c| &c.config);
+    // A gRPC call's method, `package.Service/Method`: its grpc_method label,
+    // its recorded method, and its gen_ai_operation_name when metered.
+    let grpc_method = ctx
+        .grpc
+        .then(|| sluice_filters::grpc_method(path).map_or("unknown", |(_, _)| &path[1..]));
     let record = RequestRecord {
         request_id: &ctx.request_id,
         route: route.map_or("", |r| r.name.as_str()),
@@ -44,13 +49,9 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
         upstream: ctx.upstream_timing,
         load_run: ctx.load_run.as_deref(),
         grpc_status: ctx.grpc_status,
+        grpc_method,
     };
     let source = ctx.source();
-    // A gRPC call's method, `package.Service/Method`: its grpc_method label,
-    // and its gen_ai_operation_name when metered.
-    let grpc_method = ctx
-        .grpc
-        .then(|| sluice_filters::grpc_method(path).map_or("unknown", |(_, _)| &path[1..]));
     if let Some(method) = grpc_method {
         proxy.shared.metrics.grpc_request(
             [record.route, record.cluster, record.version],
