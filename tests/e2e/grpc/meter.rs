@@ -1,14 +1,18 @@
 //! A gRPC server stream through a `kind: llm` cluster is metered per message: a grpcio
 //! server answers `test.Svc/Count` with 5 messages 200 ms apart, and the SSE meter's
 //! histograms, labelled `gen_ai_operation_name="test.Svc/Count"`, count one TTFT and
-//! four gaps for the call, their sums near the server's spacing (generous bands).
+//! four gaps for the call, their sums near the server's spacing (generous bands). The
+//! recorder's line of the call carries its method, status, TTFT and four gaps.
 
 use std::time::Duration;
 
 use serde_json::json;
+use sluice_filters::{parse_lines, TraceLine};
 
 use super::{grpc_calls, grpc_server, python};
-use crate::harness::{self, TestConfig};
+use crate::harness::{self, Admin, TestConfig};
+use crate::recorder::poll_recording;
+use crate::support::TempDir;
 
 const TTFT: &str = "gen_ai_client_operation_time_to_first_chunk_seconds";
 const GAP: &str = "gen_ai_client_operation_time_per_output_chunk_seconds";
@@ -17,10 +21,18 @@ const GAP: &str = "gen_ai_client_operation_time_per_output_chunk_seconds";
 async fn a_server_stream_is_metered_per_message() {
     let Some(python) = python() else { return };
     let (_server, upstream) = grpc_server(&python, &[]).await;
+    let dir = TempDir::new("grpc-meter");
+    let trace = dir.path().join("trace.jsonl");
     let sluice = TestConfig::http()
         .cluster_with("model", "llm", [&upstream], "version: v1, protocol: h2c")
         .route("rpc", "model: 100")
+        .section(
+            "recorder",
+            format!("{{ path: \"{}\", percent: 100 }}", trace.display()),
+        )
         .start();
+    let admin = Admin::new(&sluice);
+    assert_eq!(poll_recording(&admin).await.1["recording"], true);
     let listen = harness::listener(&sluice, "public").port();
     let labels = [
         ("route", "rpc"),
@@ -62,4 +74,20 @@ async fn a_server_stream_is_metered_per_message() {
         ],
     );
     assert_eq!(tokens, Some(5.0), "{text}");
+
+    // The recorder's line: queued as the call was logged, written when it stops.
+    let (status, stopped) = admin.delete("/v1/recorder").await;
+    assert_eq!((status, &stopped["lines"]), (200, &json!(1)), "{stopped}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<TraceLine> = parse_lines(&text).map(Result::unwrap).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let line = &lines[0];
+    assert_eq!(
+        line.grpc_method.as_deref(),
+        Some("test.Svc/Count"),
+        "{text}"
+    );
+    assert_eq!(line.grpc_status, Some(0), "{text}");
+    assert_eq!(line.gaps_ms.len(), 4, "{text}");
+    assert!(line.ttft_ms.is_some_and(|t| t >= 150.0), "{text}");
 }
