@@ -1,6 +1,8 @@
 //! The OpenTelemetry GenAI client metrics (Prometheus names) and a per
-//! (route, cluster) cache of their handles by model, so the request path
-//! resolves labels with one lock-free lookup instead of a label hash.
+//! (route, cluster) cache of their handles by model and operation, so the
+//! request path resolves labels with one lock-free lookup instead of a label
+//! hash. The operation is one of [`Operation`]'s names, or a gRPC call's
+//! method (`package.Service/Method`).
 
 use std::sync::Arc;
 
@@ -10,8 +12,6 @@ use prometheus::{Histogram, HistogramVec, Registry};
 use crate::load::Source;
 use crate::metrics::register_histogram;
 
-/// Models seen per (route, cluster) before new ones are folded into `other`:
-/// the model name comes from clients, so its cardinality must be bounded.
 /// Time to first token (TTFT), seconds: the family name the proxy exports
 /// and the fleet rollouts' PromQL reads.
 pub const TTFT_METRIC: &str = "gen_ai_client_operation_time_to_first_chunk_seconds";
@@ -22,6 +22,10 @@ pub const TOKEN_USAGE_METRIC: &str = "gen_ai_client_token_usage";
 /// Time per output token (vLLM's "TPOT"), seconds.
 pub const TPOT_METRIC: &str = "sluice_time_per_output_token_seconds";
 
+/// (model, operation) pairs kept per (route, cluster) before new ones are
+/// folded into model `other` (and a gRPC method into operation `other`): the
+/// model name and the method come from clients, so their cardinality must be
+/// bounded.
 const MAX_MODELS: usize = 64;
 
 // Bucket boundaries recommended by the OpenTelemetry GenAI semantic conventions.
@@ -77,6 +81,11 @@ impl Operation {
             Operation::Embeddings => "embeddings",
             Operation::Other => "other",
         }
+    }
+
+    /// Whether `name` is one of the operations above (not a gRPC method).
+    fn is_named(name: &str) -> bool {
+        matches!(name, "chat" | "text_completion" | "embeddings" | "other")
     }
 }
 
@@ -171,12 +180,13 @@ impl GenAiMetrics {
     }
 }
 
-/// A model's handles, one set per [`Source`].
-type Entry = (Box<str>, Operation, [Arc<GenAiHandles>; Source::ALL.len()]);
+/// A (model, operation)'s handles, one set per [`Source`].
+type Entry = (Box<str>, Box<str>, [Arc<GenAiHandles>; Source::ALL.len()]);
 
 /// Handles by (model, operation, source) for one (route, cluster, version).
-/// Reads are one atomic load and a scan of a short list; a new model appends
-/// once, with the handles of both sources.
+/// Reads are one atomic load and a scan of a short list; a new pair appends
+/// once, with the handles of both sources. Looked up once per request, at its
+/// end, never per chunk.
 pub struct ModelHandleCache {
     metrics: GenAiMetrics,
     route: Box<str>,
@@ -186,22 +196,28 @@ pub struct ModelHandleCache {
 }
 
 impl ModelHandleCache {
-    pub fn get(&self, model: &str, operation: Operation, source: Source) -> Arc<GenAiHandles> {
+    /// `operation`: [`Operation::as_str`], or a gRPC call's method.
+    pub fn get(&self, model: &str, operation: &str, source: Source) -> Arc<GenAiHandles> {
         let entries = self.entries.load();
         if let Some((_, _, h)) = entries
             .iter()
-            .find(|(m, o, _)| **m == *model && *o == operation)
+            .find(|(m, o, _)| **m == *model && **o == *operation)
         {
             return h[source.index()].clone();
         }
-        let model = if entries.len() >= MAX_MODELS {
-            "other"
+        let (model, operation) = if entries.len() >= MAX_MODELS {
+            let operation = if Operation::is_named(operation) {
+                operation
+            } else {
+                "other"
+            };
+            ("other", operation)
         } else {
-            model
+            (model, operation)
         };
         if let Some((_, _, h)) = entries
             .iter()
-            .find(|(m, o, _)| **m == *model && *o == operation)
+            .find(|(m, o, _)| **m == *model && **o == *operation)
         {
             return h[source.index()].clone();
         }
@@ -211,7 +227,7 @@ impl ModelHandleCache {
                 &self.cluster,
                 &self.version,
                 model,
-                operation.as_str(),
+                operation,
                 s.label(),
             ]))
         });
@@ -221,9 +237,9 @@ impl ModelHandleCache {
             next.extend(old.iter().cloned());
             if !next
                 .iter()
-                .any(|(m, o, _)| **m == *model && *o == operation)
+                .any(|(m, o, _)| **m == *model && **o == *operation)
             {
-                next.push((model.into(), operation, added.clone()));
+                next.push((model.into(), operation.into(), added.clone()));
             }
             next
         });
@@ -264,25 +280,38 @@ mod tests {
         let registry = Registry::new();
         let m = GenAiMetrics::new(&registry).unwrap();
         let cache = m.cache("chat", "a", "v1");
-        let h1 = cache.get("llama", Operation::Chat, Source::User);
-        let h2 = cache.get("llama", Operation::Chat, Source::User);
+        let h1 = cache.get("llama", Operation::Chat.as_str(), Source::User);
+        let h2 = cache.get("llama", Operation::Chat.as_str(), Source::User);
         assert!(Arc::ptr_eq(&h1, &h2));
-        let load = cache.get("llama", Operation::Chat, Source::Load);
+        let load = cache.get("llama", Operation::Chat.as_str(), Source::Load);
         assert!(!Arc::ptr_eq(&h1, &load));
         load.ttft.observe(0.2);
         assert_eq!(h1.ttft.get_sample_count(), 0);
         for i in 0..100 {
             cache
-                .get(&format!("model-{i}"), Operation::Chat, Source::User)
+                .get(
+                    &format!("model-{i}"),
+                    Operation::Chat.as_str(),
+                    Source::User,
+                )
                 .ttft
                 .observe(0.1);
         }
         assert_eq!(cache.entries.load().len(), MAX_MODELS + 1);
-        let other = cache.get("never-seen", Operation::Chat, Source::User);
+        let other = cache.get("never-seen", Operation::Chat.as_str(), Source::User);
         assert_eq!(other.ttft.get_sample_count(), 100 - (MAX_MODELS as u64 - 1));
+        let method = cache.get("unknown", "pkg.Svc/Method", Source::User);
+        method.ttft.observe(0.3);
+        assert_eq!(method.ttft.get_sample_count(), 1, "a new method is folded");
+        assert_eq!(
+            other.ttft.get_sample_count(),
+            100 - (MAX_MODELS as u64 - 1),
+            "into model `other` and operation `other`, not chat"
+        );
         let text = prometheus::TextEncoder::new()
             .encode_to_string(&registry.gather())
             .unwrap();
         assert!(text.contains("gen_ai_client_operation_time_to_first_chunk_seconds_count{cluster=\"a\",gen_ai_operation_name=\"chat\",gen_ai_request_model=\"llama\",route=\"chat\",source=\"load\",version=\"v1\"} 1"));
+        assert!(text.contains("gen_ai_client_operation_time_to_first_chunk_seconds_count{cluster=\"a\",gen_ai_operation_name=\"other\",gen_ai_request_model=\"other\",route=\"chat\",source=\"user\",version=\"v1\"} 1"));
     }
 }

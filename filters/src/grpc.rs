@@ -1,9 +1,14 @@
 //! gRPC over HTTP/2, as the proxy sees it: which requests are gRPC, their
 //! `grpc-timeout`, their method, the `grpc-message` text of an error the
 //! proxy writes itself, the HTTP status a gRPC code stands for, and sets of
-//! codes (a rollout gate's failures). Pure: callers pass header values.
+//! codes (a rollout gate's failures), and where the messages of a body end
+//! ([`GrpcFramer`]). Pure: callers pass header values and body bytes.
+
+mod messages;
 
 use std::time::Duration;
+
+pub use messages::GrpcFramer;
 
 /// Whether a request's `content-type` makes it a gRPC call
 /// (`application/grpc`, `application/grpc+proto`, `application/grpc;...`).
@@ -84,13 +89,13 @@ pub fn grpc_status_http(code: u32) -> u16 {
 pub struct GrpcCodes(u32);
 
 impl GrpcCodes {
-    /// What a caller of a service would call the service's failure: UNKNOWN
-    /// (2), DEADLINE_EXCEEDED (4), RESOURCE_EXHAUSTED (8), INTERNAL (13),
-    /// UNAVAILABLE (14) and DATA_LOSS (15), as Envoy's and Istio's retry and
-    /// outlier defaults count them. NOT_FOUND, INVALID_ARGUMENT and the like
-    /// are the caller's own mistakes, and CANCELLED is the caller's choice.
-    pub const DEFAULT_FAILURES: GrpcCodes =
-        GrpcCodes(1 << 2 | 1 << 4 | 1 << 8 | 1 << 13 | 1 << 14 | 1 << 15);
+    /// What a caller of a service would call the service's failure, as
+    /// issue 21 lists them: UNKNOWN (2), DEADLINE_EXCEEDED (4),
+    /// RESOURCE_EXHAUSTED (8), INTERNAL (13) and UNAVAILABLE (14).
+    /// NOT_FOUND, INVALID_ARGUMENT and the like are the caller's own
+    /// mistakes, CANCELLED is the caller's choice, and DATA_LOSS (15) is
+    /// left for `grpc_failure_codes` to add.
+    pub const DEFAULT_FAILURES: GrpcCodes = GrpcCodes(1 << 2 | 1 << 4 | 1 << 8 | 1 << 13 | 1 << 14);
 
     /// The set of `codes`; codes past 16 are left out.
     pub fn of(codes: impl IntoIterator<Item = u32>) -> GrpcCodes {
@@ -137,7 +142,7 @@ mod tests {
     #[test]
     fn code_sets() {
         let failures = GrpcCodes::default();
-        assert_eq!(failures.codes().collect::<Vec<_>>(), [2, 4, 8, 13, 14, 15]);
+        assert_eq!(failures.codes().collect::<Vec<_>>(), [2, 4, 8, 13, 14]);
         assert!(failures.contains(14) && !failures.contains(5) && !failures.contains(99));
         assert_eq!(
             GrpcCodes::of([0, 16, 17]).codes().collect::<Vec<_>>(),

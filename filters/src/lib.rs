@@ -81,7 +81,7 @@ pub use genai::{
 };
 pub use grpc::{
     grpc_message, grpc_method, grpc_status_http, is_grpc, parse_grpc_timeout, GrpcCodes,
-    GRPC_MAX_STATUS,
+    GrpcFramer, GRPC_MAX_STATUS,
 };
 pub use hash::{hash_bytes, mix64};
 pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};

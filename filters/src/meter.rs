@@ -15,6 +15,12 @@
 //!   from the server's usage when it sends one; otherwise the number of
 //!   content events is reported as the output token count, marked estimated.
 //!
+//! - A gRPC answer (`application/grpc`) is read as length-prefixed messages,
+//!   not events: each message is a content event, at the `at` of the chunk
+//!   that brought its last byte (as an SSE event's time is the chunk that
+//!   completed it). Nothing in a message is read; its output count is the
+//!   number of messages, marked estimated.
+//!
 //! Fields are found with `memchr`; serde_json parses only the few objects
 //! that carry counts (usage, details, Ollama's last line, Anthropic's
 //! `message_start`/`message_delta`), once or a few times per stream.
@@ -30,6 +36,8 @@ mod tgi;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::grpc::{is_grpc, GrpcFramer};
 
 pub(crate) use frame::OwnedEvent;
 pub use frame::{Framer, Framing, StreamEvent, MAX_EVENT};
@@ -48,6 +56,9 @@ pub enum Dialect {
     Ollama,
     /// A non-streaming JSON answer, read once complete.
     Json,
+    /// gRPC (`application/grpc...`): length-prefixed messages, counted as
+    /// they end (a unary answer is one message).
+    Grpc,
     /// Anything else: passed through unread.
     #[default]
     Unknown,
@@ -58,8 +69,12 @@ impl Dialect {
     /// `text/event-stream` → by path (`/v1/messages` Anthropic,
     /// `/generate_stream` TGI, else OpenAi); `application/x-ndjson` or a path
     /// `/api/chat` | `/api/generate` → Ollama; `application/json` → Json;
-    /// else Unknown. Paths match by suffix, so a route prefix is allowed.
+    /// `application/grpc...` → Grpc; else Unknown. Paths match by suffix, so
+    /// a route prefix is allowed.
     pub fn detect(request_path: &str, content_type: Option<&[u8]>) -> Dialect {
+        if is_grpc(content_type) {
+            return Dialect::Grpc;
+        }
         let path = request_path
             .split_once(['?', '#'])
             .map_or(request_path, |(p, _)| p);
@@ -87,13 +102,14 @@ impl Dialect {
         }
     }
 
-    /// How this dialect's bodies are cut into events.
+    /// How this dialect's bodies are cut into events (gRPC's messages are
+    /// cut by a [`GrpcFramer`], not into events).
     pub fn framing(self) -> Framing {
         match self {
             Dialect::OpenAi | Dialect::Anthropic | Dialect::Tgi => Framing::Sse,
             Dialect::Ollama => Framing::Lines,
             Dialect::Json => Framing::Whole,
-            Dialect::Unknown => Framing::Off,
+            Dialect::Grpc | Dialect::Unknown => Framing::Off,
         }
     }
 }
@@ -153,6 +169,8 @@ pub struct MeterSummary {
 pub struct TokenMeter {
     dialect: Dialect,
     framer: Framer,
+    /// Used for `Dialect::Grpc` only: 12 bytes, no heap.
+    messages: GrpcFramer,
     reading: Reading,
     /// Set by `finish`; later calls return it and later chunks are ignored.
     summary: Option<MeterSummary>,
@@ -163,6 +181,7 @@ impl TokenMeter {
         Self {
             dialect,
             framer: Framer::new(dialect.framing()),
+            messages: GrpcFramer::new(),
             reading: Reading::default(),
             summary: None,
         }
@@ -174,6 +193,13 @@ impl TokenMeter {
     pub fn feed(&mut self, chunk: &[u8], at: Duration) -> u32 {
         if self.summary.is_some() {
             return 0;
+        }
+        if self.dialect == Dialect::Grpc {
+            let ended = self.messages.feed(chunk);
+            for _ in 0..ended {
+                self.reading.content(at);
+            }
+            return ended;
         }
         let before = self.reading.content_events;
         // The closure borrows `reading` and `dialect` while `framer` is
@@ -210,8 +236,12 @@ impl TokenMeter {
         reading.malformed_events = reading
             .malformed_events
             .saturating_add(self.framer.oversized());
-        if self.dialect == Dialect::OpenAi {
-            openai::finish(reading);
+        match self.dialect {
+            Dialect::OpenAi => openai::finish(reading),
+            // The status is in the trailers, which the meter does not see:
+            // a clean end here is a body that stopped between messages.
+            Dialect::Grpc => reading.clean_end = !self.messages.in_message(),
+            _ => {}
         }
         self.summary.insert(reading.summary(self.dialect)).clone()
     }
@@ -246,14 +276,19 @@ impl Reading {
             Dialect::Anthropic => anthropic::read(self, event.name, data),
             Dialect::Tgi => tgi::read(self, data),
             Dialect::Ollama => ollama::read(self, data),
-            Dialect::Json | Dialect::Unknown => EventKind::Other,
+            Dialect::Json | Dialect::Grpc | Dialect::Unknown => EventKind::Other,
         };
         if kind == EventKind::Content {
-            self.content_events = self.content_events.saturating_add(1);
-            self.first_content_at.get_or_insert(at);
-            self.last_content_at = Some(at);
+            self.content(at);
         }
         kind
+    }
+
+    /// One content event (or gRPC message) completed at `at`.
+    fn content(&mut self, at: Duration) {
+        self.content_events = self.content_events.saturating_add(1);
+        self.first_content_at.get_or_insert(at);
+        self.last_content_at = Some(at);
     }
 
     /// Sets the model from the first event that names one; later events

@@ -72,8 +72,12 @@ pub struct RequestRecord<'a> {
     /// `x-sluice-load` mark was believed (see `load`).
     pub load_run: Option<&'a str>,
     /// A gRPC call's `grpc-status` (the upstream's, or the proxy's own
-    /// error's); `None` for other requests.
+    /// error's); `None` for other requests, and for a call that ended
+    /// without one.
     pub grpc_status: Option<u32>,
+    /// A gRPC call's method, `package.Service/Method` (`unknown` for a path
+    /// that is not one); `None` for other requests.
+    pub grpc_method: Option<&'a str>,
 }
 
 impl RequestRecord<'_> {

@@ -88,6 +88,13 @@ pub struct TraceLine {
     pub think_time_ms: Option<f64>,
     /// The request body, redacted unless the recorder was told otherwise.
     pub body: Option<Body>,
+    /// A gRPC call's method, `package.Service/Method` (`unknown` for a path
+    /// that is not one); absent for other requests, and in lines written
+    /// before it existed.
+    pub grpc_method: Option<String>,
+    /// A gRPC call's `grpc-status` (the upstream's or sluice's own error's);
+    /// absent when unknown: not a gRPC call, or a call that ended without one.
+    pub grpc_status: Option<u32>,
 }
 
 /// A body kept in the line as JSON, not as an escaped string.
@@ -197,6 +204,8 @@ impl TraceLine {
                 .and_then(|b| String::from_utf8(b).ok())
                 .and_then(|b| RawValue::from_string(b).ok())
                 .map(Body),
+            grpc_method: record.grpc_method.map(str::to_owned),
+            grpc_status: record.grpc_status,
         }
     }
 

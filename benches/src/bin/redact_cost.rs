@@ -107,6 +107,7 @@ fn line_cost(args: &Args, redactor: &Redactor, path: &str, body: Option<&[u8]>) 
         upstream: Default::default(),
         load_run: None,
         grpc_status: None,
+        grpc_method: None,
     };
     per_call(args, || {
         let input = TraceInput {

@@ -70,6 +70,8 @@ pub struct Captured {
     present: u16,
     pub operation: Operation,
     pub status: u16,
+    /// A gRPC call's `grpc-status`, when one came.
+    pub grpc_status: Option<u32>,
     /// When the request arrived, on the data plane's clock.
     pub arrived: Instant,
     pub arrived_wall: SystemTime,
@@ -97,10 +99,11 @@ enum Text {
     Session,
     LoadRun,
     LineageId,
+    GrpcMethod,
 }
 
 impl Text {
-    const COUNT: usize = 12;
+    const COUNT: usize = 13;
 }
 
 /// What the data plane knows of a request beyond its record.
@@ -137,6 +140,7 @@ impl Captured {
             ids.session_id,
             record.load_run,
             ids.lineage_id,
+            record.grpc_method,
         ];
         let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
         let mut ends = [0; Text::COUNT];
@@ -154,6 +158,7 @@ impl Captured {
             present,
             operation: record.operation,
             status: record.status,
+            grpc_status: record.grpc_status,
             arrived: arrived.0,
             arrived_wall: arrived.1,
             e2e: record.e2e,
@@ -204,7 +209,8 @@ impl Captured {
             prompt_fingerprint: self.optional(Text::Fingerprint),
             upstream: UpstreamTiming::default(),
             load_run: self.optional(Text::LoadRun),
-            grpc_status: None,
+            grpc_status: self.grpc_status,
+            grpc_method: self.optional(Text::GrpcMethod),
         }
     }
 }

@@ -89,7 +89,9 @@ fn captured(
         prompt_fingerprint: None,
         upstream: Default::default(),
         load_run: id.is_multiple_of(3).then_some(load_run.as_str()),
-        grpc_status: None,
+        // Request 4 is a gRPC call answered UNAVAILABLE.
+        grpc_status: (id == 4).then_some(14),
+        grpc_method: (id == 4).then_some("test.Svc/Echo"),
     };
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#
@@ -146,6 +148,12 @@ fn writes_one_redacted_line_per_request_with_think_times() {
     let lineage: Vec<Option<&str>> = lines.iter().map(|l| l.lineage_id.as_deref()).collect();
     let known = Some("0123456789abcdef");
     assert_eq!(lineage, [None, known, None, known]);
+    let grpc: Vec<(Option<&str>, Option<u32>)> = lines
+        .iter()
+        .map(|l| (l.grpc_method.as_deref(), l.grpc_status))
+        .collect();
+    let none = (None, None);
+    assert_eq!(grpc, [none, none, none, (Some("test.Svc/Echo"), Some(14))]);
     assert_eq!(lines[0].messages, Some(1));
     assert!(lines[0].input_tokens_estimated);
     let text = std::fs::read_to_string(dir.trace()).unwrap();

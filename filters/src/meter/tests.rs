@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod edge;
+mod grpc;
 mod kinds;
 mod split;
 

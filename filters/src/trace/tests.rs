@@ -48,6 +48,7 @@ fn record<'a>(tokens: &'a TokenOutcome) -> RequestRecord<'a> {
         upstream: UpstreamTiming::default(),
         load_run: Some("load-00000000000000ff"),
         grpc_status: None,
+        grpc_method: None,
     }
 }
 
@@ -262,4 +263,40 @@ fn a_users_request_has_no_load_run() {
     let json = line.to_json();
     assert!(!json.contains("load_run"), "{json}");
     assert_eq!(parse_line(&json), Ok(line));
+}
+
+#[test]
+fn a_grpc_call_carries_its_method_and_status_and_others_neither() {
+    let tokens = outcome(Some(21));
+    let mut record = record(&tokens);
+    record.path = "/test.Svc/Count";
+    record.grpc_method = Some("test.Svc/Count");
+    record.grpc_status = Some(14);
+    let line = TraceLine::from_record(&input(&record, Bodies::None), &redactor(b"k"));
+    assert_eq!(line.grpc_method.as_deref(), Some("test.Svc/Count"));
+    assert_eq!(line.grpc_status, Some(14));
+    let json = line.to_json();
+    assert!(
+        json.contains(r#""grpc_method":"test.Svc/Count","grpc_status":14"#),
+        "{json}"
+    );
+    assert_eq!(parse_line(&json), Ok(line));
+
+    // A call that ended without a status: its method, no status (unknown).
+    record.grpc_status = None;
+    let line = TraceLine::from_record(&input(&record, Bodies::None), &redactor(b"k"));
+    assert_eq!(line.grpc_method.as_deref(), Some("test.Svc/Count"));
+    assert!(
+        !line.to_json().contains("grpc_status"),
+        "{}",
+        line.to_json()
+    );
+
+    // Not a gRPC call: neither field is written.
+    let plain = self::record(&tokens);
+    let json = TraceLine::from_record(&input(&plain, Bodies::None), &redactor(b"k")).to_json();
+    assert!(!json.contains("grpc_"), "{json}");
+    // Lines written before the fields existed read as unknown.
+    let old = parse_line(r#"{"v":1,"request_id":"r1","arrival_us":5}"#).unwrap();
+    assert_eq!((old.grpc_method, old.grpc_status), (None, None));
 }

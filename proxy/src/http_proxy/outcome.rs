@@ -24,6 +24,11 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
     let route = ctx.route.and_then(|r| snapshot.routes.get(r));
     let target = route.and_then(|r| r.targets.get(ctx.target?));
     let cluster = ctx.cluster().map(|c| &c.config);
+    // A gRPC call's method, `package.Service/Method`: its grpc_method label,
+    // its recorded method, and its gen_ai_operation_name when metered.
+    let grpc_method = ctx
+        .grpc
+        .then(|| sluice_filters::grpc_method(path).map_or("unknown", |(_, _)| &path[1..]));
     let record = RequestRecord {
         request_id: &ctx.request_id,
         route: route.map_or("", |r| r.name.as_str()),
@@ -44,10 +49,10 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
         upstream: ctx.upstream_timing,
         load_run: ctx.load_run.as_deref(),
         grpc_status: ctx.grpc_status,
+        grpc_method,
     };
     let source = ctx.source();
-    if ctx.grpc {
-        let method = sluice_filters::grpc_method(path).map_or("unknown", |(_, _)| &path[1..]);
+    if let Some(method) = grpc_method {
         proxy.shared.metrics.grpc_request(
             [record.route, record.cluster, record.version],
             method,
@@ -62,7 +67,9 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                 target.metrics.record_failure(f);
             }
             if ctx.metered {
-                let genai = target.genai.get(record.model, record.operation, source);
+                // One lookup per call, at its end (a short list: see `genai.rs`).
+                let operation = grpc_method.unwrap_or(record.operation.as_str());
+                let genai = target.genai.get(record.model, operation, source);
                 genai.duration.observe(seconds);
                 if let Some(t) = &ctx.tokens {
                     if let Some(ttft) = t.ttft() {

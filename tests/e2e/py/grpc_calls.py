@@ -1,8 +1,9 @@
 """Many unary calls of one method through sluice on 127.0.0.1:argv[1], for tests/e2e/grpc.rs.
 argv[2] is JSON: {"method": "/test.Svc/Echo", "n": 200, "payload": hex, "metadata": [[k, v]]},
-or with "seconds" instead of "n": calls one after another for that long.
-Prints one JSON object: calls by status code name, the distinct details of failed calls, and
-how many successful replies were not the payload echoed back."""
+or with "seconds" instead of "n": calls one after another for that long. With "stream": true
+the method is server-streaming: every message of its answer is read.
+Prints one JSON object: calls by status code name, the distinct details of failed calls, how
+many successful replies were not the payload echoed back (unary) and the messages (stream)."""
 import json
 import sys
 import time
@@ -13,19 +14,23 @@ spec = json.loads(sys.argv[2])
 channel = grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}")
 grpc.channel_ready_future(channel).result(timeout=10)
 ident = lambda b: b
-call = channel.unary_unary(spec["method"], ident, ident)
+stream = spec.get("stream", False)
+call = (channel.unary_stream if stream else channel.unary_unary)(spec["method"], ident, ident)
 payload = bytes.fromhex(spec.get("payload", "00"))
 metadata = [tuple(m) for m in spec.get("metadata", [])]
-codes, details, wrong = {}, set(), 0
+codes, details, wrong, messages = {}, set(), 0, 0
 until = time.monotonic() + spec.get("seconds", 0)
 n = 0
 while n < spec["n"] if "n" in spec else time.monotonic() < until:
     n += 1
     try:
         reply = call(payload, timeout=10, metadata=metadata)
+        if stream:
+            messages += len(list(reply))
+        else:
+            wrong += reply != payload
         codes["OK"] = codes.get("OK", 0) + 1
-        wrong += reply != payload
     except grpc.RpcError as e:
         codes[e.code().name] = codes.get(e.code().name, 0) + 1
         details.add(e.details() or "")
-print(json.dumps({"codes": codes, "details": sorted(details), "wrong_replies": wrong}))
+print(json.dumps({"codes": codes, "details": sorted(details), "wrong_replies": wrong, "messages": messages}))

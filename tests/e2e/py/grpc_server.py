@@ -35,9 +35,11 @@ def echo(request, context):
 
 
 def count(request, context):
-    # request: one byte, the number of messages; each message is b"msg-<i>".
+    # request: one byte, the number of messages; each message is b"msg-<i>". An optional
+    # second byte is the wait before each message in 10 ms (default 5: 50 ms).
+    wait = (request[1] if len(request) > 1 else 5) / 100
     for i in range(request[0] if request else 0):
-        time.sleep(0.05)
+        time.sleep(wait)
         yield b"msg-%d" % i
 
 

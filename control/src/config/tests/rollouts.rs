@@ -471,7 +471,7 @@ fn grpc_success_rate_and_its_failure_codes() {
     assert_eq!(g.bounds(), [(Gate::GrpcSuccessRateMin, 99.5)]);
     assert_eq!(
         g.grpc_failures.codes().collect::<Vec<_>>(),
-        [2, 4, 8, 13, 14, 15],
+        [2, 4, 8, 13, 14],
         "the default failure codes"
     );
     let yaml = one("").replace(

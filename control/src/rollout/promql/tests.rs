@@ -222,7 +222,7 @@ fn grpc_success_rate_reads_the_grpc_family_by_failure_code() {
         [(
             Gate::GrpcSuccessRateMin,
             format!(
-                "100 * (1 - (sum(increase(sluice_grpc_requests_total{{{r},grpc_status=~\"2|4|8|13|14|15|unknown\"}}[8s])) or vector(0)) / sum(increase(sluice_grpc_requests_total{{{r}}}[8s])))"
+                "100 * (1 - (sum(increase(sluice_grpc_requests_total{{{r},grpc_status=~\"2|4|8|13|14|unknown\"}}[8s])) or vector(0)) / sum(increase(sluice_grpc_requests_total{{{r}}}[8s])))"
             )
         )]
     );
