@@ -24,7 +24,14 @@ impl GrpcFramer {
 
     /// One chunk of the body as it arrived: how many messages had their last
     /// byte in it (an empty message ends with its prefix).
-    pub fn feed(&mut self, mut chunk: &[u8]) -> u32 {
+    pub fn feed(&mut self, chunk: &[u8]) -> u32 {
+        self.feed_with(chunk, |_| {})
+    }
+
+    /// As [`GrpcFramer::feed`], and hands each piece of message bytes in
+    /// the chunk (prefixes left out) to `payload`, in order: for a caller
+    /// that keeps the messages (the load client), without a copy here.
+    pub fn feed_with(&mut self, mut chunk: &[u8], mut payload: impl FnMut(&[u8])) -> u32 {
         let mut ended = 0u32;
         while !chunk.is_empty() {
             let have = usize::from(self.have);
@@ -32,7 +39,6 @@ impl GrpcFramer {
                 let take = (GRPC_PREFIX - have).min(chunk.len());
                 self.prefix[have..have + take].copy_from_slice(&chunk[..take]);
                 chunk = &chunk[take..];
-                // `take` is at most 5.
                 self.have += take as u8;
                 if usize::from(self.have) == GRPC_PREFIX {
                     let [_, a, b, c, d] = self.prefix;
@@ -40,8 +46,8 @@ impl GrpcFramer {
                 }
             } else {
                 let take = chunk.len().min(self.left as usize);
+                payload(&chunk[..take]);
                 chunk = &chunk[take..];
-                // `take` is at most `left`, a u32.
                 self.left -= take as u32;
             }
             if usize::from(self.have) == GRPC_PREFIX && self.left == 0 {

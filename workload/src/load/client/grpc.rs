@@ -15,7 +15,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
-use sluice_filters::{TraceContext, LOAD_HEADER};
+use sluice_filters::{GrpcFramer, TraceContext, LOAD_HEADER};
 
 use super::{since, Call, Failure, Outcome, MAX_CHUNKS, MAX_KEPT};
 
@@ -50,48 +50,6 @@ pub(crate) fn frame(message: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(message);
     out
-}
-
-/// Reads length-prefixed messages from the body's chunks, however they
-/// are split; keeps only the part of a message not yet complete.
-#[derive(Debug, Default)]
-pub(crate) struct Deframer {
-    carry: Vec<u8>,
-}
-
-impl Deframer {
-    /// Feeds a chunk; returns the lengths of the messages it completed.
-    pub(crate) fn push(&mut self, chunk: &[u8], kept: &mut Option<&mut Vec<u8>>) -> Vec<usize> {
-        self.carry.extend_from_slice(chunk);
-        let mut done = Vec::new();
-        let mut at = 0;
-        // Each pass takes one whole message: bounded by the bytes held.
-        while let Some(header) = self.carry.get(at..at + 5) {
-            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
-            let Some(message) = self.carry.get(at + 5..at + 5 + len) else {
-                break;
-            };
-            if let Some(k) = kept.as_deref_mut() {
-                if k.len() + message.len() <= MAX_KEPT {
-                    k.extend_from_slice(message);
-                }
-            }
-            done.push(len);
-            at += 5 + len;
-        }
-        self.carry.drain(..at);
-        done
-    }
-
-    /// The body ended: an error when part of a message is left.
-    pub(crate) fn finish(&self) -> Result<(), String> {
-        match self.carry.len() {
-            0 => Ok(()),
-            n => Err(format!(
-                "the answer ended inside a message ({n} bytes left)"
-            )),
-        }
-    }
 }
 
 /// `grpc-timeout` in the spec's notation: at most 8 digits and a unit,
@@ -199,7 +157,9 @@ impl Grpc {
             ..GrpcReply::default()
         };
         let mut body = response.into_body();
-        let mut deframer = Deframer::default();
+        // The proxy's meter's framer: only a split prefix is carried, so a
+        // huge message costs no memory unless its bytes are kept.
+        let mut framer = GrpcFramer::new();
         let mut keep = call.keep_body.then_some(kept);
         let mut last: Option<u64> = None;
         for _ in 0..MAX_CHUNKS {
@@ -211,9 +171,16 @@ impl Grpc {
                 Ok(data) => {
                     let at_us = since(start, Instant::now());
                     out.first_byte_us.get_or_insert(at_us);
-                    for len in deframer.push(&data, &mut keep) {
+                    let ended = framer.feed_with(&data, |piece| {
+                        reply.bytes += piece.len() as u64;
+                        if let Some(k) = keep.as_deref_mut() {
+                            if k.len() + piece.len() <= MAX_KEPT {
+                                k.extend_from_slice(piece);
+                            }
+                        }
+                    });
+                    for _ in 0..ended {
                         reply.messages += 1;
-                        reply.bytes += len as u64;
                         if let Some(l) = last {
                             out.gaps_us.push(at_us.saturating_sub(l));
                         }
@@ -230,12 +197,12 @@ impl Grpc {
                 }
             }
         }
-        let whole = deframer.finish();
-        out.failure = match (reply.status, whole) {
-            (_, Err(_)) | (None, _) => Some(Failure::Transport),
-            (Some(0), Ok(())) => None,
-            (Some(RESOURCE_EXHAUSTED), Ok(())) => Some(Failure::RateLimited),
-            (Some(_), Ok(())) => Some(Failure::Status),
+        // A body that ends inside a message was cut.
+        out.failure = match (reply.status, framer.in_message()) {
+            (_, true) | (None, _) => Some(Failure::Transport),
+            (Some(0), false) => None,
+            (Some(RESOURCE_EXHAUSTED), false) => Some(Failure::RateLimited),
+            (Some(_), false) => Some(Failure::Status),
         };
         out.grpc = Some(reply);
         Ok(())
@@ -259,43 +226,24 @@ mod tests {
     }
 
     #[test]
-    fn messages_are_read_however_the_chunks_split_them() {
+    fn framed_messages_read_back_whole_however_the_chunks_split_them() {
+        // The client frames with `frame` and reads with the meter's framer.
         let mut wire = frame(b"msg-0");
         wire.extend(frame(b""));
         wire.extend(frame(&[9u8; 300]));
-        // Every split into two chunks, and one byte at a time.
         for cut in 0..=wire.len() {
-            let mut d = Deframer::default();
+            let mut f = GrpcFramer::new();
             let mut kept = Vec::new();
-            let mut lens = d.push(&wire[..cut], &mut Some(&mut kept));
-            lens.extend(d.push(&wire[cut..], &mut Some(&mut kept)));
-            assert_eq!(lens, [5, 0, 300], "cut at {cut}");
-            assert_eq!(d.finish(), Ok(()));
+            let mut ended = f.feed_with(&wire[..cut], |p| kept.extend_from_slice(p));
+            ended += f.feed_with(&wire[cut..], |p| kept.extend_from_slice(p));
+            assert_eq!(ended, 3, "cut at {cut}");
+            assert!(!f.in_message());
             assert_eq!(&kept[..5], b"msg-0");
             assert_eq!(kept.len(), 305);
         }
-        let mut d = Deframer::default();
-        let mut lens = Vec::new();
-        for b in &wire {
-            lens.extend(d.push(std::slice::from_ref(b), &mut None));
-        }
-        assert_eq!(lens, [5, 0, 300]);
-        assert_eq!(d.finish(), Ok(()));
-    }
-
-    #[test]
-    fn a_truncated_frame_is_an_error() {
-        let wire = frame(b"hello");
-        for cut in 1..wire.len() {
-            let mut d = Deframer::default();
-            assert_eq!(d.push(&wire[..cut], &mut None), Vec::<usize>::new());
-            assert_eq!(
-                d.finish(),
-                Err(format!(
-                    "the answer ended inside a message ({cut} bytes left)"
-                ))
-            );
-        }
+        let mut f = GrpcFramer::new();
+        assert_eq!(f.feed(&wire[..wire.len() - 1]), 2);
+        assert!(f.in_message(), "a cut body is inside a message");
     }
 
     #[test]
