@@ -258,26 +258,14 @@ impl Client {
         out: &mut Outcome,
         kept: &mut Vec<u8>,
     ) -> Result<(), ()> {
-        let mut request = Request::builder()
-            .method(call.method.clone())
-            .uri(&call.uri);
-        for (name, value) in &call.headers {
-            if let (Ok(n), Ok(v)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                request = request.header(n, v);
-            }
-        }
-        let trace = TraceContext {
-            trace_id: rand::random::<[u8; 16]>(),
-            span_id: rand::random::<[u8; 8]>(),
-            sampled: true,
-        };
-        out.trace_id = trace.trace_id_hex();
-        request = request
-            .header("traceparent", trace.to_traceparent())
-            .header(LOAD_HEADER, self.run_id.clone());
+        let mut request = traced(
+            Request::builder()
+                .method(call.method.clone())
+                .uri(&call.uri),
+            &call,
+            &self.run_id,
+            out,
+        );
         let body = match call.body {
             Some(b) => {
                 request = request.header(http::header::CONTENT_TYPE, "application/json");
@@ -345,6 +333,34 @@ impl Client {
 /// µs from `start` to `t` (0 when `t` is earlier).
 pub(crate) fn since(start: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The head every client's request carries: the call's headers (those
+/// that are valid HTTP), a fresh sampled trace context, whose id goes to
+/// the outcome, and the run's id.
+pub(crate) fn traced(
+    mut request: http::request::Builder,
+    call: &Call,
+    run_id: &HeaderValue,
+    out: &mut Outcome,
+) -> http::request::Builder {
+    for (name, value) in &call.headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            request = request.header(n, v);
+        }
+    }
+    let trace = TraceContext {
+        trace_id: rand::random::<[u8; 16]>(),
+        span_id: rand::random::<[u8; 8]>(),
+        sampled: true,
+    };
+    out.trace_id = trace.trace_id_hex();
+    request
+        .header("traceparent", trace.to_traceparent())
+        .header(LOAD_HEADER, run_id.clone())
 }
 
 #[cfg(test)]

@@ -9,15 +9,15 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Request};
+use http::{HeaderValue, Request};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
-use sluice_filters::{GrpcFramer, TraceContext, LOAD_HEADER};
+use sluice_filters::GrpcFramer;
 
-use super::{since, Call, Failure, Outcome, MAX_CHUNKS, MAX_KEPT};
+use super::{since, traced, Call, Failure, Outcome, MAX_CHUNKS, MAX_KEPT};
 
 /// A grpc answer, as `--detailed` writes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -116,27 +116,11 @@ impl Grpc {
         out: &mut Outcome,
         kept: &mut Vec<u8>,
     ) -> Result<(), ()> {
-        let mut request = Request::post(&call.uri);
-        for (name, value) in &call.headers {
-            if let (Ok(n), Ok(v)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                request = request.header(n, v);
-            }
-        }
-        let trace = TraceContext {
-            trace_id: rand::random::<[u8; 16]>(),
-            span_id: rand::random::<[u8; 8]>(),
-            sampled: true,
-        };
-        out.trace_id = trace.trace_id_hex();
+        let request = traced(Request::post(&call.uri), &call, &self.run_id, out);
         let request = request
             .header(http::header::CONTENT_TYPE, "application/grpc")
             .header(http::header::TE, "trailers")
             .header("grpc-timeout", grpc_timeout(call.timeout))
-            .header("traceparent", trace.to_traceparent())
-            .header(LOAD_HEADER, self.run_id.clone())
             .body(Full::new(Bytes::from(frame(
                 call.body.as_deref().unwrap_or_default(),
             ))))
