@@ -104,14 +104,14 @@ fn state_survives_unrelated_changes_and_removal_stops_the_experiment() {
         .contains("sluice_faults_injected_total{experiment=\"slow\""));
 }
 
-#[tokio::test]
-async fn the_loop_halts_on_error_rate_and_notes_expiry() {
-    let (s, shared) = store();
-    let cancel = CancellationToken::new();
-    let aggregator = tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone()));
-    let f = s.load().faults[0].clone();
-    evaluate(&s, &shared, Instant::now());
-    assert_eq!(shared.metrics.faults.active.get(), 1);
+/// Records 8 answers of 503 in 10 on the experiment's route and runs the
+/// loop until the experiment halts on it (the aggregator folds on its own
+/// timer: waited for, bounded).
+async fn answer_eight_of_ten_503_until_halted(
+    s: &Arc<SnapshotStore>,
+    shared: &Shared,
+    f: &Arc<FaultRuntime>,
+) {
     let key = shared.stats.key("chat", "a", "v1");
     for i in 0..10 {
         shared.stats.record(Sample {
@@ -123,15 +123,25 @@ async fn the_loop_halts_on_error_rate_and_notes_expiry() {
             tokens: None,
         });
     }
-    // The aggregator folds on its own timer; wait for it, bounded.
     for _ in 0..200 {
-        evaluate(&s, &shared, Instant::now());
+        evaluate(s, shared, Instant::now());
         if f.state_at(Instant::now()) == FaultState::Halted {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(f.state_at(Instant::now()), FaultState::Halted);
+}
+
+#[tokio::test]
+async fn the_loop_halts_on_error_rate_and_notes_expiry() {
+    let (s, shared) = store();
+    let cancel = CancellationToken::new();
+    let aggregator = tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone()));
+    let f = s.load().faults[0].clone();
+    evaluate(&s, &shared, Instant::now());
+    assert_eq!(shared.metrics.faults.active.get(), 1);
+    answer_eight_of_ten_503_until_halted(&s, &shared, &f).await;
     assert_eq!(shared.metrics.faults.active.get(), 0);
     let events = shared.events.list();
     assert!(
@@ -179,25 +189,7 @@ async fn a_halt_hands_its_breach_to_the_feedback_writer() {
     let cancel = CancellationToken::new();
     let aggregator = tokio::spawn(shared.stats.clone().run_aggregator(cancel.clone()));
     let f = s.load().faults[0].clone();
-    let key = shared.stats.key("chat", "a", "v1");
-    for i in 0..10 {
-        shared.stats.record(Sample {
-            load: false,
-            grpc: None,
-            key,
-            status: if i < 8 { 503 } else { 200 },
-            latency: Duration::from_millis(1),
-            tokens: None,
-        });
-    }
-    for _ in 0..200 {
-        evaluate(&s, &shared, Instant::now());
-        if f.state_at(Instant::now()) == FaultState::Halted {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(f.state_at(Instant::now()), FaultState::Halted);
+    answer_eight_of_ten_503_until_halted(&s, &shared, &f).await;
     let breach = breaches.try_recv().unwrap();
     assert_eq!(breach.kind, sluice_filters::TriggerKind::FaultHalt);
     assert_eq!(
