@@ -7,7 +7,7 @@ use base64::Engine as _;
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawMessage, RawStep};
 use super::super::{Body, Service, Step, Template};
-use super::steps::{depends, timeout, when};
+use super::steps::{depends, refuse, timeout, when};
 use super::Errors;
 
 /// A grpc step, or `None` when its method or target is wrong.
@@ -19,26 +19,25 @@ pub(super) fn step(
     e: &mut Errors,
 ) -> Option<Step> {
     let at = |key: &str| format!("{path}.{key}");
-    for (key, present) in [
-        ("path", s.path.is_some()),
-        ("headers", !s.headers.is_empty()),
-        ("body", s.body.is_some()),
-        ("body_file", s.body_file.is_some()),
-        ("prompt", s.prompt.is_some()),
-        ("model", s.model.is_some()),
-        ("max_tokens", s.max_tokens.is_some()),
-        ("stream", s.stream.is_some()),
-        ("ignore_eos", s.ignore_eos.is_some()),
-        ("command", s.command.is_some()),
-        ("extract", !s.extract.is_empty()),
-    ] {
-        if present {
-            e.add(
-                at(key),
-                "is not for grpc steps (they send `method`, `message` and `metadata`)",
-            );
-        }
-    }
+    refuse(
+        s,
+        path,
+        &[
+            "path",
+            "headers",
+            "body",
+            "body_file",
+            "prompt",
+            "model",
+            "max_tokens",
+            "stream",
+            "ignore_eos",
+            "command",
+            "extract",
+        ],
+        "is not for grpc steps (they send `method`, `message` and `metadata`)",
+        e,
+    );
     let method = match s.method.as_deref() {
         None => {
             e.add(

@@ -224,20 +224,16 @@ fn step(
         Service::Grpc => return super::grpc::step(s, path, all, template, e),
         _ => {}
     }
-    for (key, present) in [
-        ("message", s.message.is_some()),
-        ("metadata", !s.metadata.is_empty()),
-    ] {
-        if present {
-            e.add(
-                at(key),
-                format!(
-                    "is for grpc steps (a {} step sends `body` and `headers`)",
-                    s.service
-                ),
-            );
-        }
-    }
+    refuse(
+        s,
+        path,
+        &["message", "metadata"],
+        &format!(
+            "is for grpc steps (a {} step sends `body` and `headers`)",
+            s.service
+        ),
+        e,
+    );
     if s.command.is_some() {
         e.add(at("command"), "is for redis steps");
     }
@@ -459,6 +455,35 @@ fn extract(s: &RawStep, path: &str, e: &mut Errors) -> Vec<(String, JsonPath)> {
     out
 }
 
+/// Whether `s` sets `key`, one of the keys only some services take.
+fn sets(s: &RawStep, key: &str) -> bool {
+    match key {
+        "method" => s.method.is_some(),
+        "path" => s.path.is_some(),
+        "headers" => !s.headers.is_empty(),
+        "body" => s.body.is_some(),
+        "body_file" => s.body_file.is_some(),
+        "prompt" => s.prompt.is_some(),
+        "model" => s.model.is_some(),
+        "max_tokens" => s.max_tokens.is_some(),
+        "stream" => s.stream.is_some(),
+        "ignore_eos" => s.ignore_eos.is_some(),
+        "command" => s.command.is_some(),
+        "extract" => !s.extract.is_empty(),
+        "message" => s.message.is_some(),
+        "metadata" => !s.metadata.is_empty(),
+        _ => false,
+    }
+}
+
+/// An error `why` at each of `keys` that `s` sets: the keys of other
+/// services, refused by name rather than ignored.
+pub(super) fn refuse(s: &RawStep, path: &str, keys: &[&str], why: &str, e: &mut Errors) {
+    for key in keys.iter().filter(|k| sets(s, k)) {
+        e.add(format!("{path}.{key}"), why);
+    }
+}
+
 /// A redis step: `command` (each argument a template) to `target: HOST:PORT`;
 /// the HTTP keys are refused.
 fn redis_step(
@@ -469,24 +494,26 @@ fn redis_step(
     e: &mut Errors,
 ) -> Option<Step> {
     let at = |key: &str| format!("{path}.{key}");
-    for (key, present) in [
-        ("method", s.method.is_some()),
-        ("path", s.path.is_some()),
-        ("headers", !s.headers.is_empty()),
-        ("body", s.body.is_some()),
-        ("body_file", s.body_file.is_some()),
-        ("prompt", s.prompt.is_some()),
-        ("model", s.model.is_some()),
-        ("max_tokens", s.max_tokens.is_some()),
-        ("stream", s.stream.is_some()),
-        ("ignore_eos", s.ignore_eos.is_some()),
-        ("message", s.message.is_some()),
-        ("metadata", !s.metadata.is_empty()),
-    ] {
-        if present {
-            e.add(at(key), "is not for redis steps (they send `command`)");
-        }
-    }
+    refuse(
+        s,
+        path,
+        &[
+            "method",
+            "path",
+            "headers",
+            "body",
+            "body_file",
+            "prompt",
+            "model",
+            "max_tokens",
+            "stream",
+            "ignore_eos",
+            "message",
+            "metadata",
+        ],
+        "is not for redis steps (they send `command`)",
+        e,
+    );
     let mut command = Vec::new();
     match &s.command {
         None => e.add(
