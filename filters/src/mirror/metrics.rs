@@ -18,7 +18,11 @@ pub enum MirrorResult {
     Rate,
     /// The route already had `max_in_flight` copies out.
     InFlight,
+    /// The shadow refused the connection (or TLS failed).
     ConnectError,
+    /// The connection was not up within the sender's connect timeout: a
+    /// slow shadow, or a sender starved of CPU (it runs at idle priority).
+    ConnectTimeout,
     /// No full answer within the policy's `timeout`.
     Timeout,
     /// Anything else: the shadow reset the connection, sent garbage.
@@ -31,13 +35,14 @@ pub enum MirrorResult {
 }
 
 impl MirrorResult {
-    pub const ALL: [MirrorResult; 10] = [
+    pub const ALL: [MirrorResult; 11] = [
         MirrorResult::Ok,
         MirrorResult::QueueFull,
         MirrorResult::BodyTooLarge,
         MirrorResult::Rate,
         MirrorResult::InFlight,
         MirrorResult::ConnectError,
+        MirrorResult::ConnectTimeout,
         MirrorResult::Timeout,
         MirrorResult::Error,
         MirrorResult::ShadowDown,
@@ -52,6 +57,7 @@ impl MirrorResult {
             MirrorResult::Rate => "rate",
             MirrorResult::InFlight => "in_flight",
             MirrorResult::ConnectError => "connect_error",
+            MirrorResult::ConnectTimeout => "connect_timeout",
             MirrorResult::Timeout => "timeout",
             MirrorResult::Error => "error",
             MirrorResult::ShadowDown => "shadow_down",

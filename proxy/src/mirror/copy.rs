@@ -292,9 +292,10 @@ impl Shadow {
 }
 
 /// What a failed exchange counts as.
-fn result_of(failure: Failure) -> MirrorResult {
+pub(super) fn result_of(failure: Failure) -> MirrorResult {
     match failure {
-        Failure::ConnectError | Failure::ConnectTimeout => MirrorResult::ConnectError,
+        Failure::ConnectError => MirrorResult::ConnectError,
+        Failure::ConnectTimeout => MirrorResult::ConnectTimeout,
         Failure::UpstreamTimeout => MirrorResult::Timeout,
         Failure::UpstreamError
         | Failure::NoRoute

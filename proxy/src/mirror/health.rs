@@ -95,6 +95,7 @@ impl Health {
             Some(
                 MirrorResult::Ok
                 | MirrorResult::ConnectError
+                | MirrorResult::ConnectTimeout
                 | MirrorResult::Timeout
                 | MirrorResult::QueueFull
                 | MirrorResult::BodyTooLarge

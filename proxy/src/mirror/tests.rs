@@ -4,7 +4,7 @@ use bytes::Bytes;
 use sluice_control::{Config, MirrorDiffs, Shared, SnapshotStore};
 use sluice_filters::TraceContext;
 
-use super::copy::{child_traceparent, shadow_body, Shadow};
+use super::copy::{child_traceparent, result_of, shadow_body, Shadow};
 use super::limits::{CopyKind, Limits};
 use super::*;
 
@@ -117,6 +117,20 @@ fn the_model_is_rewritten_in_json_bodies_only() {
 fn dead_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// A refused connect and one not up in time are told apart: the first is a
+/// dead shadow, the second a slow one or a sender starved of CPU.
+#[test]
+fn a_connect_timeout_is_not_counted_as_a_refusal() {
+    use sluice_filters::Failure;
+    assert_eq!(result_of(Failure::ConnectError), MirrorResult::ConnectError);
+    assert_eq!(
+        result_of(Failure::ConnectTimeout),
+        MirrorResult::ConnectTimeout
+    );
+    assert_eq!(MirrorResult::ConnectTimeout.label(), "connect_timeout");
+    assert!(MirrorResult::ALL.contains(&MirrorResult::ConnectTimeout));
 }
 
 #[tokio::test]
