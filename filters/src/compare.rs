@@ -1,6 +1,7 @@
 //! Comparing a shadow's answer with the primary's: status class, latency and
-//! TTFT ratios, output token delta, text similarity for LLM answers and
-//! recall@k of the ids a JSON pointer selects. Pure: the caller passes each
+//! TTFT ratios, output token delta, text similarity for LLM answers,
+//! recall@k of the ids a JSON pointer selects, and for gRPC calls the
+//! `grpc-status` and a unary answer's message bytes. Pure: the caller passes each
 //! leg's figures and (bounded) answer bytes.
 
 mod ids;
@@ -25,6 +26,10 @@ pub struct Leg {
     pub text: Option<String>,
     /// The ids `compare.ids` selected, when configured and the answer is JSON.
     pub ids: Option<Vec<String>>,
+    /// A gRPC call's `grpc-status` (from its trailers or a trailers-only head).
+    pub grpc_status: Option<u32>,
+    /// A unary gRPC answer's message bytes, fingerprinted ([`fingerprint`]).
+    pub message: Option<String>,
 }
 
 /// How a shadow answer differs from the primary's.
@@ -39,6 +44,10 @@ pub struct Comparison {
     pub similarity: Option<f64>,
     /// `None` unless both answers had ids.
     pub recall: Option<f64>,
+    /// The calls ended with different `grpc-status` codes.
+    pub grpc_status_differs: bool,
+    /// `None` unless both were unary gRPC answers.
+    pub message_differs: Option<bool>,
 }
 
 /// Compares `other` (a shadow or noise copy) with `primary`.
@@ -62,6 +71,12 @@ pub fn compare(primary: &Leg, other: &Leg) -> Comparison {
             .as_deref()
             .zip(other.ids.as_deref())
             .map(|(p, o)| recall_at_k(p, o)),
+        grpc_status_differs: primary.grpc_status != other.grpc_status,
+        message_differs: primary
+            .message
+            .as_deref()
+            .zip(other.message.as_deref())
+            .map(|(p, o)| p != o),
     }
 }
 
@@ -79,6 +94,10 @@ pub struct NoiseFloor {
     pub recall: f64,
     /// Some noise copy's status class differed from the primary's.
     pub status_flaps: bool,
+    /// Some noise copy's `grpc-status` differed from the primary's.
+    pub grpc_status_flaps: bool,
+    /// Some noise copy's unary gRPC message differed from the primary's.
+    pub message_flaps: bool,
 }
 
 impl Default for NoiseFloor {
@@ -87,6 +106,8 @@ impl Default for NoiseFloor {
             similarity: 1.0,
             recall: 1.0,
             status_flaps: false,
+            grpc_status_flaps: false,
+            message_flaps: false,
         }
     }
 }
@@ -102,6 +123,8 @@ impl NoiseFloor {
                 floor.recall = floor.recall.min(r);
             }
             floor.status_flaps |= !c.same_status_class;
+            floor.grpc_status_flaps |= c.grpc_status_differs;
+            floor.message_flaps |= c.message_differs == Some(true);
         }
         floor
     }
@@ -111,8 +134,10 @@ impl NoiseFloor {
 const EPSILON: f64 = 1e-9;
 
 /// The kinds in which `shadow` differs beyond the noise floor: `status`,
-/// `text` (similarity below both `min_similarity` and the noise floor) and
-/// `ids` (recall below the noise floor). Empty = no difference.
+/// `text` (similarity below both `min_similarity` and the noise floor),
+/// `ids` (recall below the noise floor), `grpc_status` and `message` (a
+/// unary gRPC answer's bytes), each unless the noise copies flapped the
+/// same way. Empty = no difference.
 pub fn differences(
     shadow: &Comparison,
     noise: &NoiseFloor,
@@ -131,6 +156,12 @@ pub fn differences(
         if r < noise.recall - EPSILON {
             kinds.push("ids");
         }
+    }
+    if shadow.grpc_status_differs && !noise.grpc_status_flaps {
+        kinds.push("grpc_status");
+    }
+    if shadow.message_differs == Some(true) && !noise.message_flaps {
+        kinds.push("message");
     }
     kinds
 }

@@ -17,7 +17,7 @@ pub use header::{
     header_faults, HeaderFault, HEADER_ABORT, HEADER_ABORT_GRPC, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use metrics::FaultMetrics;
-pub use pace::{Pacer, Step, CORRUPT_EVENT};
+pub use pace::{Pacer, Step, CORRUPT_EVENT, CORRUPT_GRPC_MESSAGE};
 
 use std::time::Duration;
 

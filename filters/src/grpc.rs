@@ -8,7 +8,7 @@ mod messages;
 
 use std::time::Duration;
 
-pub use messages::GrpcFramer;
+pub use messages::{GrpcCutter, GrpcFramer};
 
 /// Whether a request's `content-type` makes it a gRPC call
 /// (`application/grpc`, `application/grpc+proto`, `application/grpc;...`).

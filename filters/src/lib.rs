@@ -64,8 +64,8 @@ pub use failure::{error_body, Failure};
 pub use fault::{
     header_faults, sampled, ActionName, Direction, Distribution, Experiment, FaultAction,
     FaultClock, FaultKind, FaultMatch, FaultMetrics, FaultTarget, GrpcAbort, HaltIf, HeaderFault,
-    Pacer, Skip, Step, Toxic, TruncateMode, CORRUPT_EVENT, HEADER_ABORT, HEADER_ABORT_GRPC,
-    HEADER_DELAY, HEADER_TOKEN_DELAY,
+    Pacer, Skip, Step, Toxic, TruncateMode, CORRUPT_EVENT, CORRUPT_GRPC_MESSAGE, HEADER_ABORT,
+    HEADER_ABORT_GRPC, HEADER_DELAY, HEADER_TOKEN_DELAY,
 };
 pub use fault::{RequestAction, StreamAction};
 pub use feedback::{
@@ -81,7 +81,7 @@ pub use genai::{
 };
 pub use grpc::{
     grpc_message, grpc_method, grpc_status_http, is_grpc, parse_grpc_timeout, GrpcCodes,
-    GrpcFramer, GRPC_MAX_STATUS,
+    GrpcCutter, GrpcFramer, GRPC_MAX_STATUS,
 };
 pub use hash::{hash_bytes, mix64};
 pub use head_limits::{HeadLimits, HeadScan, HeadVerdict};

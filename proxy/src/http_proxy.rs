@@ -157,7 +157,7 @@ async fn rewrite_model(session: &mut Session, ctx: &mut RequestCtx) {
 const GRPC_DRAIN: Duration = Duration::from_millis(200);
 
 /// The `grpc-status` of an answer's headers or trailers.
-fn grpc_status_of(headers: &http::HeaderMap) -> Option<u32> {
+pub(crate) fn grpc_status_of(headers: &http::HeaderMap) -> Option<u32> {
     headers
         .get("grpc-status")
         .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
@@ -320,10 +320,7 @@ impl ProxyHttp for HttpProxy {
         match target {
             Some(t) => {
                 ctx.target = Some(t);
-                // The mirror's sender speaks HTTP/1.1: gRPC calls are not copied yet.
-                if !ctx.grpc {
-                    mirror::on_route(ctx, session.req_header());
-                }
+                mirror::on_route(ctx, session.req_header());
             }
             None => {
                 self.respond_failure(session, ctx, Failure::NoCluster).await;
@@ -370,11 +367,6 @@ impl ProxyHttp for HttpProxy {
             faults::Verdict::Proceed => {}
             faults::Verdict::Answered => return Ok(true),
             faults::Verdict::Drop => return Err(faults::dropped()),
-        }
-        if ctx.grpc {
-            // Stream faults drive the answer through sluice's own HTTP/1.1
-            // client; gRPC streams are not paced yet (docs/grpc.md).
-            return Ok(false);
         }
         let Some(fault) = faults::stream_fault(listener, &self.shared.metrics, session, ctx) else {
             return Ok(false);

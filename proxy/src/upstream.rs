@@ -7,7 +7,9 @@
 //!   verification from the cluster's `tls`, its timeouts, its connections
 //!   counted under its `max_connections`);
 //! - pingora's transport connector connects (TCP, TLS with the config's CA,
-//!   rustls on ring) and keeps the idle connections;
+//!   rustls on ring) and keeps the idle connections; to a cluster whose
+//!   `protocol` allows HTTP/2, pingora's HTTP/2 connector opens streams on
+//!   shared connections instead (gRPC: trailers come back with the answer);
 //! - the endpoint comes from the cluster's `EndpointSet`; one that refuses a
 //!   connection is ejected for [`EJECTION`] and another untried one is tried;
 //!   past the cluster's `max_connections` the request fails `overflow` at
@@ -23,14 +25,16 @@
 
 mod answer;
 mod connections;
+mod wire;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use pingora::connectors::http::v2::Connector as H2Connector;
 use pingora::connectors::{ConnectorOptions, TransportConnector};
 use pingora::http::RequestHeader;
-use pingora::protocols::http::v1::client::HttpSession;
+use pingora::protocols::http::client::HttpSession as ClientSession;
 use pingora::tls::RootCertStore;
 use pingora::upstreams::peer::{HttpPeer, Peer};
 use pingora::{Error, ErrorType};
@@ -39,8 +43,9 @@ use sluice_filters::{EndpointSet, Failure, Metrics, HOP_BY_HOP};
 
 use crate::http_proxy::classify;
 use crate::telemetry::{Attempt, RequestTrace};
-pub(crate) use answer::Answer;
+pub(crate) use answer::{Answer, Part};
 pub(crate) use connections::{is_overflow, Connector};
+use wire::Wire;
 
 /// How long an endpoint that refused a connection is skipped, by the proxy
 /// and the L4 listener alike.
@@ -166,8 +171,8 @@ pub(crate) struct Failed {
     pub endpoint: Option<usize>,
 }
 
-/// A request head to send: the client's, without its hop-by-hop headers,
-/// as HTTP/1.1 with the length of `body`. `Host` stays the client's (as the
+/// A request head to send: the client's, without its hop-by-hop headers
+/// (but `te: trailers`), with the length of `body`. `Host` stays the client's (as the
 /// proxy forwards it), or comes from the URI's authority (an h2 client).
 pub(crate) fn request_head(
     method: &http::Method,
@@ -178,7 +183,10 @@ pub(crate) fn request_head(
 ) -> Option<RequestHeader> {
     let mut head = RequestHeader::build(method.clone(), path_and_query.as_bytes(), None).ok()?;
     for (name, value) in headers {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
+        // `te: trailers` is the one hop-by-hop header HTTP/2 allows, and
+        // gRPC servers ask for it.
+        let trailers = name == http::header::TE && value.as_bytes() == b"trailers";
+        if trailers || !HOP_BY_HOP.contains(&name.as_str()) {
             head.append_header(name.clone(), value.clone()).ok()?;
         }
     }
@@ -200,7 +208,11 @@ pub(crate) fn request_head(
 
 /// One pooled upstream client; see the module docs.
 pub(crate) struct UpstreamClient {
+    /// HTTP/1.1 connections.
     transport: TransportConnector,
+    /// HTTP/2 connections, each shared by as many streams as its server
+    /// allows (up to [`H2_MAX_STREAMS`]).
+    h2: H2Connector,
     /// Where a refusal past `max_connections` is counted.
     metrics: Arc<Metrics>,
 }
@@ -238,6 +250,7 @@ impl UpstreamClient {
             options.ca_file = Some(path);
         }
         Ok(Arc::new(UpstreamClient {
+            h2: H2Connector::new(Some(options.clone())),
             transport: TransportConnector::new(Some(options)),
             metrics,
         }))
@@ -283,8 +296,8 @@ impl UpstreamClient {
             };
             let mut head = head.clone();
             begin_attempt(traced.as_mut(), &mut head, &peer);
-            let (stream, reused) = match self.connect(&peer, fresh.is_some()).await {
-                Ok(connected) => connected,
+            let (mut wire, reused) = match self.open(&peer, fresh.is_some()).await {
+                Ok(opened) => opened,
                 Err(e) if is_overflow(&e) => {
                     end_attempt(traced.as_mut(), Some(&e));
                     failed.failure = Failure::Overflow;
@@ -298,18 +311,19 @@ impl UpstreamClient {
                     continue;
                 }
             };
-            let mut session = HttpSession::new_with_options(stream, &peer);
-            session.read_timeout = peer.options.read_timeout;
-            session.write_timeout = peer.options.write_timeout;
-            // Marked as the upstream's, as pingora marks errors of its upstream session.
-            match exchange(&mut session, head, body)
-                .await
-                .map_err(|e| e.into_up())
+            if matches!(wire, Wire::H2(_))
+                && head.uri.authority().is_none()
+                && !head.headers.contains_key(http::header::HOST)
             {
+                // HTTP/2 needs an authority; without the client's, the endpoint's.
+                let _ = head.insert_header(http::header::HOST, peer.address().to_string());
+            }
+            // Marked as the upstream's, as pingora marks errors of its upstream session.
+            match wire.exchange(head, body).await.map_err(|e| e.into_up()) {
                 Ok(()) => {
                     end_attempt(traced.as_mut(), None);
                     endpoints.restore(i);
-                    return Answer::new(self.clone(), session, peer, i, reused);
+                    return Answer::new(self.clone(), wire, peer, i, reused);
                 }
                 Err(mut e) => {
                     end_attempt(traced.as_mut(), Some(&e));
@@ -341,47 +355,61 @@ impl UpstreamClient {
         Some(peer)
     }
 
-    /// A pooled connection to `peer` (unless `fresh`), else a new one.
-    async fn connect(
-        &self,
-        peer: &HttpPeer,
-        fresh: bool,
-    ) -> pingora::Result<(pingora::protocols::Stream, bool)> {
+    /// A pooled connection to `peer` (unless `fresh`), else a new one; over
+    /// HTTP/2, a new stream on an open connection that has room for one.
+    async fn open(&self, peer: &HttpPeer, fresh: bool) -> pingora::Result<(Wire, bool)> {
+        if peer.options.alpn.get_max_http_version() == 2 {
+            if !fresh {
+                if let Some(stream) = self.h2.reused_http_session(peer).await? {
+                    return Ok((Wire::h2(stream, peer), true));
+                }
+                // `auto` over TLS may have settled on HTTP/1.1 before; those
+                // connections are pooled with the others.
+                if peer.options.alpn.get_min_http_version() == 1 {
+                    if let Some(stream) = self.transport.reused_stream(peer).await {
+                        return Ok((Wire::h1(stream, peer), true));
+                    }
+                }
+            }
+            // TLS may settle on HTTP/1.1 (`auto`): that connection is used as one.
+            let wire = match self.h2.new_http_session::<_, ()>(peer).await? {
+                ClientSession::H2(stream) => Wire::h2(stream, peer),
+                ClientSession::H1(session) => Wire::h1_session(session, peer),
+                ClientSession::Custom(()) => {
+                    return Error::e_explain(ErrorType::InternalError, "no custom protocol")
+                }
+            };
+            return Ok((wire, false));
+        }
         if !fresh {
             if let Some(stream) = self.transport.reused_stream(peer).await {
-                return Ok((stream, true));
+                return Ok((Wire::h1(stream, peer), true));
             }
         }
-        Ok((self.transport.new_stream(peer).await?, false))
+        Ok((
+            Wire::h1(self.transport.new_stream(peer).await?, peer),
+            false,
+        ))
     }
 
-    /// Gives a connection whose answer was read whole back to the pool.
-    async fn release(&self, mut session: HttpSession, peer: &HttpPeer) {
-        session.respect_keepalive();
-        if let Some(stream) = session.reuse().await {
-            self.transport
-                .release_stream(stream, peer.reuse_hash(), peer.options.idle_timeout);
-        }
-    }
-}
-
-/// Writes the request and reads the answer's head, skipping 1xx heads.
-async fn exchange(
-    session: &mut HttpSession,
-    head: RequestHeader,
-    body: &Bytes,
-) -> pingora::Result<()> {
-    session.write_request_header(Box::new(head)).await?;
-    if !body.is_empty() {
-        session.write_body(body).await?;
-    }
-    session.finish_body().await?;
-    loop {
-        session.read_response().await?;
-        match session.get_status() {
-            Some(s) if s.is_informational() => continue,
-            Some(_) => return Ok(()),
-            None => return Error::e_explain(ErrorType::InvalidHTTPHeader, "no response status"),
+    /// Gives a connection whose answer was read whole back to the pool (an
+    /// HTTP/2 stream's place back to its connection).
+    async fn release(&self, wire: Wire, peer: &HttpPeer) {
+        match wire {
+            Wire::H1(mut session) => {
+                session.respect_keepalive();
+                if let Some(stream) = session.reuse().await {
+                    self.transport.release_stream(
+                        stream,
+                        peer.reuse_hash(),
+                        peer.options.idle_timeout,
+                    );
+                }
+            }
+            Wire::H2(stream) => {
+                self.h2
+                    .release_http_session(*stream, peer, peer.options.idle_timeout)
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 //! cluster's timeout, a dead upstream, an HTTP/1.1-only cluster); an injected
 //! `abort { grpc_status }` at 50%.
 
+mod faults;
 mod meter;
 mod rollout;
 

@@ -18,6 +18,8 @@ pub struct DiffLeg {
     pub cluster: String,
     /// 0 when no answer came.
     pub status: u16,
+    /// A gRPC call's `grpc-status`.
+    pub grpc_status: Option<u32>,
     pub latency_ms: f64,
     pub ttft_ms: Option<f64>,
     pub output_tokens: Option<u64>,

@@ -72,6 +72,8 @@ fn leg(status: u16, ms: u64, text: &str) -> Leg {
         output_tokens: Some(text.split(' ').count() as u64),
         text: Some(text.into()),
         ids: None,
+        grpc_status: None,
+        message: None,
     }
 }
 
@@ -122,4 +124,44 @@ fn fingerprints_do_not_depend_on_chunking() {
         fingerprint(&[&b"a"[..], &b"bc"[..]])
     );
     assert_ne!(fingerprint(&[&b"abc"[..]]), fingerprint(&[&b"abd"[..]]));
+}
+
+/// A unary gRPC call: status 200 always, the code in `grpc-status`.
+fn call(code: u32, message: &str) -> Leg {
+    Leg {
+        status: 200,
+        latency: Duration::from_millis(10),
+        grpc_status: Some(code),
+        message: Some(fingerprint(&[message.as_bytes()])),
+        ..Leg::default()
+    }
+}
+
+#[test]
+fn grpc_calls_differ_by_status_code_and_message_bytes() {
+    let primary = call(0, "reply");
+    assert!(differences(&compare(&primary, &primary), &NoiseFloor::default(), 1.0).is_empty());
+    // HTTP 200 both ways, yet UNAVAILABLE is not OK.
+    let failed = compare(&primary, &call(14, "reply"));
+    assert_eq!(
+        differences(&failed, &NoiseFloor::default(), 1.0),
+        vec!["grpc_status"]
+    );
+    let other = compare(&primary, &call(0, "other"));
+    assert_eq!(
+        differences(&other, &NoiseFloor::default(), 1.0),
+        vec!["message"]
+    );
+    // A server stream (no single message) is not compared by bytes.
+    let stream = Leg {
+        message: None,
+        ..call(0, "x")
+    };
+    assert_eq!(compare(&primary, &stream).message_differs, None);
+    // Two identical calls to the primary differed so too: not a difference.
+    let noise = [compare(&primary, &call(14, "other"))];
+    let floor = NoiseFloor::from_noise(&noise);
+    assert!(floor.grpc_status_flaps && floor.message_flaps);
+    assert!(differences(&failed, &floor, 1.0).is_empty());
+    assert!(differences(&other, &floor, 1.0).is_empty());
 }

@@ -23,6 +23,11 @@ pub enum Step {
 /// The malformed event `corrupt` inserts: a data line whose JSON is cut.
 pub const CORRUPT_EVENT: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"\n\n";
 
+/// What `corrupt` inserts in a gRPC stream: a one-byte message flagged
+/// compressed when no `grpc-encoding` was agreed, which a gRPC client
+/// refuses (INTERNAL) whatever its message type.
+pub const CORRUPT_GRPC_MESSAGE: &[u8] = &[1, 0, 0, 0, 1, 0xff];
+
 #[derive(Clone, Debug)]
 pub struct Pacer {
     action: StreamAction,

@@ -34,34 +34,105 @@ impl GrpcFramer {
     pub fn feed_with(&mut self, mut chunk: &[u8], mut payload: impl FnMut(&[u8])) -> u32 {
         let mut ended = 0u32;
         while !chunk.is_empty() {
+            let (used, end) = self.advance(chunk, &mut payload);
+            chunk = &chunk[used..];
+            ended = ended.saturating_add(u32::from(end));
+        }
+        ended
+    }
+
+    /// Reads `chunk` up to the end of the current message at most: how many
+    /// of its bytes that took, and whether the message ended there (an
+    /// empty message ends with its prefix). Payload bytes go to `payload`.
+    pub fn advance(&mut self, chunk: &[u8], mut payload: impl FnMut(&[u8])) -> (usize, bool) {
+        let mut used = 0;
+        while used < chunk.len() {
+            let rest = &chunk[used..];
             let have = usize::from(self.have);
             if have < GRPC_PREFIX {
-                let take = (GRPC_PREFIX - have).min(chunk.len());
-                self.prefix[have..have + take].copy_from_slice(&chunk[..take]);
-                chunk = &chunk[take..];
+                let take = (GRPC_PREFIX - have).min(rest.len());
+                self.prefix[have..have + take].copy_from_slice(&rest[..take]);
                 self.have += take as u8;
+                used += take;
                 if usize::from(self.have) == GRPC_PREFIX {
                     let [_, a, b, c, d] = self.prefix;
                     self.left = u32::from_be_bytes([a, b, c, d]);
                 }
             } else {
-                let take = chunk.len().min(self.left as usize);
-                payload(&chunk[..take]);
-                chunk = &chunk[take..];
+                let take = rest.len().min(self.left as usize);
+                payload(&rest[..take]);
                 self.left -= take as u32;
+                used += take;
             }
             if usize::from(self.have) == GRPC_PREFIX && self.left == 0 {
-                ended = ended.saturating_add(1);
                 self.have = 0;
+                return (used, true);
             }
         }
-        ended
+        (used, false)
     }
 
     /// Part of a message (or of its prefix) came and its end did not: the
     /// body was cut, or is not gRPC-framed.
     pub fn in_message(&self) -> bool {
         self.have > 0
+    }
+}
+
+/// Cuts a gRPC body into whole messages, prefixes included, for a caller
+/// that sends each on a timer of its own (a stream fault paces messages as
+/// it paces SSE events). Every byte is handed on once, in order: a message
+/// longer than the limit goes on in pieces as it comes, so memory stays
+/// bounded, and [`GrpcCutter::finish`] hands on what is left of a cut one.
+#[derive(Clone, Debug)]
+pub struct GrpcCutter {
+    framer: GrpcFramer,
+    /// The current message's bytes so far, while under the limit.
+    held: Vec<u8>,
+    limit: usize,
+}
+
+impl GrpcCutter {
+    /// Messages up to `limit` bytes (prefix included) are handed on whole.
+    pub fn new(limit: usize) -> GrpcCutter {
+        GrpcCutter {
+            framer: GrpcFramer::new(),
+            held: Vec::new(),
+            limit,
+        }
+    }
+
+    /// One chunk as it arrived. `out(bytes, ends_a_message)`: a whole
+    /// message, or a piece of a long one (the last piece ends it).
+    pub fn feed(&mut self, mut chunk: &[u8], mut out: impl FnMut(&[u8], bool)) {
+        while !chunk.is_empty() {
+            let (used, ended) = self.framer.advance(chunk, |_| {});
+            let piece = &chunk[..used];
+            chunk = &chunk[used..];
+            if ended && self.held.is_empty() {
+                out(piece, true);
+            } else if ended {
+                self.held.extend_from_slice(piece);
+                out(&self.held, true);
+                self.held.clear();
+            } else if self.held.len() + piece.len() > self.limit {
+                if !self.held.is_empty() {
+                    out(&self.held, false);
+                    self.held.clear();
+                }
+                out(piece, false);
+            } else {
+                self.held.extend_from_slice(piece);
+            }
+        }
+    }
+
+    /// The body ended: what was held of a message cut short, if any.
+    pub fn finish(&mut self, mut out: impl FnMut(&[u8], bool)) {
+        if !self.held.is_empty() {
+            out(&self.held, false);
+            self.held.clear();
+        }
     }
 }
 
@@ -159,5 +230,50 @@ mod tests {
             prop_assert_eq!(counts, expected(&ends, &cuts, body.len()));
             prop_assert!(!partial);
         }
+    }
+
+    /// Cuts `body` at `cuts` and feeds the chunks: the pieces handed on.
+    fn cut(body: &[u8], cuts: &[usize], limit: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut cutter = GrpcCutter::new(limit);
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &to in cuts.iter().chain([&body.len()]) {
+            cutter.feed(&body[from..to], |b, end| out.push((b.to_vec(), end)));
+            from = to;
+        }
+        cutter.finish(|b, end| out.push((b.to_vec(), end)));
+        out
+    }
+
+    #[test]
+    fn the_cutter_hands_on_each_message_whole_however_it_was_split() {
+        let (body, ends) = framed(MESSAGES);
+        let whole: Vec<(Vec<u8>, bool)> = [0]
+            .iter()
+            .chain(&ends)
+            .zip(&ends)
+            .map(|(&a, &b)| (body[a..b].to_vec(), true))
+            .collect();
+        for a in 0..=body.len() {
+            for b in a..=body.len() {
+                assert_eq!(cut(&body, &[a, b], 1024), whole, "cut at {a}, {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_over_the_limit_goes_in_pieces_and_a_cut_one_is_handed_on() {
+        let big = vec![7u8; 100];
+        let (body, _) = framed(&[&big, b"end"]);
+        let out = cut(&body, &[30, 60, 90], 40);
+        let joined: Vec<u8> = out.iter().flat_map(|(b, _)| b.clone()).collect();
+        assert_eq!(joined, body, "every byte once, in order");
+        assert!(out.iter().all(|(b, _)| b.len() <= 40 + 30));
+        let ends: Vec<bool> = out.iter().map(|(_, e)| *e).collect();
+        assert_eq!(ends.iter().filter(|e| **e).count(), 2, "{ends:?}");
+        assert_eq!(out.last(), Some(&(body[body.len() - 8..].to_vec(), true)));
+        // Cut in the middle of a message: its bytes come out at the end.
+        let out = cut(&body[..50], &[20], 1024);
+        assert_eq!(out, [(body[..50].to_vec(), false)]);
     }
 }

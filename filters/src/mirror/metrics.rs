@@ -67,7 +67,7 @@ impl MirrorResult {
 }
 
 /// Kinds of difference counted in `sluice_mirror_diff_total`.
-const DIFF_KINDS: [&str; 3] = ["status", "text", "ids"];
+const DIFF_KINDS: [&str; 5] = ["status", "text", "ids", "grpc_status", "message"];
 
 #[derive(Clone)]
 pub struct MirrorMetrics {

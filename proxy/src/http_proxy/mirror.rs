@@ -130,7 +130,7 @@ pub(super) fn on_done(
             .uri
             .path_and_query()
             .map_or_else(|| req.uri.path().to_string(), |p| p.as_str().to_string()),
-        headers: req.headers.clone(),
+        headers: with_host(req),
         body: m.body,
         primary: Answer {
             status,
@@ -140,8 +140,26 @@ pub(super) fn on_done(
             body: m.answer,
             bytes: m.answer_len,
             truncated: m.answer_len > COMPARE_LIMIT,
+            grpc_status: ctx.grpc_status,
         },
         policy: m.policy,
     };
     queue.submit(job);
+}
+
+/// The request's headers, with `Host` from the URI's authority when the
+/// client sent none (an HTTP/2 client): the copy carries the authority the
+/// client asked for, as the primary's request did.
+fn with_host(req: &RequestHeader) -> http::HeaderMap {
+    let mut headers = req.headers.clone();
+    if !headers.contains_key(http::header::HOST) {
+        if let Some(value) = req
+            .uri
+            .authority()
+            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
+        {
+            headers.insert(http::header::HOST, value);
+        }
+    }
+    headers
 }

@@ -12,7 +12,7 @@ use pingora::proxy::Session;
 
 /// Arms the client's socket so that closing it sends RST. False where there
 /// is no socket of the client's own to reset (HTTP/2: one request is one
-/// stream of a shared connection), and the connection just closes.
+/// stream of a shared connection; pingora resets just that stream, CANCEL).
 pub(super) fn arm(session: &Session) -> bool {
     let Some(stream) = session.as_downstream().stream() else {
         return false;

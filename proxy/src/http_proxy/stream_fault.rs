@@ -8,6 +8,12 @@
 //! the client sees even gaps. The request body is read whole first (the
 //! pacing is about the answer). An answer event longer than the framer's
 //! limit (1 MiB) is dropped, as the meter drops it.
+//!
+//! A gRPC answer (over HTTP/2 both ways) is cut into its messages instead,
+//! each paced as one content event; a message over [`GRPC_MESSAGE_LIMIT`]
+//! goes on in pieces, unpaced. Its trailers follow the last message; a
+//! clean truncation ends the call with `grpc-status: 0` (the stream just
+//! stops early, as an SSE one does), an abrupt one resets it.
 
 use std::collections::VecDeque;
 use std::pin::pin;
@@ -16,20 +22,25 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
+use http::HeaderMap;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_control::FaultGuard;
 use sluice_filters::{
-    Dialect, EventKind, Framer, Framing, Pacer, Step, StreamAction, TokenMeter, TruncateMode,
-    CORRUPT_EVENT, HOP_BY_HOP,
+    Dialect, EventKind, Framer, Framing, GrpcCutter, Pacer, Step, StreamAction, TokenMeter,
+    TruncateMode, CORRUPT_EVENT, CORRUPT_GRPC_MESSAGE, HOP_BY_HOP,
 };
 use tokio::time::{sleep_until, Instant};
 
-use super::{metering, RequestCtx};
-use crate::upstream::{self, Answer, Policy, Target, Traced, UpstreamClient};
+use super::{grpc_status_of, metering, RequestCtx};
+use crate::upstream::{self, Answer, Part, Policy, Target, Traced, UpstreamClient};
 
 /// A faulted request's body is read whole; larger ones are refused.
 const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// gRPC messages up to this size are paced whole (gRPC's default largest
+/// message a client takes).
+const GRPC_MESSAGE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// What the faulted answer is paced by: an experiment's action (with the
 /// guard that counts it in `max_active`) or a request header's token delay.
@@ -89,6 +100,10 @@ pub(super) async fn serve(
         .is_some_and(|e| e.as_bytes() != b"identity");
     let request_path = req_header.uri.path().to_string();
     metering::on_response_head(ctx, &request_path, content_type.as_deref(), encoded);
+    if ctx.grpc {
+        // A trailers-only answer (an error) has its status in the head.
+        ctx.grpc_status = grpc_status_of(&upstream_head.headers);
+    }
     if session
         .write_response_header(Box::new(head), false)
         .await
@@ -163,12 +178,21 @@ async fn pace(
         // have no blank line, so it goes whole at the end).
         Framing::Sse | Framing::Whole | Framing::Off => Framing::Sse,
     };
+    let grpc = dialect == Dialect::Grpc;
     let mut framer = Framer::new(framing);
+    let mut messages = GrpcCutter::new(GRPC_MESSAGE_LIMIT);
     let mut classifier = TokenMeter::new(dialect);
     let mut pacer = Pacer::new(action);
+    let corrupt = if grpc {
+        CORRUPT_GRPC_MESSAGE
+    } else {
+        CORRUPT_EVENT
+    };
     let mut queue: VecDeque<(Duration, Out)> = VecDeque::new();
     let mut upstream = pin!(answer.into_body());
     let mut upstream_done = false;
+    let mut trailers: Option<Box<HeaderMap>> = None;
+    let mut truncated = false;
     loop {
         let next_at = queue.front().map(|(at, _)| start + *at);
         tokio::select! {
@@ -182,25 +206,34 @@ async fn pace(
                             return Ended::Cut;
                         }
                     }
-                    Out::End(TruncateMode::Clean) => break,
+                    Out::End(TruncateMode::Clean) => {
+                        truncated = true;
+                        break;
+                    }
                     Out::End(TruncateMode::Abrupt) => return Ended::Cut,
                 }
             }
             // Each read waits at most the cluster's `first_byte` (the peer's
             // read timeout); the stream keeps a read cut short by the timer.
-            chunk = upstream.next(), if !upstream_done => {
+            part = upstream.next(), if !upstream_done => {
                 let arrival = start.elapsed();
                 let mut queue_event = |raw: &[u8], kind: EventKind| {
-                    plan(&mut pacer, &mut queue, Bytes::copy_from_slice(raw), kind, arrival);
+                    let event = Bytes::copy_from_slice(raw);
+                    plan(&mut pacer, &mut queue, event, kind, arrival, corrupt);
                 };
-                match chunk {
-                    Some(Ok(data)) if encoded => queue_event(&data, EventKind::Other),
-                    Some(Ok(data)) => framer.feed(&data, |event| {
+                match part {
+                    Some(Ok(Part::Data(data))) if encoded => queue_event(&data, EventKind::Other),
+                    Some(Ok(Part::Data(data))) if grpc => messages.feed(&data, |message, ends| {
+                        queue_event(message, if ends { EventKind::Content } else { EventKind::Other });
+                    }),
+                    Some(Ok(Part::Data(data))) => framer.feed(&data, |event| {
                         let kind = classifier.read_event(event, arrival);
                         queue_event(event.raw, kind);
                     }),
+                    Some(Ok(Part::Trailers(t))) => trailers = Some(t),
                     None => {
                         upstream_done = true;
+                        messages.finish(|rest, _| queue_event(rest, EventKind::Other));
                         framer.finish(|event| {
                             let kind = classifier.read_event(event, arrival);
                             queue_event(event.raw, kind);
@@ -214,10 +247,34 @@ async fn pace(
         }
     }
     metering::on_response_chunk(ctx, None, true);
-    if session.write_response_body(None, true).await.is_err() {
-        return Ended::Cut;
+    if grpc && truncated {
+        trailers = Some(Box::new(grpc_ok()));
     }
-    Ended::Done
+    // Trailers go to an HTTP/2 client only (pingora drops HTTP/1.1 ones).
+    let h2 = session.req_header().version == http::Version::HTTP_2;
+    let written = match trailers {
+        Some(trailers) if ctx.grpc && h2 => {
+            if let Some(status) = grpc_status_of(&trailers) {
+                ctx.grpc_status = Some(status);
+            }
+            session
+                .downstream_session
+                .write_response_trailers(*trailers)
+                .await
+        }
+        _ => session.write_response_body(None, true).await,
+    };
+    match written {
+        Ok(_) => Ended::Done,
+        Err(_) => Ended::Cut,
+    }
+}
+
+/// The trailers of a call a clean truncation ended: a success, early.
+fn grpc_ok() -> HeaderMap {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    trailers
 }
 
 enum Out {
@@ -225,19 +282,20 @@ enum Out {
     End(TruncateMode),
 }
 
+/// Queues what the pacer makes of one event; `corrupt` is what a
+/// `corrupt` action inserts (an SSE event or a gRPC message).
 fn plan(
     pacer: &mut Pacer,
     queue: &mut VecDeque<(Duration, Out)>,
     event: Bytes,
     kind: EventKind,
     arrival: Duration,
+    corrupt: &'static [u8],
 ) {
     for step in pacer.on_event(kind, event.len(), arrival, rand::random()) {
         match step {
             Step::Forward(at) => queue.push_back((at, Out::Bytes(event.clone()))),
-            Step::Corrupt(at) => {
-                queue.push_back((at, Out::Bytes(Bytes::from_static(CORRUPT_EVENT))))
-            }
+            Step::Corrupt(at) => queue.push_back((at, Out::Bytes(Bytes::from_static(corrupt)))),
             Step::End(at, mode) => queue.push_back((at, Out::End(mode))),
         }
     }

@@ -16,6 +16,7 @@ use sluice_filters::{
 use super::health::{Health, DOWN_FOR};
 use super::job::{Answer, Job};
 use super::limits::{Admitted, CopyKind};
+use crate::http_proxy::grpc_status_of;
 use crate::upstream::{self, CaError, Policy, Target, UpstreamClient};
 
 /// Answer bytes kept for the comparison; a longer answer is read to its
@@ -186,6 +187,10 @@ impl Shadow {
                     copy.truncated = true;
                 }
             }
+            copy.grpc_status = answer
+                .trailers()
+                .and_then(grpc_status_of)
+                .or_else(|| grpc_status_of(&answer.head().headers));
             answer.finish().await;
             copy.latency = started.elapsed();
             let summary = meter.finish(copy.latency);

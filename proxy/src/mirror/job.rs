@@ -35,6 +35,8 @@ pub(crate) struct Answer {
     pub bytes: usize,
     /// The body was longer than the limit: its text and ids are not compared.
     pub truncated: bool,
+    /// A gRPC call's `grpc-status`.
+    pub grpc_status: Option<u32>,
 }
 
 impl Job {

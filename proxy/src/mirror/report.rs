@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use sluice_control::{ClusterKind, DiffLeg, DiffRecord, MirrorDiffs};
 use sluice_filters::{
-    answer_text, compare, differences, fingerprint, ids_at, Comparison, Leg, MirrorResult,
-    NoiseFloor,
+    answer_text, compare, differences, fingerprint, ids_at, Comparison, GrpcFramer, Leg,
+    MirrorResult, NoiseFloor,
 };
 
 use super::copy::{CopyAnswer, CopyResult};
@@ -139,7 +139,11 @@ fn content(job: &Job, body: &[Bytes], truncated: bool) -> (Option<String>, Optio
 }
 
 fn leg(job: &Job, a: &Answer) -> Leg {
-    let (text, ids) = content(job, &a.body, a.truncated);
+    let (text, ids) = match a.grpc_status {
+        // Protobuf bytes: neither text nor JSON ids.
+        Some(_) => (None, None),
+        None => content(job, &a.body, a.truncated),
+    };
     Leg {
         status: a.status,
         latency: a.latency,
@@ -147,7 +151,19 @@ fn leg(job: &Job, a: &Answer) -> Leg {
         output_tokens: a.output_tokens,
         text,
         ids,
+        grpc_status: a.grpc_status,
+        message: a
+            .grpc_status
+            .and_then(|_| unary_message(&a.body, a.truncated)),
     }
+}
+
+/// A gRPC answer of exactly one whole message (a unary call's), as its
+/// fingerprint; `None` for a stream, an empty answer or a cut one.
+fn unary_message(body: &[Bytes], truncated: bool) -> Option<String> {
+    let mut framer = GrpcFramer::new();
+    let messages: u32 = body.iter().map(|chunk| framer.feed(chunk)).sum();
+    (!truncated && messages == 1 && !framer.in_message()).then(|| fingerprint(body))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -212,6 +228,7 @@ fn diff_leg(cluster: String, leg: &Leg, body: &[Bytes], bytes: usize, keep: bool
     DiffLeg {
         cluster,
         status: leg.status,
+        grpc_status: leg.grpc_status,
         latency_ms: leg.latency.as_secs_f64() * 1000.0,
         ttft_ms: leg.ttft.map(|t| t.as_secs_f64() * 1000.0),
         output_tokens: leg.output_tokens,

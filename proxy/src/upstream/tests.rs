@@ -245,6 +245,12 @@ fn the_head_drops_hop_by_hop_headers_and_sets_the_length() {
     assert_eq!(head.headers["x-kept"], "1");
     assert_eq!(head.headers["host"], "h:1");
     assert_eq!(head.headers["content-length"], "5");
+    headers.insert("te", "trailers".parse().unwrap());
+    let grpc = request_head(&http::Method::POST, "/s/M", &headers, None, 5).unwrap();
+    assert_eq!(grpc.headers["te"], "trailers");
+    headers.insert("te", "gzip".parse().unwrap());
+    let other = request_head(&http::Method::POST, "/", &headers, None, 5).unwrap();
+    assert!(other.headers.get("te").is_none());
     let get = request_head(&http::Method::GET, "/", &headers, None, 0).unwrap();
     assert!(get.headers.get("content-length").is_none());
 }
@@ -345,4 +351,57 @@ async fn two_clusters_on_one_address_keep_their_connections_apart() {
         (accepted.load(Ordering::SeqCst), f.open(), twin_open),
         (2, 1, 1)
     );
+}
+
+/// An HTTP/2-only (h2c) server answering `ok` then the trailer
+/// `grpc-status: 0`; returns its address and the connections it accepted.
+async fn h2c_server() -> (SocketAddr, Arc<AtomicUsize>) {
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let service = hyper::service::service_fn(|_req| async {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = vec![
+                    Ok(Frame::data(Bytes::from_static(b"ok"))),
+                    Ok(Frame::trailers(trailers)),
+                ];
+                let body = StreamBody::new(futures_util::stream::iter(frames));
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+            });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service),
+            );
+        }
+    });
+    (addr, accepted)
+}
+
+#[tokio::test]
+async fn an_h2c_cluster_gets_http2_streams_on_one_connection_and_its_trailers_come_back() {
+    let (addr, accepted) = h2c_server().await;
+    let f = Fixture::with(&[addr], ", protocol: h2c");
+    let first = f.get(None).await.unwrap();
+    assert!(!first.reused());
+    // A second call while the first is open shares its connection.
+    let mut second = f.get(None).await.unwrap();
+    assert!(second.reused(), "a stream on the open connection");
+    assert_eq!(body_of(first).await, b"ok");
+    assert_eq!(second.read().await.unwrap().as_deref(), Some(&b"ok"[..]));
+    assert_eq!(second.read().await.unwrap(), None);
+    assert_eq!(second.trailers().unwrap()["grpc-status"], "0");
+    second.finish().await;
+    // Back in the pool, the connection serves the next call.
+    let third = f.get(None).await.unwrap();
+    assert!(third.reused());
+    assert_eq!(body_of(third).await, b"ok");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }

@@ -1,7 +1,8 @@
 """A real grpcio server for tests/e2e/grpc.rs: the standard health service and a small
 service of generic handlers (raw bytes, no codegen). argv[1] is the port to bind on
 127.0.0.1; argv[2], when given, is the share of Echo calls (0..1) answered UNAVAILABLE,
-spread evenly. It prints "ready" once serving."""
+spread evenly; argv[3], when given, is put before every Echo reply (a shadow that answers
+otherwise). It prints "ready" once serving."""
 import sys
 import threading
 import time
@@ -21,6 +22,7 @@ def slow(request, context):
 
 
 failing = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+tag = sys.argv[3].encode() if len(sys.argv) > 3 else b""
 calls = [0]
 lock = threading.Lock()
 
@@ -31,7 +33,7 @@ def echo(request, context):
         calls[0] += 1
     if int((n + 1) * failing) > int(n * failing):
         context.abort(grpc.StatusCode.UNAVAILABLE, "canary down")
-    return request
+    return tag + request
 
 
 def count(request, context):
