@@ -62,10 +62,11 @@ pub use report::{
     newest_baseline, parse_json, read_fit_text, read_run, render_html, save_baseline,
     saved_baselines, trend_table, two_proportions, two_rates, Arrivals, AttachedFit, Attribution,
     Baseline, CandidateCurve, Capacity, Cdf, Dist as ReportDist, DistDiff, FitCandidate,
-    Group as ReportGroup, Input as ReportInput, Interval, Layer, Lineage as ReportLineage,
-    MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report, Row, Run, Saved, StageSpan,
-    StepGroup, StepRow, Timeline, Totals, Worst, ARRIVAL_FIT_VERSION, DEFAULT_METRICS,
-    HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
+    Group as ReportGroup, Health as LayerHealth, Input as ReportInput, Interval, Layer,
+    Lineage as ReportLineage, MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report,
+    Row, Run, Saved, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst, ARRIVAL_FIT_VERSION,
+    DEFAULT_METRICS, GRPC_SUCCESS_MIN_PCT, HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED,
+    SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{
     convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,

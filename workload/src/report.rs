@@ -23,7 +23,7 @@ pub use attach::{read_fit_text, AttachedFit, FitCandidate, ARRIVAL_FIT_VERSION};
 pub use diff::{DistDiff, Metric, MetricDiff, DEFAULT_METRICS};
 pub use html::render_page as render_html;
 pub use input::{parse_json, read_run, Dist, Group, Row, Run, StepGroup, HIST_MEASURES};
-pub use layers::{Attribution, Layer, Worst, SLOW_QUANTILE};
+pub use layers::{Attribution, Health, Layer, Worst, GRPC_SUCCESS_MIN_PCT, SLOW_QUANTILE};
 pub use series::{StageSpan, Timeline};
 pub use stats::{
     bootstrap_quantile_diff, mann_whitney, two_proportions, two_rates, Interval, MannWhitney,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, render, Chart, Kind, Series};
-use super::{Cdf, MetricDiff, Report};
+use super::{Cdf, Health, MetricDiff, Report};
 
 mod arrivals;
 mod capacity;
@@ -209,7 +209,19 @@ fn baseline(s: &mut String, r: &Report) {
 
 fn layers(s: &mut String, r: &Report) {
     let a = &r.attribution;
-    s.push_str("<h2>Attribution by layer</h2><table><tr><th>layer</th><th class=\"l\">steps</th><th>deviation</th><th>status</th><th>confidence</th><th class=\"l\">worst requests (trace ids)</th></tr>");
+    s.push_str("<h2>Attribution by layer</h2>");
+    for h in a.layers.iter().filter_map(|l| l.health.as_ref()) {
+        if !h.ok {
+            let _ = write!(
+                s,
+                r#"<div class="banner bad">gRPC calls: {:.2}% ended OK, under {}%{}</div>"#,
+                h.value_pct,
+                h.min_pct,
+                esc(&by_status(h))
+            );
+        }
+    }
+    s.push_str("<table><tr><th>layer</th><th class=\"l\">steps</th><th>deviation</th><th>status</th><th>confidence</th><th class=\"l\">health</th><th class=\"l\">worst requests (trace ids)</th></tr>");
     for l in &a.layers {
         let worst: Vec<String> = l
             .worst
@@ -223,14 +235,25 @@ fn layers(s: &mut String, r: &Report) {
                 format!("{} (+{} ms)", id, num(w.extra_ms))
             })
             .collect();
+        let health = match &l.health {
+            None => r#"<td class="l">–</td>"#.to_owned(),
+            Some(h) => format!(
+                r#"<td class="l {}">{:.2}% OK (min {}%){}</td>"#,
+                if h.ok { "v-within" } else { "v-regressed" },
+                h.value_pct,
+                h.min_pct,
+                esc(&by_status(h))
+            ),
+        };
         let _ = write!(
             s,
-            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td><td class=\"l mono\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td>{}<td class=\"l mono\">{}</td></tr>",
             esc(l.layer),
             esc(&l.steps.join(", ")),
             l.deviation_pct.map_or("–".to_owned(), |p| format!("{p:+.1}%")),
             verdict(l.status),
             l.confidence.map_or("–".to_owned(), |c| format!("{:.0}%", 100.0 * c)),
+            health,
             esc(&worst.join(", "))
         );
     }
@@ -243,6 +266,19 @@ fn layers(s: &mut String, r: &Report) {
         ),
     };
     let _ = write!(s, r#"<p class="note">{}</p>"#, esc(&note));
+}
+
+/// The failed calls by status, ` · status 14 × 3, 4 × 1`; empty without any.
+fn by_status(h: &Health) -> String {
+    if h.not_ok_by_status.is_empty() {
+        return String::new();
+    }
+    let codes: Vec<String> = h
+        .not_ok_by_status
+        .iter()
+        .map(|(code, n)| format!("{code} × {n}"))
+        .collect();
+    format!(" · status {}", codes.join(", "))
 }
 
 /// The tests behind the verdicts: Mann–Whitney per distribution, and each

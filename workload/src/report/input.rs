@@ -97,6 +97,8 @@ pub struct Group {
     pub output_tokens: u64,
     pub cache_hits: u64,
     pub cache_misses: u64,
+    /// Failed gRPC calls by `grpc-status` (`"14"`), from grpc steps.
+    pub grpc_errors: BTreeMap<String, u64>,
     /// vLLM's names: `request_throughput`, `p99_ttft_ms`, `duration`, …
     pub metrics: BTreeMap<String, f64>,
     /// By measure (`ttft`), decoded.
@@ -241,6 +243,17 @@ pub(crate) fn group(v: &Value, at: &str) -> Result<Group, String> {
     for (k, x) in map {
         if let Value::Number(n) = x {
             g.metrics.insert(k.clone(), n.as_f64().unwrap_or(f64::NAN));
+        }
+    }
+    if let Some(errors) = v.get("grpc_errors") {
+        let errors = errors
+            .as_object()
+            .ok_or_else(|| format!("{at}grpc_errors: expected an object"))?;
+        for (code, n) in errors {
+            let n = n
+                .as_u64()
+                .ok_or_else(|| format!("{at}grpc_errors.{code}: expected a count"))?;
+            g.grpc_errors.insert(code.clone(), n);
         }
     }
     if let Some(hists) = v.get("histograms") {

@@ -1,8 +1,9 @@
 //! Attribution by layer: the steps grouped by their service (model, vector
-//! store, cache, other HTTP, and the client-side proxy/system layer), each
-//! layer's metrics against the baseline, and, from `--detailed` rows, the
-//! share of slow journeys whose extra time sits in that layer with the
-//! trace ids of the worst of them.
+//! store, cache, other HTTP, gRPC, and the client-side proxy/system layer),
+//! each layer's metrics against the baseline, and, from `--detailed` rows,
+//! the share of slow journeys whose extra time sits in that layer with the
+//! trace ids of the worst of them. The gRPC layer is also held to an
+//! absolute bound, baseline or not: the share of calls that ended OK.
 
 use std::collections::BTreeMap;
 
@@ -16,8 +17,13 @@ pub const SLOW_QUANTILE: f64 = 0.9;
 /// Trace ids listed per layer.
 const WORST: usize = 5;
 
+/// The share of a run's gRPC calls that must end OK (`grpc-status` 0) for
+/// the gRPC layer to be healthy: a service mesh's usual bound for calls
+/// between services.
+pub const GRPC_SUCCESS_MIN_PCT: f64 = 99.95;
+
 /// The layers, in the order shown: (name, the step service, its metrics).
-const LAYERS: [(&str, &str, &[&str]); 5] = [
+const LAYERS: [(&str, &str, &[&str]); 6] = [
     (
         "model",
         "llm",
@@ -42,6 +48,11 @@ const LAYERS: [(&str, &str, &[&str]); 5] = [
         &["p99_service_time_ms", "error_rate"],
     ),
     (
+        "grpc service",
+        "grpc",
+        &["p99_service_time_ms", "error_rate"],
+    ),
+    (
         "proxy/system",
         "",
         &["p99_dispatch_lag_ms", "queued_share", "late_share"],
@@ -61,6 +72,19 @@ pub struct Worst {
     pub extra_ms: f64,
 }
 
+/// A layer against an absolute bound (the gRPC layer's success rate).
+#[derive(Clone, Debug, Serialize)]
+pub struct Health {
+    pub metric: &'static str,
+    /// Calls that ended OK, in percent of the layer's calls.
+    pub value_pct: f64,
+    pub min_pct: f64,
+    pub ok: bool,
+    /// The calls that did not end OK, by `grpc-status` (`"14"`); a failure
+    /// with no status (a timeout, a refused connection) is not in it.
+    pub not_ok_by_status: BTreeMap<String, u64>,
+}
+
 /// One row of the root-cause matrix.
 #[derive(Clone, Debug, Serialize)]
 pub struct Layer {
@@ -78,6 +102,9 @@ pub struct Layer {
     /// layer; `None` without `--detailed` rows.
     pub confidence: Option<f64>,
     pub worst: Vec<Worst>,
+    /// The gRPC layer's success rate against [`GRPC_SUCCESS_MIN_PCT`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
 }
 
 /// The root-cause matrix and how its confidence was made.
@@ -106,6 +133,9 @@ fn combine(groups: &[&Group]) -> Group {
         out.output_tokens += g.output_tokens;
         out.cache_hits += g.cache_hits;
         out.cache_misses += g.cache_misses;
+        for (code, n) in &g.grpc_errors {
+            *out.grpc_errors.entry(code.clone()).or_insert(0) += n;
+        }
         for (m, d) in &g.dists {
             let e = out.dists.entry(m.clone()).or_default();
             let mut all: BTreeMap<u64, u64> = e.buckets.iter().copied().collect();
@@ -139,7 +169,7 @@ fn row_layer(run: &Run, row: &Row) -> Option<usize> {
     LAYERS.iter().position(|l| l.1 == service)
 }
 
-const SYSTEM: usize = 4;
+const SYSTEM: usize = LAYERS.len() - 1;
 
 /// Per journey: its rows, its time (first intended to last end) and each
 /// layer's time: service time for the services, dispatch lag for system.
@@ -147,7 +177,7 @@ struct Journey<'a> {
     index: u64,
     rows: Vec<&'a Row>,
     total_us: u64,
-    layer_us: [u64; 5],
+    layer_us: [u64; LAYERS.len()],
 }
 
 fn journeys<'a>(run: &Run, rows: &'a [Row]) -> Vec<Journey<'a>> {
@@ -159,7 +189,7 @@ fn journeys<'a>(run: &Run, rows: &'a [Row]) -> Vec<Journey<'a>> {
         .map(|(index, rows)| {
             let start = rows.iter().map(|r| r.intended_us).min().unwrap_or(0);
             let end = rows.iter().map(|r| r.end_us).max().unwrap_or(0);
-            let mut layer_us = [0; 5];
+            let mut layer_us = [0; LAYERS.len()];
             for r in &rows {
                 if let Some(l) = row_layer(run, r) {
                     layer_us[l] += r.end_us.saturating_sub(r.sent_us);
@@ -182,9 +212,13 @@ fn median(mut v: Vec<u64>) -> u64 {
 }
 
 /// Each layer's reference time per journey, µs, and what it is.
-fn reference(run: &Run, base: Option<&Run>, own: &[Journey]) -> ([u64; 5], &'static str) {
+fn reference(
+    run: &Run,
+    base: Option<&Run>,
+    own: &[Journey],
+) -> ([u64; LAYERS.len()], &'static str) {
     let medians = |js: &[Journey]| {
-        let mut out = [0; 5];
+        let mut out = [0; LAYERS.len()];
         for (l, o) in out.iter_mut().enumerate() {
             *o = median(js.iter().map(|j| j.layer_us[l]).collect());
         }
@@ -197,7 +231,7 @@ fn reference(run: &Run, base: Option<&Run>, own: &[Journey]) -> ([u64; 5], &'sta
                 "the baseline's median time per journey in each layer (its --detailed rows)",
             ),
             None => {
-                let mut out = [0; 5];
+                let mut out = [0; LAYERS.len()];
                 for s in &run.steps {
                     let Some(l) = LAYERS.iter().position(|l| l.1 == s.service) else {
                         continue;
@@ -221,6 +255,19 @@ fn reference(run: &Run, base: Option<&Run>, own: &[Journey]) -> ([u64; 5], &'sta
             "this run's own median time per journey in each layer (no baseline)",
         ),
     }
+}
+
+/// The share of the layer's calls that ended OK, against the bound; `None`
+/// when it made no call.
+fn grpc_health(g: &Group) -> Option<Health> {
+    let value_pct = 100.0 * g.completed as f64 / (g.requests > 0).then_some(g.requests)? as f64;
+    Some(Health {
+        metric: "grpc_success_rate",
+        value_pct,
+        min_pct: GRPC_SUCCESS_MIN_PCT,
+        ok: value_pct >= GRPC_SUCCESS_MIN_PCT,
+        not_ok_by_status: g.grpc_errors.clone(),
+    })
 }
 
 /// The root-cause matrix of `run`, against `base` when given.
@@ -273,6 +320,7 @@ pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> A
                 .max_by(|a, b| worse(a).abs().total_cmp(&worse(b).abs()))
                 .or(worst)
                 .and_then(|d| d.percent),
+            health: (service == "grpc").then(|| grpc_health(&group)).flatten(),
             metrics: diffs,
             status,
             confidence: None,
@@ -295,11 +343,11 @@ pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> A
     let (refs, reference) = reference(run, base, &js);
     let cut = Dist::from_values(js.iter().map(|j| j.total_us)).quantile(SLOW_QUANTILE);
     let slow: Vec<&Journey> = js.iter().filter(|j| Some(j.total_us) >= cut).collect();
-    let mut counts = [0usize; 5];
-    let mut worst: [Vec<Worst>; 5] = Default::default();
+    let mut counts = [0usize; LAYERS.len()];
+    let mut worst: [Vec<Worst>; LAYERS.len()] = Default::default();
     for j in &slow {
         let extra = |l: usize| j.layer_us[l] as f64 - refs[l] as f64;
-        let Some(top) = (0..5).max_by(|a, b| extra(*a).total_cmp(&extra(*b))) else {
+        let Some(top) = (0..LAYERS.len()).max_by(|a, b| extra(*a).total_cmp(&extra(*b))) else {
             continue;
         };
         if extra(top) <= 0.0 {

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::{
-    summarize, Cache, Goodput, Lineage as RunLineage, Outcome, RunInfo, RunOutput, Scenario,
+    summarize, Cache, Failure, Goodput, GrpcReply, Lineage as RunLineage, Outcome, RunInfo,
+    RunOutput, Scenario,
 };
 
 fn scenario(name: &str) -> Scenario {
@@ -100,6 +101,128 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
         detailed,
     };
     serde_json::to_value(summarize(&scenario(name), &out, info)).unwrap()
+}
+
+/// 2,000 unary gRPC calls of about 2 ms over 20 s; `failing` of them end
+/// UNAVAILABLE (14), one in `failing` of those DEADLINE_EXCEEDED (4) instead.
+fn grpc_run(failing: u64) -> Value {
+    let text = "scenario: rpc\ntarget: { base_url: 'http://127.0.0.1:1' }\n\
+         workload: { arrival: { kind: constant, rate: 100 }, duration: 20s }\n\
+         steps:\n\
+         \x20 - { name: embed, service: grpc, method: embed.v1.Embedder/Embed }\n";
+    let scenario = Scenario::from_yaml(text, Path::new("."), &|_| None).unwrap();
+    let n = 2000;
+    let outcomes = (0..n)
+        .map(|i| {
+            let t = i * 10_000;
+            let fails = i < failing;
+            let status = match (fails, i) {
+                (false, _) => 0,
+                (true, 0) => 4,
+                (true, _) => 14,
+            };
+            Outcome {
+                step: 0,
+                index: i,
+                intended_us: t,
+                sent_us: t,
+                first_byte_us: Some(t + 1_500),
+                first_content_us: (!fails).then_some(t + 1_800),
+                end_us: t + 2_000,
+                status: Some(200),
+                failure: fails.then_some(Failure::Status),
+                grpc: Some(GrpcReply {
+                    status: Some(status),
+                    messages: u64::from(!fails),
+                    bytes: if fails { 0 } else { 12 },
+                }),
+                ..Outcome::default()
+            }
+        })
+        .collect();
+    let out = RunOutput {
+        outcomes,
+        closed: None,
+        journeys: n,
+        span_us: 20_000_000,
+        ran_us: 20_000_000,
+        queued: 0,
+        cut_in_flight: 0,
+        cut_waiting: 0,
+        elapsed: Duration::from_secs(20),
+        interrupted: false,
+        setup: Vec::new(),
+        teardown: Vec::new(),
+    };
+    let info = RunInfo {
+        run_id: "rpc".into(),
+        shard: "0/1".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        lineage: RunLineage {
+            scenario_sha256: "ab".repeat(32),
+            target: "http://127.0.0.1:1".into(),
+            sluice_version: "0.1.0".into(),
+            from_model: None,
+            id: None,
+            parents: Vec::new(),
+        },
+        goodput: Goodput::default(),
+        detailed: false,
+    };
+    serde_json::to_value(summarize(&scenario, &out, info)).unwrap()
+}
+
+#[test]
+fn the_grpc_layer_is_held_to_its_success_rate_with_or_without_a_baseline() {
+    // 1 failure in 2,000: 99.95% ended OK, on the bound.
+    let r = build(&input(&grpc_run(1)), None, &Options::default());
+    let layer = r
+        .attribution
+        .layers
+        .iter()
+        .find(|l| l.layer == "grpc service")
+        .unwrap();
+    assert_eq!(layer.steps, ["embed"]);
+    let h = layer.health.as_ref().unwrap();
+    assert!((h.value_pct - 99.95).abs() < 1e-9 && h.ok, "{h:?}");
+    assert_eq!(h.not_ok_by_status, [("4".to_owned(), 1)].into());
+    assert!(!render_html(&r).contains("banner bad"));
+    // 5 in 2,000: 99.75%, under the bound, said on the page with the codes.
+    let r = build(&input(&grpc_run(5)), None, &Options::default());
+    let layer = |r: &Report, n: &str| r.attribution.layers.iter().find(|l| l.layer == n).cloned();
+    let h = layer(&r, "grpc service").unwrap().health.unwrap();
+    assert!((h.value_pct - 99.75).abs() < 1e-9 && !h.ok, "{h:?}");
+    let page = render_html(&r);
+    assert!(
+        page.contains("gRPC calls: 99.75% ended OK, under 99.95% · status 14 × 4, 4 × 1"),
+        "{page}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    let grpc = json["attribution"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "grpc service")
+        .unwrap()
+        .clone();
+    assert_eq!(grpc["health"]["metric"], "grpc_success_rate");
+    assert_eq!(grpc["health"]["not_ok_by_status"]["14"], 4);
+    // Against a baseline of 1 failure, 5 is not beyond noise as a share:
+    // the bound still marks it.
+    let r = build(
+        &input(&grpc_run(5)),
+        Some(&input(&grpc_run(1))),
+        &Options::default(),
+    );
+    assert!(!layer(&r, "grpc service").unwrap().health.unwrap().ok);
+    // Other layers have no bound; a run without grpc steps has no gRPC layer.
+    assert!(layer(&r, "proxy/system").unwrap().health.is_none());
+    let chat = build(
+        &input(&run_json("chat", 40, 5.0, 1, false)),
+        None,
+        &Options::default(),
+    );
+    assert!(layer(&chat, "grpc service").is_none());
 }
 
 fn input(v: &Value) -> Input {
