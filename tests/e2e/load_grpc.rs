@@ -3,7 +3,8 @@
 //! through a sluice listener routed to an h2c cluster, every call ok and counted
 //! with its messages and bytes; a share of UNAVAILABLE answers counted as errors by
 //! their code (in the summary and, through the `sluice load` binary, in run.json with
-//! `--detailed` rows); a dead target a transport error.
+//! `--detailed` rows); a dead target a transport error; a message given as JSON with the
+//! descriptor set that grpcio-tools' protoc writes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -221,4 +222,90 @@ steps:
     assert!(ok
         .iter()
         .all(|r| r["grpc"] == serde_json::json!({"status": 0, "messages": 1, "bytes": 1})));
+}
+
+/// The proto of the JSON test: an enum and a snake_case field (`maxLen` in JSON), so that
+/// the canonical mapping is read from protoc's own descriptors.
+const PROTO: &str = r#"syntax = "proto3";
+package test;
+enum Kind { SLOW = 0; FAST = 1; }
+message Req { string text = 1; int32 dims = 2; repeated string tags = 3; Kind kind = 4;
+  int32 max_len = 5; }
+service Svc { rpc Echo(Req) returns (Req); }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_message_is_encoded_through_a_protoc_descriptor_set_and_echoed() {
+    let Some(python) = python() else { return };
+    let tmp = TempDir::new("load-grpc-json");
+    std::fs::write(tmp.path().join("test.proto"), PROTO).unwrap();
+    let python_protoc = python.clone();
+    let dir = tmp.path().to_path_buf();
+    let protoc = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python_protoc)
+            .args(["-m", "grpc_tools.protoc", "-I", "."])
+            .args([
+                "--descriptor_set_out=test.pb",
+                "--include_imports",
+                "test.proto",
+            ])
+            .current_dir(dir)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run grpc_tools.protoc");
+    assert!(
+        protoc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&protoc.stderr)
+    );
+    let (_server, upstream) = grpc_server(&python, &[]).await;
+    // text 7 bytes, dims 2, tags 3 + 3, kind 2, max_len 2: 19 bytes, echoed whole.
+    let text = format!(
+        r#"
+scenario: grpc-json
+target: {{ base_url: "http://{upstream}" }}
+workload: {{ arrival: {{ kind: constant, rate: 4 }}, duration: 1s, seed: 1 }}
+steps:
+  - {{ name: echo, service: grpc, method: test.Svc/Echo, timeout: 10s,
+      message: {{ json: {{ text: hello, dims: 8, tags: [a, b], kind: FAST, maxLen: 4 }},
+                 descriptor_set: test.pb }} }}
+"#
+    );
+    // The descriptor set is found beside the scenario, from another working directory.
+    let path = tmp.path().join("json.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let run_json = tmp.path().join("run.json");
+    let out = sluice(vec![
+        "load".into(),
+        path.display().to_string(),
+        "--detailed".into(),
+        "-o".into(),
+        run_json.display().to_string(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    let step = &run["steps"][0];
+    assert_eq!(step["service"], "grpc");
+    assert_eq!(
+        (&step["completed"], &step["failed"]),
+        (&4.into(), &0.into()),
+        "{step}"
+    );
+    let rows = run["requests"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{run}");
+    for r in rows {
+        assert_eq!(
+            r["grpc"],
+            serde_json::json!({"status": 0, "messages": 1, "bytes": 19}),
+            "{r}"
+        );
+    }
 }

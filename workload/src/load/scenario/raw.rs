@@ -173,7 +173,9 @@ pub(crate) struct RawStep {
     pub(crate) metadata: BTreeMap<String, String>,
 }
 
-/// A grpc message as raw protobuf bytes: `{ base64: ... }` or `{ hex: ... }`.
+/// A grpc message: raw protobuf bytes (`{ base64: ... }` or `{ hex: ... }`),
+/// or `{ json: ..., descriptor_set: file }`, encoded at load by the
+/// method's input type.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMessage {
@@ -181,6 +183,12 @@ pub(crate) struct RawMessage {
     pub(crate) base64: Option<String>,
     #[serde(default)]
     pub(crate) hex: Option<String>,
+    /// The message in protobuf's canonical JSON mapping.
+    #[serde(default)]
+    pub(crate) json: Option<serde_json::Value>,
+    /// A binary `FileDescriptorSet`, relative to the scenario.
+    #[serde(default)]
+    pub(crate) descriptor_set: Option<String>,
 }
 
 /// `depends_on: a` or `depends_on: [a, b]`.

@@ -1,5 +1,6 @@
-//! `service: grpc` steps: the method, the raw message (`base64:` or
-//! `hex:`), metadata, the target, and every error by its path.
+//! `service: grpc` steps: the method, the message (raw `base64:` or
+//! `hex:`, or `json:` through a descriptor set), metadata, the target,
+//! and every error by its path.
 
 use super::*;
 
@@ -145,20 +146,186 @@ fn a_grpc_message_is_base64_or_hex_bytes() {
         at(r#"{ hex: "0g" }"#),
         ["steps[0].message: hex: `g` is not a hex digit"]
     );
-    assert_eq!(
-        at(r#"{ hex: "00", base64: "AA==" }"#),
-        ["steps[0].message: give one of `base64` and `hex`"]
-    );
+    for two in [
+        r#"{ hex: "00", base64: "AA==" }"#,
+        r#"{ hex: "00", json: {}, descriptor_set: t.pb }"#,
+    ] {
+        assert_eq!(
+            at(two),
+            ["steps[0].message: give one of `base64`, `hex` and `json`"]
+        );
+    }
     assert_eq!(
         at("{}"),
-        ["steps[0].message: needs `base64` or `hex` (raw protobuf bytes)"]
+        [
+            "steps[0].message: needs `base64` or `hex` (raw protobuf bytes), or `json` with \
+          `descriptor_set`"
+        ]
     );
-    // JSON with a descriptor set is not read: an unknown key.
-    let e = at(r#"{ json: { text: hello } }"#);
-    assert_eq!(e.len(), 1);
-    assert!(
-        e[0].starts_with("steps[0].message.json: unknown field `json`, expected `base64` or `hex`"),
-        "{e:?}"
+    // json needs its descriptor set, and a descriptor set is read only with json.
+    assert_eq!(
+        at("{ json: { text: hello } }"),
+        [
+            "steps[0].message: `json` needs `descriptor_set` (a FileDescriptorSet, as `protoc \
+          --descriptor_set_out=F --include_imports` writes)"
+        ]
+    );
+    assert_eq!(
+        at(r#"{ hex: "00", descriptor_set: t.pb }"#),
+        ["steps[0].message.descriptor_set: is read only with `json`"]
+    );
+}
+
+/// `package t; message Req { string text = 1; int32 n = 2; repeated string
+/// tags = 3; } service S { rpc M(Req) returns (Req); rpc Up(stream Req)
+/// returns (Req); }` as protoc's `--descriptor_set_out` writes it, in a
+/// directory of its own (`t.pb`, and `bad.pb` that is not one).
+fn descriptor_dir(name: &str) -> std::path::PathBuf {
+    use prost_reflect::prost::Message as _;
+    use prost_reflect::prost_types::field_descriptor_proto::{Label, Type};
+    use prost_reflect::prost_types::{
+        DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet,
+        MethodDescriptorProto, ServiceDescriptorProto,
+    };
+    let field = |name: &str, number: i32, ty: Type, label: Label| FieldDescriptorProto {
+        name: Some(name.to_owned()),
+        number: Some(number),
+        r#type: Some(ty as i32),
+        label: Some(label as i32),
+        json_name: Some(name.to_owned()),
+        ..Default::default()
+    };
+    let method = |name: &str, client_streaming: bool| MethodDescriptorProto {
+        name: Some(name.to_owned()),
+        input_type: Some(".t.Req".to_owned()),
+        output_type: Some(".t.Req".to_owned()),
+        client_streaming: Some(client_streaming),
+        ..Default::default()
+    };
+    let set = FileDescriptorSet {
+        file: vec![FileDescriptorProto {
+            name: Some("t.proto".to_owned()),
+            package: Some("t".to_owned()),
+            syntax: Some("proto3".to_owned()),
+            message_type: vec![DescriptorProto {
+                name: Some("Req".to_owned()),
+                field: vec![
+                    field("text", 1, Type::String, Label::Optional),
+                    field("n", 2, Type::Int32, Label::Optional),
+                    field("tags", 3, Type::String, Label::Repeated),
+                ],
+                ..Default::default()
+            }],
+            service: vec![ServiceDescriptorProto {
+                name: Some("S".to_owned()),
+                method: vec![method("M", false), method("Up", true)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    let dir = std::env::temp_dir().join(format!("sluice-grpc-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.pb"), set.encode_to_vec()).unwrap();
+    std::fs::write(dir.join("bad.pb"), b"\xff\xff").unwrap();
+    dir
+}
+
+const JSON: &str = r#"
+scenario: embed
+target: { base_url: "http://127.0.0.1:8080" }
+workload: { arrival: { kind: constant, rate: 2 }, duration: 5s }
+steps:
+  - { name: m, service: grpc, method: t.S/M,
+      message: { json: { text: hi, n: 3 }, descriptor_set: t.pb } }
+"#;
+
+#[test]
+fn a_grpc_message_in_json_is_encoded_at_load_by_the_methods_input_type() {
+    let dir = descriptor_dir("encode");
+    let read = |text: &str| {
+        Scenario::from_yaml(text, &dir, &env).unwrap().steps[0]
+            .body
+            .clone()
+    };
+    // text = 1 "hi", n = 2 3: the bytes protoc writes for them.
+    assert_eq!(
+        read(JSON),
+        Body::Grpc(vec![0x0a, 0x02, b'h', b'i', 0x10, 0x03])
+    );
+    // A repeated field, an int64-style string for an int32 (the JSON mapping
+    // takes both), the empty message.
+    let text = JSON.replace("{ text: hi, n: 3 }", r#"{ n: "3", tags: [a, b] }"#);
+    assert_eq!(
+        read(&text),
+        Body::Grpc(vec![0x10, 0x03, 0x1a, 0x01, b'a', 0x1a, 0x01, b'b'])
+    );
+    assert_eq!(
+        read(&JSON.replace("{ text: hi, n: 3 }", "{}")),
+        Body::Grpc(Vec::new())
+    );
+    // Relative to the scenario's directory, not the working one.
+    assert_eq!(
+        errors(JSON),
+        ["steps[0].message.descriptor_set: t.pb: No such file or directory (os error 2)"]
+    );
+}
+
+#[test]
+fn a_json_message_names_what_is_wrong_with_its_file_method_or_fields() {
+    let dir = descriptor_dir("errors");
+    let errors = |from: &str, to: &str| -> Vec<String> {
+        let text = JSON.replace(from, to);
+        Scenario::from_yaml(&text, &dir, &env)
+            .unwrap_err()
+            .0
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        errors("t.pb", "missing.pb"),
+        ["steps[0].message.descriptor_set: missing.pb: No such file or directory (os error 2)"]
+    );
+    assert_eq!(
+        errors("t.pb", "bad.pb"),
+        ["steps[0].message.descriptor_set: bad.pb: failed to decode file descriptor set"]
+    );
+    assert_eq!(
+        errors("text: hi", "txt: hi"),
+        ["steps[0].message.json: t.Req: unrecognized field name 'txt'"]
+    );
+    // A bad value is named by its path inside `json`.
+    assert_eq!(
+        errors("n: 3", "n: three"),
+        ["steps[0].message.json.n: t.Req: invalid digit found in string"]
+    );
+    assert_eq!(
+        errors("n: 3", "tags: [a, { b: c }]"),
+        ["steps[0].message.json.tags[1]: t.Req: invalid type: map, expected a string"]
+    );
+    assert_eq!(
+        errors("t.S/M", "t.Nope/M"),
+        ["steps[0].method: t.Nope/M: no such service in t.pb"]
+    );
+    assert_eq!(
+        errors("t.S/M", "t.S/Nope"),
+        ["steps[0].method: t.S/Nope: no such method in t.pb (t.S has M, Up)"]
+    );
+    assert_eq!(
+        errors("t.S/M", "t.S/Up"),
+        [
+            "steps[0].method: t.S/Up: client-streaming methods are not supported yet (one request \
+          message)"
+        ]
+    );
+    // A malformed method is said once, as for raw bytes: not looked up.
+    assert_eq!(
+        errors("t.S/M", "t.S"),
+        [
+            "steps[0].method: must be package.Service/Method (one `/`, names of letters, digits, \
+          `_` and `.`), found `t.S`"
+        ]
     );
 }
 

@@ -1,8 +1,12 @@
-//! A `service: grpc` step: `method: package.Service/Method`, a raw
-//! protobuf `message` (`base64:` or `hex:`), `metadata`, a `target` URL;
-//! the HTTP and llm keys are refused.
+//! A `service: grpc` step: `method: package.Service/Method`, a `message`
+//! (raw protobuf bytes as `base64:` or `hex:`, or `json:` encoded at load
+//! through a `descriptor_set`), `metadata`, a `target` URL; the HTTP and
+//! llm keys are refused.
+
+use std::path::Path;
 
 use base64::Engine as _;
+use prost_reflect::{DescriptorPool, DynamicMessage};
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawMessage, RawStep};
@@ -14,6 +18,7 @@ use super::Errors;
 pub(super) fn step(
     s: &RawStep,
     path: &str,
+    dir: &Path,
     all: &[RawStep],
     template: impl Fn(&str, &str, &mut Errors) -> Option<Template>,
     e: &mut Errors,
@@ -55,7 +60,7 @@ pub(super) fn step(
     });
     let message = match &s.message {
         None => Some(Vec::new()),
-        Some(m) => e.check(&at("message"), message(m)),
+        Some(m) => message(m, method, dir, path, e),
     };
     let mut headers = Vec::new();
     for (name, value) in &s.metadata {
@@ -141,15 +146,108 @@ fn check_metadata_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The message's bytes from `base64:` or `hex:`.
-pub(crate) fn message(m: &RawMessage) -> Result<Vec<u8>, String> {
-    match (&m.base64, &m.hex) {
-        (Some(b), None) => base64::engine::general_purpose::STANDARD
+/// The message's bytes from `base64:`, `hex:` or `json:` (through the
+/// descriptor set and `method`, when that one is right), each error at
+/// its key under the step's `path`.
+fn message(
+    m: &RawMessage,
+    method: Option<&str>,
+    dir: &Path,
+    path: &str,
+    e: &mut Errors,
+) -> Option<Vec<u8>> {
+    let at = format!("{path}.message");
+    let given = [m.base64.is_some(), m.hex.is_some(), m.json.is_some()];
+    if given.iter().filter(|g| **g).count() > 1 {
+        e.add(&at, "give one of `base64`, `hex` and `json`");
+        return None;
+    }
+    let bytes = match (&m.base64, &m.hex, &m.json, &m.descriptor_set) {
+        (Some(b), ..) => base64::engine::general_purpose::STANDARD
             .decode(b.trim())
             .map_err(|err| format!("base64: not base64: {err}")),
-        (None, Some(h)) => hex(h),
-        (Some(_), Some(_)) => Err("give one of `base64` and `hex`".to_owned()),
-        (None, None) => Err("needs `base64` or `hex` (raw protobuf bytes)".to_owned()),
+        (_, Some(h), ..) => hex(h),
+        (_, _, Some(_), None) => Err(
+            "`json` needs `descriptor_set` (a FileDescriptorSet, as `protoc \
+             --descriptor_set_out=F --include_imports` writes)"
+                .to_owned(),
+        ),
+        (_, _, Some(json), Some(file)) => return encode(json, file, method, dir, path, e),
+        (None, None, None, _) => Err(
+            "needs `base64` or `hex` (raw protobuf bytes), or `json` with `descriptor_set`"
+                .to_owned(),
+        ),
+    };
+    if m.descriptor_set.is_some() && m.json.is_none() {
+        e.add(format!("{at}.descriptor_set"), "is read only with `json`");
+    }
+    e.check(&at, bytes)
+}
+
+/// `json` encoded as `method`'s input type, found in the descriptor set
+/// `file` (relative to `dir`). A wrong method is not looked up: its error
+/// is already said.
+fn encode(
+    json: &serde_json::Value,
+    file: &str,
+    method: Option<&str>,
+    dir: &Path,
+    path: &str,
+    e: &mut Errors,
+) -> Option<Vec<u8>> {
+    let pool = std::fs::read(dir.join(file))
+        .map_err(|err| format!("{file}: {err}"))
+        .and_then(|bytes| {
+            DescriptorPool::decode(bytes.as_slice()).map_err(|err| format!("{file}: {err}"))
+        });
+    let pool = e.check(&format!("{path}.message.descriptor_set"), pool)?;
+    let full = method?;
+    let (service, name) = full.split_once('/')?;
+    let Some(service) = pool.get_service_by_name(service) else {
+        e.add(
+            format!("{path}.method"),
+            format!("{full}: no such service in {file}"),
+        );
+        return None;
+    };
+    let Some(rpc) = service.methods().find(|m| m.name() == name) else {
+        let names: Vec<String> = service.methods().map(|m| m.name().to_owned()).collect();
+        e.add(
+            format!("{path}.method"),
+            format!(
+                "{full}: no such method in {file} ({} has {})",
+                service.full_name(),
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        );
+        return None;
+    };
+    if rpc.is_client_streaming() {
+        e.add(
+            format!("{path}.method"),
+            format!("{full}: client-streaming methods are not supported yet (one request message)"),
+        );
+        return None;
+    }
+    // The path of a bad value inside `json` goes into the error's path.
+    let input = rpc.input();
+    let mut track = serde_path_to_error::Track::new();
+    let tracked = serde_path_to_error::Deserializer::new(json, &mut track);
+    match DynamicMessage::deserialize(input.clone(), tracked) {
+        Ok(m) => Some(prost_reflect::prost::Message::encode_to_vec(&m)),
+        Err(err) => {
+            let inner = track.path();
+            let at = match inner.iter().next() {
+                None => format!("{path}.message.json"),
+                Some(_) => format!("{path}.message.json.{inner}"),
+            };
+            e.add(at, format!("{}: {err}", input.full_name()));
+            None
+        }
     }
 }
 

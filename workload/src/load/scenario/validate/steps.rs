@@ -221,7 +221,7 @@ fn step(
     };
     match service {
         Service::Redis => return redis_step(s, path, all, template, e),
-        Service::Grpc => return super::grpc::step(s, path, all, template, e),
+        Service::Grpc => return super::grpc::step(s, path, dir, all, template, e),
         _ => {}
     }
     refuse(
