@@ -1,6 +1,8 @@
 //! Shared pieces of sluice's load benches: percentiles, the client runtime, a
-//! streaming client that timestamps every SSE chunk, the integrity run and the soak.
+//! streaming client that timestamps every SSE chunk, the integrity run, the soak and
+//! the unary gRPC bench's server and client.
 
+pub mod grpc;
 pub mod integrity;
 mod procs;
 pub mod soak;
