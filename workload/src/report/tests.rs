@@ -71,10 +71,28 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
             ..Outcome::default()
         });
     }
+    summary_of(
+        &scenario(name),
+        outcomes,
+        n,
+        &format!("load-{seed}"),
+        detailed,
+    )
+}
+
+/// The result file `sluice load` writes for `outcomes` of `journeys` over
+/// 20 s of `scenario`.
+fn summary_of(
+    scenario: &Scenario,
+    outcomes: Vec<Outcome>,
+    journeys: u64,
+    run_id: &str,
+    detailed: bool,
+) -> Value {
     let out = RunOutput {
         outcomes,
         closed: None,
-        journeys: n,
+        journeys,
         span_us: 20_000_000,
         ran_us: 20_000_000,
         queued: 0,
@@ -86,7 +104,7 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
         teardown: Vec::new(),
     };
     let info = RunInfo {
-        run_id: format!("load-{seed}"),
+        run_id: run_id.into(),
         shard: "0/1".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         lineage: RunLineage {
@@ -100,7 +118,7 @@ fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value
         goodput: Goodput::default(),
         detailed,
     };
-    serde_json::to_value(summarize(&scenario(name), &out, info)).unwrap()
+    serde_json::to_value(summarize(scenario, &out, info)).unwrap()
 }
 
 /// 2,000 unary gRPC calls of about 2 ms over 20 s; `failing` of them end
@@ -140,36 +158,7 @@ fn grpc_run(failing: u64) -> Value {
             }
         })
         .collect();
-    let out = RunOutput {
-        outcomes,
-        closed: None,
-        journeys: n,
-        span_us: 20_000_000,
-        ran_us: 20_000_000,
-        queued: 0,
-        cut_in_flight: 0,
-        cut_waiting: 0,
-        elapsed: Duration::from_secs(20),
-        interrupted: false,
-        setup: Vec::new(),
-        teardown: Vec::new(),
-    };
-    let info = RunInfo {
-        run_id: "rpc".into(),
-        shard: "0/1".into(),
-        started_at: "2026-01-01T00:00:00Z".into(),
-        lineage: RunLineage {
-            scenario_sha256: "ab".repeat(32),
-            target: "http://127.0.0.1:1".into(),
-            sluice_version: "0.1.0".into(),
-            from_model: None,
-            id: None,
-            parents: Vec::new(),
-        },
-        goodput: Goodput::default(),
-        detailed: false,
-    };
-    serde_json::to_value(summarize(&scenario, &out, info)).unwrap()
+    summary_of(&scenario, outcomes, n, "rpc", false)
 }
 
 #[test]
