@@ -315,7 +315,8 @@ impl UpstreamClient {
                 && head.uri.authority().is_none()
                 && !head.headers.contains_key(http::header::HOST)
             {
-                // HTTP/2 needs an authority; without the client's, the endpoint's.
+                // HTTP/2 needs an authority: a request sluice makes itself (an
+                // embedding call) has no client's, so the endpoint's.
                 let _ = head.insert_header(http::header::HOST, peer.address().to_string());
             }
             // Marked as the upstream's, as pingora marks errors of its upstream session.

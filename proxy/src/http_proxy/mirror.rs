@@ -130,7 +130,8 @@ pub(super) fn on_done(
             .uri
             .path_and_query()
             .map_or_else(|| req.uri.path().to_string(), |p| p.as_str().to_string()),
-        headers: with_host(req),
+        headers: req.headers.clone(),
+        authority: req.uri.authority().map(|a| a.as_str().to_owned()),
         body: m.body,
         primary: Answer {
             status,
@@ -145,21 +146,4 @@ pub(super) fn on_done(
         policy: m.policy,
     };
     queue.submit(job);
-}
-
-/// The request's headers, with `Host` from the URI's authority when the
-/// client sent none (an HTTP/2 client): the copy carries the authority the
-/// client asked for, as the primary's request did.
-fn with_host(req: &RequestHeader) -> http::HeaderMap {
-    let mut headers = req.headers.clone();
-    if !headers.contains_key(http::header::HOST) {
-        if let Some(value) = req
-            .uri
-            .authority()
-            .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok())
-        {
-            headers.insert(http::header::HOST, value);
-        }
-    }
-    headers
 }

@@ -124,8 +124,9 @@ impl Shadow {
             .headers
             .get("traceparent")
             .and_then(|v| TraceContext::parse(v.as_bytes()));
+        let authority = job.authority.as_deref();
         let mut head =
-            upstream::request_head(&job.method, &job.path, &job.headers, None, body.len())
+            upstream::request_head(&job.method, &job.path, &job.headers, authority, body.len())
                 .ok_or(MirrorResult::Error)?;
         for (name, value) in &job.policy.config.rewrite_headers {
             if let (Ok(n), Ok(v)) = (

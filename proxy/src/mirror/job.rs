@@ -18,6 +18,8 @@ pub(crate) struct Job {
     /// Path and query.
     pub path: String,
     pub headers: http::HeaderMap,
+    /// The URI's authority (an HTTP/2 client's, which sends no `Host`).
+    pub authority: Option<String>,
     pub body: Vec<Bytes>,
     pub primary: Answer,
 }

@@ -34,6 +34,7 @@ fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
         method: http::Method::POST,
         path: "/v1/chat/completions".into(),
         headers: http::HeaderMap::new(),
+        authority: None,
         body: vec![
             Bytes::from_static(&body[..3]),
             Bytes::from_static(&body[3..]),

@@ -260,7 +260,10 @@ fn reference(
 /// The share of the layer's calls that ended OK, against the bound; `None`
 /// when it made no call.
 fn grpc_health(g: &Group) -> Option<Health> {
-    let value_pct = 100.0 * g.completed as f64 / (g.requests > 0).then_some(g.requests)? as f64;
+    if g.requests == 0 {
+        return None;
+    }
+    let value_pct = 100.0 * g.completed as f64 / g.requests as f64;
     Some(Health {
         metric: "grpc_success_rate",
         value_pct,

@@ -121,8 +121,8 @@ fn summary_of(
     serde_json::to_value(summarize(scenario, &out, info)).unwrap()
 }
 
-/// 2,000 unary gRPC calls of about 2 ms over 20 s; `failing` of them end
-/// UNAVAILABLE (14), one in `failing` of those DEADLINE_EXCEEDED (4) instead.
+/// 2,000 unary gRPC calls of about 2 ms over 20 s; the first `failing` of
+/// them fail, the very first DEADLINE_EXCEEDED (4), the rest UNAVAILABLE (14).
 fn grpc_run(failing: u64) -> Value {
     let text = "scenario: rpc\ntarget: { base_url: 'http://127.0.0.1:1' }\n\
          workload: { arrival: { kind: constant, rate: 100 }, duration: 20s }\n\
