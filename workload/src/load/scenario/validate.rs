@@ -84,7 +84,9 @@ pub(crate) fn validate(
     let sessions = sessions.or(model.sessions);
     let data = data::data(&raw, dir, &mut e);
     let mut known: BTreeSet<String> = BTreeSet::new();
-    for name in data.keys() {
+    // Every variable written, also one whose values are wrong: its own
+    // error says what, without one more at each step that uses it.
+    for name in raw.data.keys() {
         known.insert(name.clone());
         known.insert(format!("{name}_hash"));
     }
