@@ -22,8 +22,8 @@ pub const HASH_BLOCK_TOKENS: u64 = 512;
 
 /// Mixed into the seed of a block's filler and of a row's own filler, so
 /// the two streams never coincide.
-const BLOCK_FILLER: u64 = 0x424c_4f43_4b; // "BLOCK"
-const ROW_FILLER: u64 = 0x524f_57; // "ROW"
+const BLOCK_FILLER: u64 = 0x0042_4c4f_434b; // "BLOCK"
+const ROW_FILLER: u64 = 0x0052_4f57; // "ROW"
 
 /// Which OpenAI API a bodiless row is sent as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -207,3 +207,16 @@ fn a_variable_takes_exactly_one_source() {
         ["data.query.field: is for `trace` (which prompt of its bodies)"]
     );
 }
+
+#[test]
+fn the_data_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../../docs/workload.md");
+    let after = docs.split("### Data from a trace").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap().trim();
+    let dir = trace_dir("docs", &mixed_trace());
+    std::fs::rename(dir.join("t.jsonl"), dir.join("prod.jsonl")).unwrap();
+    let s = read(yaml, &dir).unwrap();
+    assert_eq!(s.data["query"].values[0], "its follow-up");
+    assert!(s.data["query"].sequential);
+}

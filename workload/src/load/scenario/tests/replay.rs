@@ -226,3 +226,20 @@ fn replay_step_sets_the_implicit_steps_timeout_thresholds_and_request() {
         ["replay_step: is for a replay (`workload.replay`); give a step's settings in `steps`"]
     );
 }
+
+#[test]
+fn the_replay_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../../docs/workload.md");
+    let after = docs.split("### Replay from a trace").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let s = Scenario::from_yaml(yaml, &trace_dir("docs", TRACE), &env).unwrap();
+    assert_eq!(s.name, "replay-prod");
+    let step = &s.steps[0];
+    assert_eq!(step.timeout, Duration::from_secs(120));
+    assert_eq!(step.thresholds, [(Gate::TtftP95, 2000.0)]);
+    assert_eq!(
+        (step.model.as_deref(), step.ignore_eos),
+        (Some("smollm2"), true)
+    );
+}
