@@ -213,10 +213,8 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
         Ok(r) => r,
         Err(errors) => return Ok(Outcome::Invalid(errors)),
     };
-    if let Some(source) = &scenario.replay {
-        for w in &source.recording.warnings {
-            eprintln!("load: warning: {w}");
-        }
+    for w in scenario.warnings() {
+        eprintln!("load: warning: {w}");
     }
     let whole = match (&replaying, &beside) {
         (Some(r), _) => r.replay.schedule.clone(),
@@ -387,7 +385,7 @@ pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
             source.recording.requests.len(),
             s.thresholds.len()
         );
-        for w in &source.recording.warnings {
+        for w in s.warnings() {
             text.push_str(&format!("\nwarning: {w}"));
         }
         return Ok(text);
@@ -398,12 +396,16 @@ pub(crate) fn validate(path: &Path) -> Result<String, Vec<String>> {
         .map_err(|e| vec![format!("{file}: workload: {e}")])?
         .arrivals
         .len();
-    Ok(format!(
+    let mut text = format!(
         "{file}: valid scenario `{}` ({} steps, {arrivals} arrivals, {} thresholds)",
         s.name,
         s.steps.len(),
         s.thresholds.len()
-    ))
+    );
+    for w in s.warnings() {
+        text.push_str(&format!("\nwarning: {w}"));
+    }
+    Ok(text)
 }
 
 /// `sluice load merge`.

@@ -148,3 +148,115 @@ async fn a_recorded_trace_replays_through_sluice_load() {
     assert_eq!(replay["planned_journeys"], json!(5));
     assert_eq!(report["passed"], json!(true));
 }
+
+/// Mooncake rows: `timestamp` (ms), `input_length`, `output_length`,
+/// `hash_ids`. Rows 0 and 1 share block 1, row 2 has blocks of its own.
+const MOONCAKE: [(u64, u64, u64, &[u64]); 3] = [
+    (0, 300, 20, &[1]),
+    (40, 700, 5, &[1, 2]),
+    (80, 900, 8, &[3, 4]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converted_mooncake_trace_replays_with_prompts_of_its_recorded_sizes() {
+    let dir = TempDir::new("load-replay-mooncake");
+    let rows: String = MOONCAKE
+        .iter()
+        .map(|(ms, input, output, ids)| {
+            json!({"timestamp": ms, "input_length": input, "output_length": output,
+                   "hash_ids": ids})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let mooncake = dir.write("mooncake.jsonl", &rows);
+    let trace = dir.path().join("trace.jsonl");
+    let out = cli::sluice(
+        [
+            "trace",
+            "convert",
+            &mooncake.display().to_string(),
+            &trace.display().to_string(),
+            "--to",
+            "sluice",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let target = MockLlm::start(recording_mock()).await.unwrap();
+    let scenario = dir.path().join("replay.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "scenario: mooncake\n\
+             target: {{ base_url: 'http://{}' }}\n\
+             workload: {{ replay: trace.jsonl, seed: 3 }}\n\
+             replay_step: {{ model: mock-llm, timeout: 10s, thresholds: {{ error_rate: 1% }} }}\n",
+            target.addr()
+        ),
+    )
+    .unwrap();
+    let run = dir.path().join("run.json");
+    let out = cli::sluice(vec![
+        "load".into(),
+        scenario.display().to_string(),
+        "-o".into(),
+        run.display().to_string(),
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // Each row went as a streamed chat completion: a user message of its
+    // recorded input length in filler words, its output length as max_tokens.
+    let mut seen: Vec<Value> = target
+        .seen()
+        .iter()
+        .map(|s| {
+            assert_eq!(s.path, "/v1/chat/completions");
+            serde_json::from_slice(&s.body).unwrap()
+        })
+        .collect();
+    assert_eq!(seen.len(), MOONCAKE.len());
+    let words = |b: &Value| -> Vec<String> {
+        let text = b["messages"][0]["content"].as_str().unwrap();
+        text.split_whitespace().map(str::to_owned).collect()
+    };
+    seen.sort_by_key(|b| words(b).len());
+    for (b, (_, input, output, _)) in seen.iter().zip(MOONCAKE) {
+        assert_eq!(words(b).len() as u64, input, "{b}");
+        assert_eq!(b["max_tokens"], json!(output), "{b}");
+        assert_eq!(b["stream"], json!(true));
+        assert_eq!(b["stream_options"]["include_usage"], json!(true));
+        assert_eq!(b["model"], "mock-llm");
+        assert_eq!(b["messages"][0]["role"], "user");
+    }
+    // Rows sharing hash block 1 share its words; row 2 starts otherwise.
+    let (w0, w1, w2) = (words(&seen[0]), words(&seen[1]), words(&seen[2]));
+    assert_eq!(w1[..300], w0[..]);
+    assert_ne!(w2[..300], w0[..]);
+
+    // The server's usage (the mock counts the prompt's words) is the trace's.
+    let report: Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+    let recorded: u64 = MOONCAKE.iter().map(|r| r.1).sum();
+    assert_eq!(
+        report["summary"]["total_input_tokens"],
+        json!(recorded),
+        "{report}"
+    );
+    assert_eq!(report["summary"]["completed"], json!(MOONCAKE.len()));
+    let step = &report["thresholds"][0];
+    assert_eq!(
+        (&step["step"], &step["name"], &step["passed"]),
+        (&json!("replay"), &json!("error_rate"), &json!(true)),
+        "{report}"
+    );
+}

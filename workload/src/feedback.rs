@@ -327,6 +327,9 @@ pub fn mix_feedback(
         }
         let mut own = base_step.clone();
         own.name = name;
+        // `replay_step`'s thresholds judge the trace's own requests; a
+        // feedback step takes its timeout and request settings alone.
+        own.thresholds.clear();
         scenario.steps.push(own);
         requests.extend(mixed);
     }

@@ -49,13 +49,13 @@ pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,
     run_mixed, run_replay, sized_prompt, summarize, trace_prompts, Answer, AnswerTap, Body, Bound,
     Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, GrpcReply,
-    HookResult, Intended, JsonPath, Lineage, Live, LiveHistogram, LiveMeasures, Mixed, Outcome,
-    Plan, Planned, Process, Recorded, Recording, Replay, ReplayOptions, ReplayRun, ReplaySource,
-    RunInfo, RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError, Seen, Segment,
-    Service, Sessions, Shard, StageSummary, Step, StepSummary, Target, Template, ThresholdResult,
-    When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, FILLER_WORDS, INTERRUPTED, LIVE_RELATIVE_ERROR,
-    LOAD_HEADER, MAX_ARRIVALS, MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION,
-    THRESHOLDS_FAILED,
+    HookResult, Intended, JsonPath, Lineage, Live, LiveHistogram, LiveMeasures, LlmApi, Mixed,
+    Outcome, Plan, Planned, Process, Recorded, Recording, Replay, ReplayOptions, ReplayRun,
+    ReplaySource, RunInfo, RunOptions, RunOutput, RunReport, Scenario, Schedule, ScheduleError,
+    Seen, Segment, Service, Sessions, Shard, SizedPrompt, StageSummary, Step, StepSummary, Target,
+    Template, ThresholdResult, TraceData, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT,
+    FILLER_WORDS, HASH_BLOCK_TOKENS, INTERRUPTED, LIVE_RELATIVE_ERROR, LOAD_HEADER, MAX_ARRIVALS,
+    MEASURES as LOAD_MEASURES, QUANTILE_PROBS, REPLAY_STEP, RUN_VERSION, THRESHOLDS_FAILED,
 };
 pub use report::{
     bootstrap_quantile_diff, build as build_report, is_capacity, list_baselines, mann_whitney,
@@ -69,8 +69,8 @@ pub use report::{
     SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{
-    convert, for_each_row, quantised_warning, Converted, Format, Lengths, Refused, Skipped,
-    StatsBuilder, TraceError, TraceReader, TraceStats, TraceWriter, WriteError,
+    convert, for_each_row, prompt_of, quantised_warning, Converted, Format, Lengths, PromptField,
+    Refused, Skipped, StatsBuilder, TraceError, TraceReader, TraceStats, TraceWriter, WriteError,
 };
 
 /// The units the load-testing half parses, the same as the proxy config's:

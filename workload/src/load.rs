@@ -18,13 +18,15 @@ pub use engine::{
 pub use mixed::Mixed;
 pub use prompt::{estimated_tokens, sized_prompt, FILLER_WORDS};
 pub use replay::{
-    prompts as trace_prompts, Bound, Planned, Recorded, Recording, Replay, ReplayOptions,
+    prompts as trace_prompts, Bound, LlmApi, Planned, Recorded, Recording, Replay, ReplayOptions,
+    SizedPrompt, HASH_BLOCK_TOKENS,
 };
 pub(crate) use replay::{recorded as recorded_request, unit as seeded_unit};
 pub(crate) use scenario::recorded_step;
 pub use scenario::{
     parse_sla, Body, Data, Dist, Ended, JsonPath, ReplaySource, Scenario, Service, Sessions, Step,
-    Target, Template, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS, REPLAY_STEP,
+    Target, Template, TraceData, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
+    REPLAY_STEP,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

@@ -10,12 +10,14 @@ mod azure;
 mod burstgpt;
 mod csv;
 mod mooncake;
+mod prompt;
 mod read;
 mod stats;
 mod write;
 
 use std::fmt;
 
+pub use prompt::{prompt_of, PromptField};
 pub use read::{for_each_row, Refused, Skipped, TraceReader};
 pub(crate) use stats::{dispersion, QUANTISED_ZERO_SHARE};
 pub use stats::{quantised_warning, Lengths, StatsBuilder, TraceStats};

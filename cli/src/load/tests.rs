@@ -306,6 +306,24 @@ fn validate_reads_a_scenario_and_names_its_errors() {
             path.display()
         )]
     );
+    // A data trace's lines that gave no value are said under the line.
+    std::fs::write(
+        d.join("prod.jsonl"),
+        "{\"v\":1,\"request_id\":\"a\",\"arrival_us\":0,\"body\":{\"prompt\":\"hi\"}}\n\
+         {\"v\":1,\"request_id\":\"b\",\"arrival_us\":1}\n",
+    )
+    .unwrap();
+    let with_data =
+        text.replace("path: /x", "path: '/x?q={{q}}'") + "data: { q: { trace: prod.jsonl } }\n";
+    std::fs::write(&path, with_data).unwrap();
+    let said = validate(&path).unwrap();
+    assert!(
+        said.ends_with(
+            ")\nwarning: data.q: 1 of 2 lines of prod.jsonl gave no value and were skipped (1 \
+             without a body)"
+        ),
+        "{said}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -392,3 +392,30 @@ steps: [{ name: ask, service: llm, prompt: hi }]
     assert_eq!(saved_at[..2], [(0, true), (100_000, true)]);
     assert_eq!(saved_at[14], (3_200_000, false));
 }
+
+#[test]
+fn a_feedback_step_takes_replay_steps_timeout_but_not_its_thresholds() {
+    let dir = TempDir::new("mix-step");
+    std::fs::write(
+        dir.0.join("base.jsonl"),
+        "{\"v\":1,\"request_id\":\"b0\",\"arrival_us\":0}\n",
+    )
+    .unwrap();
+    let fb = dir.0.join("feedback");
+    save(&fb, "a", &manifest("chat", 2.0, "72h", 3), &trace(3, false));
+    let saved = read_feedback_dir(&fb).unwrap();
+    let text = format!(
+        "{BASE}replay_step: {{ timeout: 30s, thresholds: {{ error_rate: 1% }}, model: smol }}\n"
+    );
+    let mut s = Scenario::from_yaml(&text, &dir.0, &|_| None).unwrap();
+    mix_feedback(&mut s, &saved, created() + HOUR_US).unwrap();
+    let (own, fed) = (&s.steps[0], &s.steps[1]);
+    assert_eq!(
+        (own.name.as_str(), fed.name.as_str()),
+        ("replay", "feedback/a")
+    );
+    assert_eq!(own.thresholds.len(), 1);
+    assert!(fed.thresholds.is_empty());
+    assert_eq!(fed.timeout, Duration::from_secs(30));
+    assert_eq!(fed.model.as_deref(), Some("smol"));
+}

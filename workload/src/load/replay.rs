@@ -15,7 +15,11 @@ use sha2::{Digest, Sha256};
 use sluice_filters::{mix64, parse_wall_clock, TraceLine};
 
 use super::schedule::{Intended, Schedule};
-use crate::trace::quantised_warning;
+use crate::trace::{prompt_of, quantised_warning, PromptField};
+
+mod sized;
+
+pub use sized::{LlmApi, SizedPrompt, HASH_BLOCK_TOKENS};
 
 /// One recorded request, as the replay sends it.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +38,9 @@ pub struct Recorded {
     /// for the trace's own requests, another for a feedback scenario mixed
     /// in (see `crate::feedback`).
     pub step: usize,
+    /// An LLM request recorded without a body: sent with a prompt of its
+    /// recorded size, built when it is sent.
+    pub sized: Option<SizedPrompt>,
 }
 
 /// A trace ready to replay.
@@ -235,6 +242,7 @@ pub(crate) fn unit(seed: u64, key: &str) -> f64 {
 }
 
 pub(crate) fn recorded(line: TraceLine) -> Recorded {
+    let sized = SizedPrompt::of(&line);
     let body = line.body.as_ref().map(|b| {
         let text = b.0.get();
         match (serde_json::from_str::<Value>(text), line.output_tokens) {
@@ -261,6 +269,7 @@ pub(crate) fn recorded(line: TraceLine) -> Recorded {
             .unwrap_or_else(|| "/v1/chat/completions".to_owned()),
         body,
         step: 0,
+        sized,
     }
 }
 
@@ -271,33 +280,8 @@ pub fn prompts(recording: &Recording) -> Vec<String> {
         .requests
         .iter()
         .filter_map(|r| serde_json::from_slice::<Value>(r.body.as_deref()?).ok())
-        .filter_map(|body| prompt_of(&body))
+        .filter_map(|body| prompt_of(&body, PromptField::LastUser))
         .collect()
-}
-
-fn prompt_of(body: &Value) -> Option<String> {
-    if let Some(messages) = body.get("messages").and_then(Value::as_array) {
-        let last = messages
-            .iter()
-            .rev()
-            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
-        return match last.get("content")? {
-            Value::String(s) => Some(s.clone()),
-            // Content parts: the text ones, joined.
-            Value::Array(parts) => Some(
-                parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        };
-    }
-    match body.get("prompt")? {
-        Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

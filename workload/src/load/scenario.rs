@@ -20,6 +20,7 @@ use sluice_filters::{Gate, PathErrors};
 
 use super::replay::Recording;
 use super::schedule::Plan;
+use crate::trace::PromptField;
 
 pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
@@ -244,6 +245,22 @@ pub struct Data {
     pub values: Vec<String>,
     /// In file order (journey k takes value k mod n), else uniform with the seed.
     pub sequential: bool,
+    /// `trace:` only: how many of its lines gave a value.
+    pub from_trace: Option<TraceData>,
+}
+
+/// The lines of a `data` trace, and why those that gave no value did not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceData {
+    /// As written in the scenario.
+    pub file: String,
+    /// Which prompt of each body the values are.
+    pub field: PromptField,
+    pub lines: u64,
+    /// Lines without a `body` (a Mooncake, Azure or BurstGPT trace has none).
+    pub without_body: u64,
+    /// Lines whose body holds no prompt of the `field` asked for.
+    pub without_prompt: u64,
 }
 
 /// The step timeout when none is written.
@@ -261,6 +278,21 @@ impl Scenario {
     ) -> Result<Scenario, PathErrors> {
         let raw: raw::RawScenario = crate::files::from_yaml(text)?;
         validate::validate(raw, dir, env)
+    }
+
+    /// What the input warns of, said on stderr and in run.json: a replay's
+    /// quantised timestamps, and the lines of a `data` trace that gave no
+    /// value.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .replay
+            .iter()
+            .flat_map(|r| r.recording.warnings.iter().cloned())
+            .collect();
+        for (name, data) in &self.data {
+            out.extend(data.from_trace.as_ref().and_then(|t| t.warning(name)));
+        }
+        out
     }
 
     /// [`Scenario::from_yaml`] of a file, with the process's environment.

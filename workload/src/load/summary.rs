@@ -391,11 +391,7 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         setup: out.setup.clone(),
         teardown: out.teardown.clone(),
         requests: info.detailed.then(|| out.outcomes.clone()),
-        warnings: scenario
-            .replay
-            .as_ref()
-            .map(|r| r.recording.warnings.clone())
-            .unwrap_or_default(),
+        warnings: scenario.warnings(),
         replay: None,
         feedback: Vec::new(),
         arrival_fit: arrival_fit(scenario),

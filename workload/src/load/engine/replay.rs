@@ -52,6 +52,7 @@ async fn run(ctx: &Ctx, arrival: Intended) {
         return;
     };
     let base = &ctx.scenario.target.base_url;
+    let seed = ctx.scenario.plan.seed;
     for (i, p) in planned.iter().enumerate() {
         // A stop (Ctrl-C) ends dispatching, also within a session.
         if i > 0 && ctx.live.stop.load(Ordering::Acquire) {
@@ -80,7 +81,10 @@ async fn run(ctx: &Ctx, arrival: Intended) {
             method: Method::from_bytes(recorded.method.as_bytes()).unwrap_or(Method::POST),
             uri: format!("{base}{}", recorded.path),
             headers: ctx.scenario.target.headers.clone(),
-            body: recorded.body.clone(),
+            body: match (&recorded.body, &recorded.sized) {
+                (None, Some(sized)) => Some(sized.body(step, seed, p.request as u64)),
+                (body, _) => body.clone(),
+            },
             path: recorded.path.clone(),
             timeout: step.timeout,
             keep_body: false,

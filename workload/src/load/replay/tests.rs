@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde_json::json;
 use serde_json::value::RawValue;
 use sluice_filters::Body;
 
@@ -281,4 +282,88 @@ fn bad_options_are_refused() {
     assert!(Bound::parse("soon")
         .unwrap_err()
         .starts_with("`soon` is neither an offset"));
+}
+
+#[test]
+fn a_bodiless_llm_row_is_sized_and_any_other_row_is_sent_as_recorded() {
+    let row = |path: Option<&str>, operation: Option<&str>| TraceLine {
+        path: path.map(str::to_owned),
+        operation: operation.map(str::to_owned),
+        input_tokens: Some(300),
+        output_tokens: Some(20),
+        hash_ids: vec![5, 6],
+        ..line(0, 0, None)
+    };
+    let api = |path, operation| SizedPrompt::of(&row(path, operation)).map(|s| s.api);
+    // Mooncake, Azure, BurstGPT: neither path nor operation.
+    assert_eq!(api(None, None), Some(LlmApi::Chat));
+    assert_eq!(
+        api(Some("/v1/chat/completions?x=1"), None),
+        Some(LlmApi::Chat)
+    );
+    assert_eq!(
+        api(Some("/v1/completions"), None),
+        Some(LlmApi::Completions)
+    );
+    assert_eq!(api(None, Some("chat")), Some(LlmApi::Chat));
+    assert_eq!(
+        api(None, Some("text_completion")),
+        Some(LlmApi::Completions)
+    );
+    assert_eq!(api(Some("/v1/embeddings"), Some("embeddings")), None);
+    assert_eq!(api(None, Some("embeddings")), None);
+    let sized = SizedPrompt::of(&row(None, None)).unwrap();
+    assert_eq!(
+        (sized.input_tokens, sized.output_tokens, &sized.hash_ids[..]),
+        (300, Some(20), &[5, 6][..])
+    );
+    // A body is sent as recorded; without input_tokens there is no size.
+    let mut with_body = row(None, None);
+    with_body.body = Some(Body(RawValue::from_string("{}".to_owned()).unwrap()));
+    assert_eq!(SizedPrompt::of(&with_body), None);
+    let mut no_size = row(None, None);
+    no_size.input_tokens = None;
+    assert_eq!(SizedPrompt::of(&no_size), None);
+    let rec = Recording::from_lines(vec![row(None, None), no_size]).unwrap();
+    assert!(rec.requests[0].sized.is_some() && rec.requests[0].body.is_none());
+    assert!(rec.requests[1].sized.is_none() && rec.requests[1].body.is_none());
+}
+
+#[test]
+fn a_sized_prompt_draws_each_hash_block_from_its_id_and_the_rest_from_the_row() {
+    let sized = |input_tokens, hash_ids: &[u64]| SizedPrompt {
+        api: LlmApi::Completions,
+        input_tokens,
+        output_tokens: None,
+        hash_ids: hash_ids.to_vec(),
+        model: Some("recorded".to_owned()),
+    };
+    let words = |p: String| p.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let block = HASH_BLOCK_TOKENS as usize;
+    // One block id: the same words whatever the row; past the blocks, the row's.
+    let a = words(sized(1000, &[3]).prompt(1, 0));
+    let b = words(sized(1000, &[3]).prompt(1, 1));
+    assert_eq!((a.len(), b.len()), (1000, 1000));
+    assert_eq!(a[..block], b[..block]);
+    assert_ne!(a[block..], b[block..]);
+    // A short last block is the start of the full block's words.
+    let short = words(sized(100, &[3]).prompt(1, 7));
+    assert_eq!(short[..], a[..100]);
+    // More blocks than tokens: cut at the size.
+    assert_eq!(words(sized(600, &[3, 4, 5]).prompt(1, 0)).len(), 600);
+    // Another seed, other words.
+    assert_ne!(words(sized(1000, &[3]).prompt(2, 0))[..block], a[..block]);
+    // A completion body, the recorded model unless replay_step names one.
+    let mut step = crate::load::scenario::recorded_step();
+    let body: Value = serde_json::from_slice(&sized(10, &[]).body(&step, 1, 0)).unwrap();
+    assert_eq!(body["model"], "recorded");
+    assert_eq!(words(body["prompt"].as_str().unwrap().to_owned()).len(), 10);
+    assert!(body.get("max_tokens").is_none() && body.get("messages").is_none());
+    step.model = Some("smol".to_owned());
+    step.ignore_eos = true;
+    let body: Value = serde_json::from_slice(&sized(10, &[]).body(&step, 1, 0)).unwrap();
+    assert_eq!(
+        (&body["model"], &body["ignore_eos"]),
+        (&json!("smol"), &json!(true))
+    );
 }

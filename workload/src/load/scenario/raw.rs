@@ -30,6 +30,24 @@ pub(crate) struct RawScenario {
     /// The price table `sluice capacity` prices throughput by.
     #[serde(default)]
     pub(crate) cost: Option<sluice_filters::RawPrice>,
+    /// A replay's implicit step: its timeout, thresholds and the settings
+    /// of the requests it builds for rows without a body.
+    #[serde(default)]
+    pub(crate) replay_step: Option<RawReplayStep>,
+}
+
+/// `replay_step:`, the keys of a step that a replay's one step takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReplayStep {
+    #[serde(default)]
+    pub(crate) timeout: Option<String>,
+    #[serde(default)]
+    pub(crate) thresholds: BTreeMap<String, RawValue>,
+    #[serde(default)]
+    pub(crate) model: Option<String>,
+    #[serde(default)]
+    pub(crate) ignore_eos: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -224,6 +242,12 @@ pub(crate) struct RawData {
     pub(crate) file: Option<String>,
     #[serde(default)]
     pub(crate) values: Option<Vec<String>>,
+    /// A trace whose recorded bodies give the values, relative to the scenario.
+    #[serde(default)]
+    pub(crate) trace: Option<String>,
+    /// Which prompt of a trace's body (`last_user`, `all_user`, `prompt`).
+    #[serde(default)]
+    pub(crate) field: Option<String>,
     #[serde(default)]
     pub(crate) order: Option<String>,
 }

@@ -349,6 +349,7 @@ fn the_example_in_the_docs_reads() {
     assert_eq!(s.thresholds.len(), 2);
 }
 
+mod data;
 mod fulllink;
 mod grpc;
 mod model;

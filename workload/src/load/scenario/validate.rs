@@ -10,8 +10,9 @@ use super::dist::{read as read_dist, Kind};
 use super::raw::{RawScenario, RawStep, RawValue};
 use sluice_filters::{PathError, PathErrors};
 
-use super::{Data, Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
+use super::{Scenario, Sessions, Target, DEFAULT_MAX_IN_FLIGHT};
 
+mod data;
 mod grpc;
 mod plan;
 mod replay;
@@ -81,9 +82,11 @@ pub(crate) fn validate(
     });
     // The scenario's `sessions:` wins over the model's.
     let sessions = sessions.or(model.sessions);
-    let data = data(&raw, dir, &mut e);
+    let data = data::data(&raw, dir, &mut e);
     let mut known: BTreeSet<String> = BTreeSet::new();
-    for name in data.keys() {
+    // Every variable written, also one whose values are wrong: its own
+    // error says what, without one more at each step that uses it.
+    for name in raw.data.keys() {
         known.insert(name.clone());
         known.insert(format!("{name}_hash"));
     }
@@ -96,8 +99,16 @@ pub(crate) fn validate(
     let raw_steps = raw.steps.as_deref().unwrap_or_default();
     extract_names(raw_steps, "steps", &mut known, &mut e);
     let mut steps = match replaying {
-        true => vec![replay::step()],
-        false => steps::steps(raw_steps, dir, &known, &mut e),
+        true => vec![replay::configured(raw.replay_step.as_ref(), &mut e)],
+        false => {
+            if raw.replay_step.is_some() {
+                e.add(
+                    "replay_step",
+                    "is for a replay (`workload.replay`); give a step's settings in `steps`",
+                );
+            }
+            steps::steps(raw_steps, dir, &known, &mut e)
+        }
     };
     // A model's lengths give `max_tokens` (output) and `input_tokens` to
     // the llm steps that build their request from a prompt and set none;
@@ -233,54 +244,6 @@ fn redis_secrets(
             e.add(format!("{list}[{i}].target"), m);
         }
     }
-}
-
-fn data(raw: &RawScenario, dir: &Path, e: &mut Errors) -> BTreeMap<String, Data> {
-    let mut out = BTreeMap::new();
-    for (name, d) in &raw.data {
-        let path = format!("data.{name}");
-        let word = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !word {
-            e.add(&path, "a variable name is letters, digits and `_`");
-            continue;
-        }
-        let values = match (&d.file, &d.values) {
-            (Some(file), None) => match std::fs::read_to_string(dir.join(file)) {
-                Ok(text) => text
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                Err(err) => {
-                    e.add(format!("{path}.file"), format!("{file}: {err}"));
-                    continue;
-                }
-            },
-            (None, Some(values)) => values.clone(),
-            _ => {
-                e.add(&path, "needs one of `file` and `values`");
-                continue;
-            }
-        };
-        if values.is_empty() {
-            e.add(&path, "has no values");
-            continue;
-        }
-        let sequential = match d.order.as_deref() {
-            None | Some("random") => false,
-            Some("sequential") => true,
-            Some(other) => {
-                e.add(
-                    format!("{path}.order"),
-                    format!("must be `random` or `sequential`, found `{other}`"),
-                );
-                false
-            }
-        };
-        out.insert(name.clone(), Data { values, sequential });
-    }
-    out
 }
 
 /// `thresholds:` of the run or (at `prefix`) of a step.

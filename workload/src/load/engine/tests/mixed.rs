@@ -15,6 +15,7 @@ fn recorded(at_ms: u64) -> Recorded {
         path: "/saved".into(),
         body: None,
         step: 1,
+        sized: None,
     }
 }
 

@@ -175,3 +175,71 @@ fn kind_trace_takes_its_file_alone() {
     let no_steps = format!("{}{}", &GOOD[..start], &GOOD[end..]);
     assert_eq!(errors(&no_steps), ["steps: needs at least one step"]);
 }
+
+#[test]
+fn replay_step_sets_the_implicit_steps_timeout_thresholds_and_request() {
+    let dir = trace_dir("rstep", TRACE);
+    let text = REPLAY.replace(
+        "thresholds:",
+        "replay_step: { timeout: 30s, thresholds: { ttft_p95: 800ms }, model: smol, \
+         ignore_eos: true }\nthresholds:",
+    );
+    let s = Scenario::from_yaml(&text, &dir, &env).unwrap();
+    let step = &s.steps[0];
+    assert_eq!(step.name, REPLAY_STEP);
+    assert_eq!(step.timeout, Duration::from_secs(30));
+    assert_eq!(step.thresholds, [(Gate::TtftP95, 800.0)]);
+    assert_eq!(step.model.as_deref(), Some("smol"));
+    assert!(step.ignore_eos);
+    // The run-wide thresholds stay the run's.
+    assert_eq!(s.thresholds, [(Gate::ErrorRate, 1.0)]);
+
+    let bad = REPLAY.replace(
+        "thresholds:",
+        "replay_step: { timeout: 0s, thresholds: { gpu_memory_max: 1% }, model: '' }\n\
+         thresholds:",
+    );
+    let refused = replay_errors(&bad, &dir);
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert_eq!(refused[0], "replay_step.timeout: must be greater than 0");
+    assert!(
+        refused[1].starts_with(
+            "replay_step.thresholds.gpu_memory_max: `gpu_memory_max` is not measured by a load \
+             client"
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused[2],
+        "replay_step.model: must be a model name, found an empty one"
+    );
+    let unknown = REPLAY.replace("thresholds:", "replay_step: { path: /x }\nthresholds:");
+    let refused = replay_errors(&unknown, &dir);
+    assert!(
+        refused[0].starts_with("replay_step.path: unknown field `path`"),
+        "{refused:?}"
+    );
+    // Without a replay the key is refused: the steps are written out.
+    let synthetic = GOOD.replace("thresholds:", "replay_step: { timeout: 5s }\nthresholds:");
+    assert_eq!(
+        errors(&synthetic),
+        ["replay_step: is for a replay (`workload.replay`); give a step's settings in `steps`"]
+    );
+}
+
+#[test]
+fn the_replay_example_in_the_docs_reads() {
+    let docs = include_str!("../../../../../docs/workload.md");
+    let after = docs.split("### Replay from a trace").nth(1).unwrap();
+    let yaml = after.split("```yaml\n").nth(1).unwrap();
+    let yaml = yaml.split("```").next().unwrap();
+    let s = Scenario::from_yaml(yaml, &trace_dir("docs", TRACE), &env).unwrap();
+    assert_eq!(s.name, "replay-prod");
+    let step = &s.steps[0];
+    assert_eq!(step.timeout, Duration::from_secs(120));
+    assert_eq!(step.thresholds, [(Gate::TtftP95, 2000.0)]);
+    assert_eq!(
+        (step.model.as_deref(), step.ignore_eos),
+        (Some("smollm2"), true)
+    );
+}

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use super::super::raw::RawScenario;
+use super::super::raw::{RawReplayStep, RawScenario};
 use super::super::{Body, ReplaySource, Service, Step, Template, DEFAULT_TIMEOUT};
 use super::Errors;
 use crate::load::replay::Recording;
@@ -91,6 +91,27 @@ fn recording(name: &str, file: File) -> Result<Recording, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     Recording::from_lines(lines).map_err(|m| format!("{name}: {m}"))
+}
+
+/// The one step of a replay as `replay_step:` sets it: the timeout and the
+/// thresholds of every recorded request, and the `model` and `ignore_eos`
+/// of the chat completions it builds for rows without a body.
+pub(super) fn configured(raw: Option<&RawReplayStep>, e: &mut Errors) -> Step {
+    let mut step = step();
+    let Some(raw) = raw else {
+        return step;
+    };
+    step.timeout = super::steps::timeout_at(raw.timeout.as_deref(), "replay_step.timeout", e);
+    step.thresholds = super::thresholds(&raw.thresholds, "replay_step.thresholds", e);
+    if raw.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        e.add(
+            "replay_step.model",
+            "must be a model name, found an empty one",
+        );
+    }
+    step.model = raw.model.clone();
+    step.ignore_eos = raw.ignore_eos.unwrap_or(false);
+    step
 }
 
 /// The one step of a replay: each request's method, path and body are the

@@ -571,10 +571,14 @@ fn redis_step(
 }
 
 pub(super) fn timeout(s: &RawStep, path: &str, e: &mut Errors) -> std::time::Duration {
-    let at = format!("{path}.timeout");
-    match &s.timeout {
+    timeout_at(s.timeout.as_deref(), &format!("{path}.timeout"), e)
+}
+
+/// A step's `timeout` at `at` (a replay's too): above 0, else the default.
+pub(super) fn timeout_at(text: Option<&str>, at: &str, e: &mut Errors) -> std::time::Duration {
+    match text {
         None => DEFAULT_TIMEOUT,
-        Some(t) => match e.check(&at, parse_duration(t)) {
+        Some(t) => match e.check(at, parse_duration(t)) {
             Some(d) if d.is_zero() => {
                 e.add(at, "must be greater than 0");
                 DEFAULT_TIMEOUT
