@@ -20,13 +20,16 @@
 # error of the fit shows apart from the noise of one bursty sample; the
 # medians are printed. Nothing is tuned.
 #
-# usage: benches/fit_payoff.sh [--duration SECONDS] [--seed N] [--repeats K] [--no-install] [--keep]
+# --no-build measures the release binary already in CARGO_TARGET_DIR (or target/) as it is.
+#
+# usage: benches/fit_payoff.sh [--duration SECONDS] [--seed N] [--repeats K] [--no-install] [--no-build] [--keep]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 duration=45
 seed=11
 repeats=1
+build=1
 install=1
 keep=0
 niceness=0
@@ -36,13 +39,14 @@ while (($#)); do
     case "$1" in
         --seed) seed=$2 && shift 2 ;;
         --repeats) repeats=$2 && shift 2 ;;
+        --no-build) build=0 && shift ;;
         *) shared_option "$@" && shift "$taken" ;;
     esac
 done
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 bench_tools "$install" curl python3
-build_release
+((build == 0)) || build_release
 start_work
 pin_and_prioritise "sluice load"
 sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
