@@ -112,7 +112,7 @@ pub use metrics::{
 pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
 pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
-pub use perturb::{PerturbMode, Perturbation, PERTURBED_HEADER};
+pub use perturb::{PerturbMode, PerturbSpec, Perturbation, DEFAULT_MASK_TOKEN, PERTURBED_HEADER};
 pub use plan::{
     default_bound, plan, Change, Check, ClassRule, Plan, PlanInput, PlanRules, Reason, Semver,
     Side, Spread,

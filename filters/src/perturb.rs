@@ -35,6 +35,56 @@ pub enum PerturbMode {
     Swap,
 }
 
+/// A perturbation policy as a config or scenario writes it
+/// (`mirror.perturb`, a load step's `perturb`): one reading for both
+/// halves, checked by [`PerturbSpec::policy`].
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerturbSpec {
+    /// Share of the non-stopword words changed, 0 (excluded) ..= 1.
+    pub rate: f64,
+    /// `mask`, `drop` or `swap` (default mask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<PerturbMode>,
+    /// Seed of the word choice (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// What `mask` puts in a word's place (default `[MASK]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_token: Option<String>,
+}
+
+/// The mask token when none is given.
+pub const DEFAULT_MASK_TOKEN: &str = "[MASK]";
+
+impl PerturbSpec {
+    /// The policy, and what is wrong with the spec as (key, message) pairs,
+    /// the key relative to the spec (`rate`, `mask_token`).
+    pub fn policy(&self) -> (Perturbation, Vec<(&'static str, String)>) {
+        let mut problems = Vec::new();
+        if !(self.rate > 0.0 && self.rate <= 1.0) {
+            problems.push((
+                "rate",
+                format!("{} is not within 0 (excluded) ..= 1", self.rate),
+            ));
+        }
+        let mask_token = self
+            .mask_token
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MASK_TOKEN.to_owned());
+        if mask_token.is_empty() {
+            problems.push(("mask_token", "must not be empty".to_owned()));
+        }
+        let policy = Perturbation {
+            rate: self.rate,
+            mode: self.mode.unwrap_or(PerturbMode::Mask),
+            seed: self.seed.unwrap_or(0),
+            mask_token,
+        };
+        (policy, problems)
+    }
+}
+
 /// A perturbation policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Perturbation {
@@ -62,6 +112,15 @@ impl Perturbation {
             **slot = text.join();
         }
         serde_json::to_vec(&doc).ok()
+    }
+
+    /// `text` (one user message) perturbed, `salt` standing for the copy
+    /// number: `None` when no word was chosen. The words chosen depend on
+    /// the seed, the text and the salt.
+    pub fn apply_text(&self, text: &str, salt: u64) -> Option<String> {
+        let mut texts = [Text::split(text)];
+        let seed = mix64(self.seed ^ hash_bytes(text.as_bytes()) ^ salt.rotate_left(32));
+        self.perturb(&mut texts, seed).then(|| texts[0].join())
     }
 
     /// Perturbs the chosen words of `texts` in place; false when none was

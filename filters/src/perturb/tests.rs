@@ -202,3 +202,46 @@ proptest! {
         prop_assert_eq!(Text::split(&s).join(), s);
     }
 }
+
+#[test]
+fn one_text_is_reworded_as_the_same_text_inside_a_body() {
+    let p = policy(0.5, PerturbMode::Mask);
+    let text = "rivers flow north through the old city";
+    let reworded = p.apply_text(text, 3).unwrap();
+    // rivers, flow, north, old, city are eligible: round(2.5) = 3 masked.
+    assert_eq!(reworded.matches("[MASK]").count(), 3, "{reworded}");
+    assert_eq!(p.apply_text(text, 3).unwrap(), reworded);
+    let salts: std::collections::BTreeSet<String> =
+        (0..16).filter_map(|s| p.apply_text(text, s)).collect();
+    assert!(salts.len() > 1);
+    assert_eq!(p.apply_text("the and of", 3), None);
+}
+
+#[test]
+fn a_spec_gives_its_policy_with_defaults_and_names_what_is_wrong() {
+    let spec: PerturbSpec = serde_json::from_value(json!({"rate": 0.3})).unwrap();
+    assert_eq!(
+        spec.policy(),
+        (
+            Perturbation {
+                rate: 0.3,
+                mode: PerturbMode::Mask,
+                seed: 0,
+                mask_token: DEFAULT_MASK_TOKEN.to_owned(),
+            },
+            vec![]
+        )
+    );
+    let bad: PerturbSpec =
+        serde_json::from_value(json!({"rate": 0.0, "mode": "drop", "mask_token": ""})).unwrap();
+    assert_eq!(
+        bad.policy().1,
+        [
+            ("rate", "0 is not within 0 (excluded) ..= 1".to_owned()),
+            ("mask_token", "must not be empty".to_owned()),
+        ]
+    );
+    assert!(serde_json::from_value::<PerturbSpec>(json!({"rate": 0.3, "ratio": 1})).is_err());
+    // Written back as read: absent keys stay absent.
+    assert_eq!(serde_json::to_value(&spec).unwrap(), json!({"rate": 0.3}));
+}

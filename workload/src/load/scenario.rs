@@ -179,6 +179,9 @@ pub struct Step {
     pub command: Vec<Template>,
     /// A later step uses `{{NAME.text}}`: the answer is kept for it.
     pub keep_text: bool,
+    /// An llm step's user text reworded before it is sent, the request
+    /// marked `x-sluice-perturbed: <rate>`.
+    pub perturb: Option<sluice_filters::Perturbation>,
 }
 
 impl Step {

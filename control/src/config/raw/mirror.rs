@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
-
-use sluice_filters::PerturbMode;
+/// Shadow copies with a share of the user text's words changed, for the
+/// robustness score: the spec `sluice load`'s steps read too.
+pub use sluice_filters::PerturbSpec as RawPerturb;
 
 use super::RawPercent;
 
@@ -32,22 +33,6 @@ pub struct RawMirror {
     pub rewrite: Option<RawRewrite>,
     pub compare: Option<RawCompare>,
     pub perturb: Option<RawPerturb>,
-}
-
-/// Shadow copies with a share of the user text's words changed, for the
-/// robustness score (`filters::Perturbation`).
-#[skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPerturb {
-    /// Share of the non-stopword words changed, 0 (excluded) ..= 1.
-    pub rate: f64,
-    /// `mask`, `drop` or `swap` (default mask).
-    pub mode: Option<PerturbMode>,
-    /// Seed of the word choice (default 0).
-    pub seed: Option<u64>,
-    /// What `mask` puts in a word's place (default `[MASK]`).
-    pub mask_token: Option<String>,
 }
 
 #[skip_serializing_none]

@@ -3,7 +3,7 @@
 use super::super::raw::{RawEmbeddings, RawMirror, RawPerturb};
 use super::super::typed::*;
 use super::Errors;
-use sluice_filters::{PerturbMode, Perturbation, PERTURBED_HEADER};
+use sluice_filters::{Perturbation, PERTURBED_HEADER};
 
 /// Amplification past this is a load test, not a shadow.
 const MAX_COPIES: f64 = 16.0;
@@ -152,22 +152,11 @@ pub(super) fn mirror(
 }
 
 fn perturb(errs: &mut Errors, at: &str, raw: &RawPerturb) -> Perturbation {
-    if !(raw.rate > 0.0 && raw.rate <= 1.0) {
-        errs.push(
-            format!("{at}.perturb.rate"),
-            format!("{} is not within 0 (excluded) ..= 1", raw.rate),
-        );
+    let (policy, problems) = raw.policy();
+    for (key, message) in problems {
+        errs.push(format!("{at}.perturb.{key}"), message);
     }
-    let mask_token = raw.mask_token.clone().unwrap_or_else(|| "[MASK]".into());
-    if mask_token.is_empty() {
-        errs.push(format!("{at}.perturb.mask_token"), "must not be empty");
-    }
-    Perturbation {
-        rate: raw.rate,
-        mode: raw.mode.unwrap_or(PerturbMode::Mask),
-        seed: raw.seed.unwrap_or(0),
-        mask_token,
-    }
+    policy
 }
 
 fn copies(errs: &mut Errors, path: String, raw: Option<f64>) -> f64 {

@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sluice_filters::{answer_text, mix64};
+use sluice_filters::{answer_text, mix64, PERTURBED_HEADER};
 
 use super::{Clients, Ctx};
 use crate::load::client::{since, Cache, Call, Outcome, MAX_KEPT};
@@ -89,6 +89,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 }
                 _ => (None, None),
             };
+            let (content, reworded) = reword_prompt(step, content, arrival.index);
             let mut call = call(
                 scenario,
                 step,
@@ -97,6 +98,9 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                 content.as_deref(),
                 max_tokens,
             );
+            if reworded || reword_body(step, &mut call, arrival.index) {
+                mark_perturbed(step, &mut call);
+            }
             let prompt = content.filter(|_| carry);
             call.keep_body |= prompt.is_some() || step.keep_text;
             let Some(_permit) = slot(ctx, &mut outcome).await else {
@@ -308,6 +312,45 @@ fn call(
         path,
         timeout: step.timeout,
         keep_body: !step.extract.is_empty(),
+    }
+}
+
+/// A prompt step's new user text reworded by the step's `perturb`, and
+/// whether it was (a text too short for the rate goes as it is). The
+/// journey's index salts the choice, so journeys that send the same text
+/// reword different words.
+fn reword_prompt(step: &Step, content: Option<String>, index: u64) -> (Option<String>, bool) {
+    match (&step.perturb, content) {
+        (Some(p), Some(text)) => match p.apply_text(&text, index) {
+            Some(reworded) => (Some(reworded), true),
+            None => (Some(text), false),
+        },
+        (_, content) => (content, false),
+    }
+}
+
+/// A step with its own JSON body: the body's user text reworded, as a
+/// mirror copy's is; whether it was.
+fn reword_body(step: &Step, call: &mut Call, index: u64) -> bool {
+    let (Some(p), Body::Json(_), Some(body)) = (&step.perturb, &step.body, &call.body) else {
+        return false;
+    };
+    // The copy number of the mirror's policy; journeys past 2^32 reuse one.
+    let salt = index as u32;
+    match p.apply(body, salt) {
+        Some(reworded) => {
+            call.body = Some(reworded);
+            true
+        }
+        None => false,
+    }
+}
+
+/// `x-sluice-perturbed: <rate>`, as a perturbed mirror copy carries.
+fn mark_perturbed(step: &Step, call: &mut Call) {
+    if let Some(p) = &step.perturb {
+        call.headers
+            .push((PERTURBED_HEADER.to_owned(), p.rate.to_string()));
     }
 }
 

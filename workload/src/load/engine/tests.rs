@@ -366,4 +366,5 @@ fn extract_carries_a_value_of_one_answer_into_the_next_request() {
 
 mod fulllink;
 mod mixed;
+mod perturb;
 mod replay;

@@ -189,6 +189,10 @@ pub(crate) struct RawStep {
     /// A grpc step's metadata (sent as headers).
     #[serde(default)]
     pub(crate) metadata: BTreeMap<String, String>,
+    /// An llm step's user text reworded (`filters::PerturbSpec`, as
+    /// `mirror.perturb` reads it).
+    #[serde(default)]
+    pub(crate) perturb: Option<sluice_filters::PerturbSpec>,
 }
 
 /// A grpc message: raw protobuf bytes (`{ base64: ... }` or `{ hex: ... }`),

@@ -18,16 +18,17 @@ use crate::load::replay::{Recording, ReplayOptions, HASH_BLOCK_TOKENS};
 use crate::load::scenario::REPLAY_STEP;
 use crate::load::summary::ThresholdResult;
 
-/// What the server saw: `METHOD path`, body, when.
-type Got = (String, Vec<u8>, Instant);
+/// What the server saw: `METHOD path`, body, when, and the
+/// `x-sluice-perturbed` header.
+pub(super) type Got = (String, Vec<u8>, Instant, Option<String>);
 
-struct Recorder {
-    addr: SocketAddr,
-    got: Arc<Mutex<Vec<Got>>>,
+pub(super) struct Recorder {
+    pub(super) addr: SocketAddr,
+    pub(super) got: Arc<Mutex<Vec<Got>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
-fn recorder() -> Recorder {
+pub(super) fn recorder() -> Recorder {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -51,8 +52,13 @@ fn recorder() -> Recorder {
                     async move {
                         let at = Instant::now();
                         let path = format!("{} {}", req.method(), req.uri().path());
+                        let perturbed = req
+                            .headers()
+                            .get(sluice_filters::PERTURBED_HEADER)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
                         let body = req.into_body().collect().await.unwrap().to_bytes();
-                        g.lock().unwrap().push((path, body.to_vec(), at));
+                        g.lock().unwrap().push((path, body.to_vec(), at, perturbed));
                         let ok = Full::new(Bytes::from_static(b"{}"));
                         Ok::<_, Infallible>(hyper::Response::new(ok))
                     }
@@ -147,7 +153,7 @@ fn recorded_requests_arrive_in_order_with_their_bodies_and_scaled_gaps() {
     assert_eq!(got.len(), 6);
     let first = got.iter().map(|g| g.2).min().unwrap();
     let mut seen = BTreeMap::new();
-    for (path, body, at) in &got {
+    for (path, body, at, _) in &got {
         let i: usize = path.trim_start_matches("PUT /r").parse().unwrap();
         assert_eq!(body, format!(r#"{{"i":{i}}}"#).as_bytes(), "{path}");
         seen.insert(i, at.duration_since(first));
@@ -189,7 +195,7 @@ fn a_sample_keeps_or_drops_each_session_whole() {
     assert_eq!(out.outcomes.len(), kept * 3);
     let got = server.got.lock().unwrap().clone();
     let mut per_session: BTreeMap<usize, usize> = BTreeMap::new();
-    for (path, _, _) in &got {
+    for (path, ..) in &got {
         let i: usize = path.trim_start_matches("PUT /r").parse().unwrap();
         *per_session.entry(i % 10).or_default() += 1;
     }
@@ -212,7 +218,7 @@ fn bodies_of(server: &Recorder) -> Vec<Value> {
         .lock()
         .unwrap()
         .iter()
-        .map(|(_, body, _)| serde_json::from_slice(body).unwrap())
+        .map(|(_, body, ..)| serde_json::from_slice(body).unwrap())
         .collect();
     got.sort_by_key(|b| b["messages"][0]["content"].as_str().map(str::len));
     got

@@ -73,3 +73,41 @@ fn bad_input_tokens_and_prefixes_are_named_by_their_path() {
         ["steps[1].prompt.prefix: needs `input_tokens` (it names the filler's)"]
     );
 }
+
+#[test]
+fn perturb_is_read_as_mirror_perturb_is_and_only_on_llm_steps() {
+    let answer = r#"max_tokens: 256, timeout: 30s }"#;
+    let with = |perturb: &str| {
+        GOOD.replace(
+            answer,
+            &format!("max_tokens: 256, timeout: 30s, perturb: {perturb} }}"),
+        )
+    };
+    let step = parse(&with("{ rate: 0.15, mode: swap, seed: 5 }"))
+        .unwrap()
+        .steps[1]
+        .clone();
+    assert_eq!(
+        step.perturb,
+        Some(sluice_filters::Perturbation {
+            rate: 0.15,
+            mode: sluice_filters::PerturbMode::Swap,
+            seed: 5,
+            mask_token: "[MASK]".to_owned(),
+        })
+    );
+    assert_eq!(parse(GOOD).unwrap().steps[1].perturb, None);
+    assert_eq!(
+        errors(&with("{ rate: 1.5, mask_token: '' }")),
+        [
+            "steps[1].perturb.rate: 1.5 is not within 0 (excluded) ..= 1",
+            "steps[1].perturb.mask_token: must not be empty",
+        ]
+    );
+    assert!(errors(&with("{ rate: 0.2, mode: shuffle }"))[0].starts_with("steps"));
+    let on_http = GOOD.replace(
+        "n_results: 3 } }",
+        "n_results: 3 }, perturb: { rate: 0.2 } }",
+    );
+    assert_eq!(errors(&on_http), ["steps[0].perturb: is for llm steps"]);
+}

@@ -39,6 +39,7 @@ pub(super) fn step(
             "ignore_eos",
             "command",
             "extract",
+            "perturb",
         ],
         "is not for grpc steps (they send `method`, `message` and `metadata`)",
         e,
@@ -104,6 +105,7 @@ pub(super) fn step(
         target,
         command: Vec::new(),
         keep_text: false,
+        perturb: None,
     })
 }
 

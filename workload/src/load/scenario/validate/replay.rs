@@ -140,5 +140,6 @@ pub(crate) fn step() -> Step {
         target: None,
         command: Vec::new(),
         keep_text: false,
+        perturb: None,
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use sluice_filters::{check_redis_target, parse_duration};
+use sluice_filters::{check_redis_target, parse_duration, Perturbation};
 
 use super::super::dist::{read as read_dist, Kind};
 use super::super::raw::{RawNames, RawPrompt, RawStep};
@@ -374,10 +374,12 @@ fn step(
     }
     let when = when(s, all, &at("when"), e);
     let extract = extract(s, path, e);
+    let perturb = perturb(s, service, path, e);
     Some(Step {
         target,
         command: Vec::new(),
         keep_text: false,
+        perturb,
         extract,
         thresholds,
         when,
@@ -455,6 +457,21 @@ fn extract(s: &RawStep, path: &str, e: &mut Errors) -> Vec<(String, JsonPath)> {
     out
 }
 
+/// `perturb:`, on llm steps only (it rewords their user text); its keys
+/// checked as `mirror.perturb`'s are.
+fn perturb(s: &RawStep, service: Service, path: &str, e: &mut Errors) -> Option<Perturbation> {
+    let spec = s.perturb.as_ref()?;
+    if service != Service::Llm {
+        e.add(format!("{path}.perturb"), "is for llm steps");
+        return None;
+    }
+    let (policy, problems) = spec.policy();
+    for (key, message) in problems {
+        e.add(format!("{path}.perturb.{key}"), message);
+    }
+    Some(policy)
+}
+
 /// Whether `s` sets `key`, one of the keys only some services take.
 fn sets(s: &RawStep, key: &str) -> bool {
     match key {
@@ -472,6 +489,7 @@ fn sets(s: &RawStep, key: &str) -> bool {
         "extract" => !s.extract.is_empty(),
         "message" => s.message.is_some(),
         "metadata" => !s.metadata.is_empty(),
+        "perturb" => s.perturb.is_some(),
         _ => false,
     }
 }
@@ -510,6 +528,7 @@ fn redis_step(
             "ignore_eos",
             "message",
             "metadata",
+            "perturb",
         ],
         "is not for redis steps (they send `command`)",
         e,
@@ -567,6 +586,7 @@ fn redis_step(
         target: Some(target?),
         command,
         keep_text: false,
+        perturb: None,
     })
 }
 
