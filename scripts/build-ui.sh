@@ -71,5 +71,5 @@ mkdir -p "$out"
 # From $ui: the bundle's comments name the sources relative to it, the same from anywhere.
 (cd "$ui" && "$modules/.bin/esbuild" src/main.ts --bundle --format=iife --target=es2020 \
     --charset=utf8 --legal-comments=none --log-level=warning --outfile="$out/console.js")
-cp "$ui/src/index.html" "$ui/src/console.css" "$out/"
-log "built $(cd "$out" && wc -c index.html console.js console.css | tail -n 1 | awk '{print $1}') bytes into ${out#"$root"/}"
+cp "$ui/src/index.html" "$ui/src/console.css" "$ui/src/favicon.svg" "$out/"
+log "built $(cd "$out" && wc -c index.html console.js console.css favicon.svg | tail -n 1 | awk '{print $1}') bytes into ${out#"$root"/}"

@@ -337,6 +337,7 @@ impl AdminApi {
             ApiEndpoint::ConsolePage => console::page(),
             ApiEndpoint::ConsoleScript => console::script(),
             ApiEndpoint::ConsoleStyle => console::style(),
+            ApiEndpoint::ConsoleIcon => console::icon(),
             ApiEndpoint::GetConfig => v1::get_config(store),
             ApiEndpoint::PutConfig => v1::put_config(store, body),
             ApiEndpoint::ListRoutes => v1::get_routes(store),

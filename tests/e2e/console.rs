@@ -44,7 +44,7 @@ fn the_committed_console_is_what_build_ui_builds_from_its_sources() {
     let o = build_ui(&["--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let committed = workspace_root().join("control/ui/dist");
-    for name in ["index.html", "console.js", "console.css"] {
+    for name in ["index.html", "console.js", "console.css", "favicon.svg"] {
         let built = std::fs::read(out.join(name)).unwrap();
         assert!(!built.is_empty(), "{name}");
         assert!(
@@ -124,7 +124,12 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
 
     let shots: PathBuf = workspace_root().join("target").join("artifacts");
     std::fs::create_dir_all(&shots).unwrap();
-    let names = ["console-login.png", "console-rollout.png", "console-rollback.png", "console-faults.png"];
+    let names = [
+        "console-login.png",
+        "console-rollout.png",
+        "console-rollback.png",
+        "console-faults.png",
+    ];
     for name in names.iter().chain(&["console-failure.png"]) {
         let _ = std::fs::remove_file(shots.join(name));
     }
@@ -132,7 +137,10 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
     let mut driver = Process::new(
         Command::new("node")
             .arg(workspace_root().join("tests/e2e/console/drive.cjs"))
-            .env("NODE_PATH", workspace_root().join("control/ui/node_modules"))
+            .env(
+                "NODE_PATH",
+                workspace_root().join("control/ui/node_modules"),
+            )
             .env("CONSOLE_URL", format!("http://{}", sluice.admin_addr))
             .env("ADMIN_TOKEN", "admin-secret")
             .env("READ_TOKEN", "read-only-secret")
@@ -162,7 +170,10 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
     stop.store(true, Ordering::Relaxed);
     load.await.unwrap();
     let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-    assert!(status.success(), "the browser script failed ({status}):\n{log}");
+    assert!(
+        status.success(),
+        "the browser script failed ({status}):\n{log}"
+    );
     assert!(slowed, "the script never saw the rollout mid-step:\n{log}");
     let result = result.unwrap_or_else(|| panic!("no RESULT line:\n{log}"));
     let held: Vec<&str> = result["held"]
@@ -171,7 +182,11 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    eprintln!("console: {} assertions held in chromium:\n  {}", held.len(), held.join("\n  "));
+    eprintln!(
+        "console: {} assertions held in chromium:\n  {}",
+        held.len(),
+        held.join("\n  ")
+    );
     for expected in [
         "a wrong token stays on the login form with the 401's message",
         "a read token's stop shows the 403",
@@ -183,7 +198,10 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
         "no script error or console error",
         "every request went to sluice itself",
     ] {
-        assert!(held.iter().any(|h| h.starts_with(expected)), "{expected}: {held:?}");
+        assert!(
+            held.iter().any(|h| h.starts_with(expected)),
+            "{expected}: {held:?}"
+        );
     }
     assert_eq!(result["navigations"], 0);
 
@@ -191,7 +209,12 @@ async fn the_console_shows_a_rollback_live_and_stops_a_fault_in_chromium() {
     let (_, rollout) = admin.get("/v1/rollouts/chat-v2").await;
     assert_eq!(rollout["state"], "rolled_back", "{rollout}");
     let (_, faults) = admin.get("/v1/faults").await;
-    let ids: Vec<&str> = faults["faults"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
+    let ids: Vec<&str> = faults["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
     assert_eq!(ids, ["slow-probe"], "{faults}");
     for name in names {
         assert!(is_png(&shots.join(name)), "{name} is not a screenshot");

@@ -13,6 +13,7 @@ use super::respond::{self, ApiResponse};
 const PAGE: &[u8] = include_bytes!("../../ui/dist/index.html");
 const SCRIPT: &[u8] = include_bytes!("../../ui/dist/console.js");
 const STYLE: &[u8] = include_bytes!("../../ui/dist/console.css");
+const ICON: &[u8] = include_bytes!("../../ui/dist/favicon.svg");
 
 /// Only the console's own files load, nothing inline runs, no other site
 /// may frame it (a framed console could be clicked into stopping a fault).
@@ -21,10 +22,9 @@ const POLICY: &str =
 
 pub(super) fn page() -> ApiResponse {
     let mut response = file("text/html; charset=utf-8", PAGE);
-    response.headers_mut().insert(
-        CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(POLICY),
-    );
+    response
+        .headers_mut()
+        .insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
     response
 }
 
@@ -34,6 +34,11 @@ pub(super) fn script() -> ApiResponse {
 
 pub(super) fn style() -> ApiResponse {
     file("text/css; charset=utf-8", STYLE)
+}
+
+/// Named by the page, so that the browser does not ask for `/favicon.ico`.
+pub(super) fn icon() -> ApiResponse {
+    file("image/svg+xml", ICON)
 }
 
 fn file(content_type: &'static str, body: &'static [u8]) -> ApiResponse {

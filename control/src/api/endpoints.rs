@@ -13,10 +13,11 @@ sluice_filters::name_table! {
         Healthz = "GET /healthz",
         Readyz = "GET /readyz",
         Metrics = "GET /metrics",
-        /// The web console's page, script and style (`console.rs`).
+        /// The web console's page, script, style and icon (`console.rs`).
         ConsolePage = "GET /ui",
         ConsoleScript = "GET /ui/console.js",
         ConsoleStyle = "GET /ui/console.css",
+        ConsoleIcon = "GET /ui/favicon.svg",
         GetConfig = "GET /v1/config",
         PutConfig = "PUT /v1/config",
         ListRoutes = "GET /v1/routes",
@@ -69,7 +70,8 @@ impl ApiEndpoint {
     pub fn scope(self) -> Option<Scope> {
         use ApiEndpoint::*;
         match self {
-            Healthz | Readyz | Metrics | ConsolePage | ConsoleScript | ConsoleStyle => None,
+            Healthz | Readyz | Metrics | ConsolePage | ConsoleScript | ConsoleStyle
+            | ConsoleIcon => None,
             PutConfig | AddRollout | RemoveRollout | RolloutCommand => Some(Scope::Admin),
             PutSplit | PutMirror | DeleteMirror | AddFault | RemoveFault | PutRecorder
             | DeleteRecorder | PutLoadRun => Some(Scope::Write),

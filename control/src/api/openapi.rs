@@ -105,7 +105,7 @@ fn operation(endpoint: ApiEndpoint) -> Value {
 }
 
 /// One answer: the schema's name in `components` (or `text` for `/metrics`,
-/// `html`, `javascript` and `css` for the console's files).
+/// `html`, `javascript`, `css` and `svg` for the console's files).
 fn answer(status: u16, schema: &&str) -> Value {
     let description = StatusCode::from_u16(status)
         .ok()
@@ -122,6 +122,7 @@ fn answer(status: u16, schema: &&str) -> Value {
         "html" => text("text/html"),
         "javascript" => text("text/javascript"),
         "css" => text("text/css"),
+        "svg" => text("image/svg+xml"),
         name => json!({
             "description": description,
             "content": {"application/json": {"schema": schemas::reference(name)}},

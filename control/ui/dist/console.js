@@ -177,9 +177,12 @@
   };
   var WIDTH = 120;
   var HEIGHT = 26;
+  var MIN_SPAN_MS = 60 * 1e3;
   function sparkline(points, now, tone) {
     const max = Math.max(0, ...points.map((p) => p.v ?? 0));
-    const x = (t) => WIDTH - (now - t) / KEEP_MS * WIDTH;
+    const first = points.length === 0 ? now : points[0].t;
+    const span = Math.min(KEEP_MS, Math.max(MIN_SPAN_MS, now - first));
+    const x = (t) => WIDTH - (now - t) / span * WIDTH;
     const y = (v) => HEIGHT - 2 - (max === 0 ? 0 : v / max * (HEIGHT - 4));
     let d = "";
     let pen = false;
@@ -193,7 +196,7 @@
     }
     return svg(
       "svg",
-      { class: `spark ${tone}`, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: "img" },
+      { class: `spark ${tone}`, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: "img", "data-span-s": Math.round(span / 1e3) },
       svg("line", { class: "base", x1: 0, x2: WIDTH, y1: HEIGHT - 1.5, y2: HEIGHT - 1.5 }),
       d === "" ? null : svg("path", { class: "line", d })
     );
@@ -271,7 +274,7 @@
       "div",
       {},
       table(["cluster", ...METRICS.map((m) => m.label)], rows, "clusters"),
-      h("p", { class: "foot muted" }, `each figure over the last ${windowSeconds} s; lines: the last 10 minutes seen by this page`)
+      h("p", { class: "foot muted" }, `each figure over the last ${windowSeconds} s; each line since this page opened (at least 1 minute wide, at most the last 10 minutes), scaled to its own peak`)
     );
   }
 
@@ -325,23 +328,28 @@
       "article",
       { class: "rollout", "data-rollout": r.name, "data-state": r.state },
       h(
-        "header",
-        {},
-        h("strong", {}, r.name),
-        stateBadge(r.state),
-        h("span", { class: "muted" }, ` route ${r.route}: ${r.stable} → ${r.canary}`)
-      ),
-      h(
         "div",
-        { class: "step-line" },
-        h("span", { class: "step" }, `step ${r.step}/${r.steps.length}`),
-        h("span", {}, ` canary weight `),
-        h("b", { class: "weight" }, `${r.weight}%`),
-        r.breaches ? h("span", { class: "bad" }, ` · ${r.breaches} breach${r.breaches === 1 ? "" : "es"} in a row`) : null
+        { class: "rollout-now" },
+        h(
+          "header",
+          {},
+          h("strong", {}, r.name),
+          stateBadge(r.state),
+          h("span", { class: "muted" }, ` route ${r.route}: ${r.stable} → ${r.canary}`)
+        ),
+        h(
+          "div",
+          { class: "step-line" },
+          h("span", { class: "step" }, `step ${r.step}/${r.steps.length}`),
+          h("span", {}, ` canary weight `),
+          h("b", { class: "weight" }, `${r.weight}%`),
+          h("span", { class: "muted" }, ` · steps ${r.steps.join(", ")}%`),
+          r.breaches ? h("span", { class: "bad" }, ` · ${r.breaches} breach${r.breaches === 1 ? "" : "es"} in a row`) : null
+        ),
+        progress(r),
+        r.state === "rolled_back" && last ? h("div", { class: "callout bad reason" }, h("b", {}, "rolled back: "), last.reason) : null,
+        gates.length === 0 ? none("no gate read yet") : table(["gate", "canary", "bound", "samples", ""], gates.map(gateRow), "gates")
       ),
-      progress(r),
-      r.state === "rolled_back" && last ? h("div", { class: "callout bad reason" }, h("b", {}, "rolled back: "), last.reason) : null,
-      gates.length === 0 ? none("no gate read yet") : table(["gate", "canary", "bound", "samples", ""], gates.map(gateRow), "gates"),
       h(
         "ol",
         { class: "timeline" },
@@ -379,7 +387,7 @@
       this.table = h(
         "table",
         { class: "faults" },
-        h("thead", {}, h("tr", {}, ["id", "action", "on", "%", "state", "injected", "time left", ""].map((x) => h("th", {}, x)))),
+        h("thead", {}, h("tr", {}, ["id", "action", "match", "state", "injected", "time left", ""].map((x) => h("th", {}, x)))),
         this.body
       );
       this.empty = none();
@@ -424,9 +432,8 @@
         "tr",
         { "data-fault": f.id },
         h("td", { class: "name" }, f.id),
-        h("td", {}, f.kind),
+        h("td", {}, f.kind, h("div", { class: "muted" }, `${f.percent ?? 100}% of requests`)),
         h("td", { class: "muted" }, target(f)),
-        h("td", { class: "num" }, f.percent === void 0 ? "100" : String(f.percent)),
         state,
         injected,
         left,
@@ -543,23 +550,26 @@
       this.history = new History();
       this.faults = new FaultsView(() => void this.poll());
       this.live = h("span", { class: "live stale" }, "connecting");
+      // In the grid's order: what changes under an operator's hands first.
       this.panels = {
         routes: panel("Routes & weights", "routes"),
+        faults: panel("Fault experiments", "faults"),
+        gauges: panel("GPU & upstreams", "gauges"),
         clusters: panel("Clusters", "clusters", "wide"),
         rollouts: panel("Rollouts", "rollouts", "wide"),
-        faults: panel("Fault experiments", "faults"),
         mirror: panel("Mirror diffs", "mirror"),
-        gauges: panel("GPU & upstreams", "gauges"),
-        loadRuns: panel("Load runs", "load-runs", "wide"),
-        audit: panel("Changes", "audit")
+        audit: panel("Changes", "audit", "double"),
+        loadRuns: panel("Load runs", "load-runs", "wide")
       };
       this.lastGood = 0;
       this.timer = 0;
       this.polling = false;
+      /// Signed out: a round still in flight draws nothing and signs out no one.
+      this.stopped = false;
     }
     mount() {
       const logout = h("button", { type: "button", class: "ghost" }, "sign out");
-      logout.addEventListener("click", () => this.stop("signed out"));
+      logout.addEventListener("click", () => this.stop("signed out", "muted"));
       const header = h(
         "header",
         { class: "top" },
@@ -576,15 +586,17 @@
         void this.poll();
       }, POLL_MS);
     }
-    stop(message) {
+    stop(message, tone) {
+      if (this.stopped) return;
+      this.stopped = true;
       window.clearInterval(this.timer);
       setToken(null);
-      this.onLoggedOut(message);
+      this.onLoggedOut(message, tone);
     }
     /// One round: every read at once; a 401 on any signs out, another
     /// failure shows in its own panel only.
     async poll() {
-      if (this.polling) return;
+      if (this.polling || this.stopped) return;
       this.polling = true;
       try {
         await this.round();
@@ -609,9 +621,10 @@
         get("/v1/load-runs"),
         get("/v1/events")
       ]);
+      if (this.stopped) return;
       const unauthorized = reads.find((r) => r.status === "rejected" && r.reason instanceof ApiError && r.reason.status === 401);
       if (unauthorized !== void 0 && unauthorized.status === "rejected") {
-        this.stop(`signed out: ${unauthorized.reason.message}`);
+        this.stop(`signed out: ${unauthorized.reason.message}`, "bad");
         return;
       }
       const now = Date.now();
@@ -643,7 +656,7 @@
       this.live.textContent = this.lastGood === 0 ? "no data" : fresh ? `live · ${clock(this.lastGood)}` : `stale since ${clock(this.lastGood)}`;
     }
   };
-  function login(message = "") {
+  function login(message = "", tone = "bad") {
     const input = h("input", {
       type: "password",
       name: "token",
@@ -652,13 +665,13 @@
       placeholder: "bearer token",
       required: true
     });
-    const note = h("p", { class: `message ${message ? "bad" : ""}`, role: "alert" }, message);
+    const note = h("p", { class: `message ${tone}`, role: "alert" }, message);
     const form = h(
       "form",
       { class: "login" },
       h("h1", {}, "sluice console"),
       h("p", { class: "muted" }, `control API at ${location.host}`),
-      h("label", { for: "token" }, "Admin token"),
+      h("label", { for: "token" }, "Token"),
       input,
       h("button", { type: "submit" }, "Sign in"),
       note,

@@ -27,25 +27,28 @@ class Console {
   private readonly history = new History();
   private readonly faults = new FaultsView(() => void this.poll());
   private readonly live = h("span", { class: "live stale" }, "connecting");
+  // In the grid's order: what changes under an operator's hands first.
   private readonly panels = {
     routes: panel("Routes & weights", "routes"),
+    faults: panel("Fault experiments", "faults"),
+    gauges: panel("GPU & upstreams", "gauges"),
     clusters: panel("Clusters", "clusters", "wide"),
     rollouts: panel("Rollouts", "rollouts", "wide"),
-    faults: panel("Fault experiments", "faults"),
     mirror: panel("Mirror diffs", "mirror"),
-    gauges: panel("GPU & upstreams", "gauges"),
+    audit: panel("Changes", "audit", "double"),
     loadRuns: panel("Load runs", "load-runs", "wide"),
-    audit: panel("Changes", "audit"),
   };
   private lastGood = 0;
   private timer = 0;
   private polling = false;
+  /// Signed out: a round still in flight draws nothing and signs out no one.
+  private stopped = false;
 
-  constructor(private readonly onLoggedOut: (message: string) => void) {}
+  constructor(private readonly onLoggedOut: (message: string, tone: string) => void) {}
 
   mount(): void {
     const logout = h("button", { type: "button", class: "ghost" }, "sign out");
-    logout.addEventListener("click", () => this.stop("signed out"));
+    logout.addEventListener("click", () => this.stop("signed out", "muted"));
     const header = h(
       "header",
       { class: "top" },
@@ -63,16 +66,18 @@ class Console {
     }, POLL_MS);
   }
 
-  private stop(message: string): void {
+  private stop(message: string, tone: string): void {
+    if (this.stopped) return;
+    this.stopped = true;
     window.clearInterval(this.timer);
     setToken(null);
-    this.onLoggedOut(message);
+    this.onLoggedOut(message, tone);
   }
 
   /// One round: every read at once; a 401 on any signs out, another
   /// failure shows in its own panel only.
   async poll(): Promise<void> {
-    if (this.polling) return;
+    if (this.polling || this.stopped) return;
     this.polling = true;
     try {
       await this.round();
@@ -96,9 +101,10 @@ class Console {
       get<{ runs: LoadRun[] }>("/v1/load-runs"),
       get<{ events: AuditEvent[] }>("/v1/events"),
     ]);
+    if (this.stopped) return;
     const unauthorized = reads.find((r) => r.status === "rejected" && r.reason instanceof ApiError && r.reason.status === 401);
     if (unauthorized !== undefined && unauthorized.status === "rejected") {
-      this.stop(`signed out: ${(unauthorized.reason as ApiError).message}`);
+      this.stop(`signed out: ${(unauthorized.reason as ApiError).message}`, "bad");
       return;
     }
     const now = Date.now();
@@ -132,7 +138,7 @@ class Console {
   }
 }
 
-function login(message = ""): void {
+function login(message = "", tone = "bad"): void {
   const input = h("input", {
     type: "password",
     name: "token",
@@ -141,13 +147,13 @@ function login(message = ""): void {
     placeholder: "bearer token",
     required: true,
   }) as HTMLInputElement;
-  const note = h("p", { class: `message ${message ? "bad" : ""}`, role: "alert" }, message);
+  const note = h("p", { class: `message ${tone}`, role: "alert" }, message);
   const form = h(
     "form",
     { class: "login" },
     h("h1", {}, "sluice console"),
     h("p", { class: "muted" }, `control API at ${location.host}`),
-    h("label", { for: "token" }, "Admin token"),
+    h("label", { for: "token" }, "Token"),
     input,
     h("button", { type: "submit" }, "Sign in"),
     note,

@@ -99,12 +99,17 @@ export class History {
 
 const WIDTH = 120;
 const HEIGHT = 26;
+/// The narrowest span a line is drawn over, so that a page just opened
+/// does not stretch its first seconds across the whole width.
+const MIN_SPAN_MS = 60 * 1000;
 
-/// A line over the last ten minutes, scaled from 0 to its own maximum;
-/// gaps where nothing was measured.
+/// A line over what this page has seen (a minute at least, ten at most),
+/// scaled from 0 to its own maximum; gaps where nothing was measured.
 export function sparkline(points: Point[], now: number, tone: string): SVGElement {
   const max = Math.max(0, ...points.map((p) => p.v ?? 0));
-  const x = (t: number) => WIDTH - ((now - t) / KEEP_MS) * WIDTH;
+  const first = points.length === 0 ? now : points[0].t;
+  const span = Math.min(KEEP_MS, Math.max(MIN_SPAN_MS, now - first));
+  const x = (t: number) => WIDTH - ((now - t) / span) * WIDTH;
   const y = (v: number) => HEIGHT - 2 - (max === 0 ? 0 : (v / max) * (HEIGHT - 4));
   let d = "";
   let pen = false;
@@ -118,7 +123,7 @@ export function sparkline(points: Point[], now: number, tone: string): SVGElemen
   }
   return svg(
     "svg",
-    { class: `spark ${tone}`, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: "img" },
+    { class: `spark ${tone}`, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: "img", "data-span-s": Math.round(span / 1000) },
     svg("line", { class: "base", x1: 0, x2: WIDTH, y1: HEIGHT - 1.5, y2: HEIGHT - 1.5 }),
     d === "" ? null : svg("path", { class: "line", d }),
   );

@@ -18,15 +18,25 @@ async fn the_console_is_served_without_a_token_and_its_data_is_not() {
     // Nothing inline (the policy would block it) and nothing from elsewhere.
     assert!(!page.contains("<style") && !page.contains("http"), "{page}");
     for (path, media, name) in [
-        ("/ui/console.js", "text/javascript; charset=utf-8", "console.js"),
+        (
+            "/ui/console.js",
+            "text/javascript; charset=utf-8",
+            "console.js",
+        ),
         ("/ui/console.css", "text/css; charset=utf-8", "console.css"),
+        ("/ui/favicon.svg", "image/svg+xml", "favicon.svg"),
     ] {
-        assert!(page.contains(&format!("\"{path}\"")), "{path} not in {page}");
+        assert!(
+            page.contains(&format!("\"{path}\"")),
+            "{path} not in {page}"
+        );
         let (status, headers, body) = s.call(Method::GET, path, None, "").await;
         assert_eq!(status, StatusCode::OK, "{path}");
         assert_eq!(headers["content-type"], media, "{path}");
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
-        let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/dist").join(name);
+        let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("ui/dist")
+            .join(name);
         assert_eq!(body, std::fs::read(built).unwrap(), "{path}");
     }
     // What the page reads is behind the token as before.

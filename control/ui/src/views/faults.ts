@@ -31,7 +31,7 @@ export class FaultsView {
   private readonly table = h(
     "table",
     { class: "faults" },
-    h("thead", {}, h("tr", {}, ["id", "action", "on", "%", "state", "injected", "time left", ""].map((x) => h("th", {}, x)))),
+    h("thead", {}, h("tr", {}, ["id", "action", "match", "state", "injected", "time left", ""].map((x) => h("th", {}, x)))),
     this.body,
   );
   private readonly empty = none();
@@ -81,9 +81,8 @@ export class FaultsView {
       "tr",
       { "data-fault": f.id },
       h("td", { class: "name" }, f.id),
-      h("td", {}, f.kind),
+      h("td", {}, f.kind, h("div", { class: "muted" }, `${f.percent ?? 100}% of requests`)),
       h("td", { class: "muted" }, target(f)),
-      h("td", { class: "num" }, f.percent === undefined ? "100" : String(f.percent)),
       state,
       injected,
       left,

@@ -59,25 +59,30 @@ function card(r: Rollout): HTMLElement {
     "article",
     { class: "rollout", "data-rollout": r.name, "data-state": r.state },
     h(
-      "header",
-      {},
-      h("strong", {}, r.name),
-      stateBadge(r.state),
-      h("span", { class: "muted" }, ` route ${r.route}: ${r.stable} → ${r.canary}`),
-    ),
-    h(
       "div",
-      { class: "step-line" },
-      h("span", { class: "step" }, `step ${r.step}/${r.steps.length}`),
-      h("span", {}, ` canary weight `),
-      h("b", { class: "weight" }, `${r.weight}%`),
-      r.breaches ? h("span", { class: "bad" }, ` · ${r.breaches} breach${r.breaches === 1 ? "" : "es"} in a row`) : null,
+      { class: "rollout-now" },
+      h(
+        "header",
+        {},
+        h("strong", {}, r.name),
+        stateBadge(r.state),
+        h("span", { class: "muted" }, ` route ${r.route}: ${r.stable} → ${r.canary}`),
+      ),
+      h(
+        "div",
+        { class: "step-line" },
+        h("span", { class: "step" }, `step ${r.step}/${r.steps.length}`),
+        h("span", {}, ` canary weight `),
+        h("b", { class: "weight" }, `${r.weight}%`),
+        h("span", { class: "muted" }, ` · steps ${r.steps.join(", ")}%`),
+        r.breaches ? h("span", { class: "bad" }, ` · ${r.breaches} breach${r.breaches === 1 ? "" : "es"} in a row`) : null,
+      ),
+      progress(r),
+      r.state === "rolled_back" && last
+        ? h("div", { class: "callout bad reason" }, h("b", {}, "rolled back: "), last.reason)
+        : null,
+      gates.length === 0 ? none("no gate read yet") : table(["gate", "canary", "bound", "samples", ""], gates.map(gateRow), "gates"),
     ),
-    progress(r),
-    r.state === "rolled_back" && last
-      ? h("div", { class: "callout bad reason" }, h("b", {}, "rolled back: "), last.reason)
-      : null,
-    gates.length === 0 ? none("no gate read yet") : table(["gate", "canary", "bound", "samples", ""], gates.map(gateRow), "gates"),
     h(
       "ol",
       { class: "timeline" },

@@ -81,6 +81,6 @@ export function clusters(history: History, now: number, windowSeconds: number): 
     "div",
     {},
     table(["cluster", ...METRICS.map((m) => m.label)], rows, "clusters"),
-    h("p", { class: "foot muted" }, `each figure over the last ${windowSeconds} s; lines: the last 10 minutes seen by this page`),
+    h("p", { class: "foot muted" }, `each figure over the last ${windowSeconds} s; each line since this page opened (at least 1 minute wide, at most the last 10 minutes), scaled to its own peak`),
   );
 }
