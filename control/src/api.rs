@@ -1,4 +1,5 @@
-//! The control API: health, readiness and metrics without a token; config,
+//! The control API: health, readiness, metrics and the web console's static
+//! files without a token; config,
 //! routes, stats, the audit log, GPUs, upstream load, rollouts, faults, the recorder and
 //! the load runs `sluice load --report-to` pushes under
 //! `/v1/` behind bearer tokens with scopes (`auth`). HTTP/1.1
@@ -6,6 +7,7 @@
 //! over TLS (with client certificates) when `admin.tls` says so.
 
 mod auth;
+mod console;
 mod depth;
 mod endpoints;
 mod faults;
@@ -332,6 +334,10 @@ impl AdminApi {
                 "text/plain; version=0.0.4",
                 Bytes::from(self.shared.metrics.encode()),
             ),
+            ApiEndpoint::ConsolePage => console::page(),
+            ApiEndpoint::ConsoleScript => console::script(),
+            ApiEndpoint::ConsoleStyle => console::style(),
+            ApiEndpoint::ConsoleIcon => console::icon(),
             ApiEndpoint::GetConfig => v1::get_config(store),
             ApiEndpoint::PutConfig => v1::put_config(store, body),
             ApiEndpoint::ListRoutes => v1::get_routes(store),

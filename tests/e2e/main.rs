@@ -13,6 +13,7 @@ mod alert_rules;
 mod breakers;
 mod capacity;
 mod cli;
+mod console;
 mod control_isolation;
 mod cost;
 mod demo;

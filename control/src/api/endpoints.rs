@@ -13,6 +13,11 @@ sluice_filters::name_table! {
         Healthz = "GET /healthz",
         Readyz = "GET /readyz",
         Metrics = "GET /metrics",
+        /// The web console's page, script, style and icon (`console.rs`).
+        ConsolePage = "GET /ui",
+        ConsoleScript = "GET /ui/console.js",
+        ConsoleStyle = "GET /ui/console.css",
+        ConsoleIcon = "GET /ui/favicon.svg",
         GetConfig = "GET /v1/config",
         PutConfig = "PUT /v1/config",
         ListRoutes = "GET /v1/routes",
@@ -56,14 +61,17 @@ impl ApiEndpoint {
         self.as_str().split_once(' ').map_or("", |(m, _)| m)
     }
 
-    /// The scope a token needs to call it; none for health, readiness and
-    /// metrics, which need no token. Every `GET` is `read`; the data-plane
+    /// The scope a token needs to call it; none for health, readiness,
+    /// metrics and the console's static files, which need no token (the
+    /// console holds no data: what it shows it asks `/v1/` for, with the
+    /// token the operator typed in). Every `GET` is `read`; the data-plane
     /// knobs (weights, mirror, faults, recorder, load runs) `write`; the
     /// config and the rollouts `admin`.
     pub fn scope(self) -> Option<Scope> {
         use ApiEndpoint::*;
         match self {
-            Healthz | Readyz | Metrics => None,
+            Healthz | Readyz | Metrics | ConsolePage | ConsoleScript | ConsoleStyle
+            | ConsoleIcon => None,
             PutConfig | AddRollout | RemoveRollout | RolloutCommand => Some(Scope::Admin),
             PutSplit | PutMirror | DeleteMirror | AddFault | RemoveFault | PutRecorder
             | DeleteRecorder | PutLoadRun => Some(Scope::Write),

@@ -104,17 +104,25 @@ fn operation(endpoint: ApiEndpoint) -> Value {
     op
 }
 
-/// One answer: the schema's name in `components` (or `text` for `/metrics`).
+/// One answer: the schema's name in `components` (or `text` for `/metrics`,
+/// `html`, `javascript`, `css` and `svg` for the console's files).
 fn answer(status: u16, schema: &&str) -> Value {
     let description = StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or("answer");
-    match *schema {
-        "text" => json!({
+    let text = |media: &str| {
+        json!({
             "description": description,
-            "content": {"text/plain": {"schema": {"type": "string"}}},
-        }),
+            "content": {media: {"schema": {"type": "string"}}},
+        })
+    };
+    match *schema {
+        "text" => text("text/plain"),
+        "html" => text("text/html"),
+        "javascript" => text("text/javascript"),
+        "css" => text("text/css"),
+        "svg" => text("image/svg+xml"),
         name => json!({
             "description": description,
             "content": {"application/json": {"schema": schemas::reference(name)}},
@@ -148,6 +156,7 @@ fn tag(endpoint: ApiEndpoint) -> &'static str {
     let template = endpoint.template();
     match template.strip_prefix("/v1/") {
         Some(rest) => rest.split(['/', '.']).next().unwrap_or(rest),
+        None if template.starts_with("/ui") => "console",
         None => "health",
     }
 }

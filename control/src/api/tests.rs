@@ -427,6 +427,7 @@ async fn serve_admin_returns_on_cancel_with_an_idle_connection_open() {
     drop(idle);
 }
 
+mod console;
 mod faults;
 mod limits;
 mod load_runs;

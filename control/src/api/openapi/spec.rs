@@ -16,7 +16,7 @@ pub(super) struct Spec {
     pub(super) summary: &'static str,
     pub(super) body: Body,
     /// Each status the endpoint itself answers, with its body's schema
-    /// (`text` for plain text). 401 (under `/v1/`) and, with a body, 400 and
+    /// (`text`, `html`, `javascript`, `css` and `svg` for those media types). 401 (under `/v1/`) and, with a body, 400 and
     /// 413 are added by the document.
     pub(super) answers: &'static [(u16, &'static str)],
 }
@@ -45,6 +45,14 @@ impl Spec {
                 None,
                 &[(200, "text")],
             ),
+            E::ConsolePage => spec(
+                "The web console's page (no token: the page asks /v1/ with the one typed in)",
+                None,
+                &[(200, "html")],
+            ),
+            E::ConsoleScript => spec("The web console's script", None, &[(200, "javascript")]),
+            E::ConsoleStyle => spec("The web console's style sheet", None, &[(200, "css")]),
+            E::ConsoleIcon => spec("The web console's icon", None, &[(200, "svg")]),
             E::GetConfig => spec(
                 "The live config, its version and hash",
                 None,
