@@ -47,6 +47,10 @@ pub(crate) struct ReportArgs {
     /// even beyond noise.
     #[arg(long, default_value_t = 5.0)]
     min_change: f64,
+    /// A change of a time metric (ms) under this many milliseconds is not a
+    /// regression either, whatever its percent.
+    #[arg(long, default_value_t = 1.0)]
+    min_change_ms: f64,
     /// A fit to draw the run's inter-arrival times against: the output of
     /// `sluice fit TRACE --json` (every candidate), a model file of
     /// `sluice fit -o`, or a run file with `arrival_fit`. Replaces the
@@ -122,6 +126,12 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.min_change
         )]));
     }
+    if !(args.min_change_ms >= 0.0 && args.min_change_ms.is_finite()) {
+        return Ok(fail(&[format!(
+            "--min-change-ms: `{}` is not a number of milliseconds ≥ 0",
+            args.min_change_ms
+        )]));
+    }
     let (input, run_id) = match read_input(&args.run) {
         Ok(i) => i,
         Err(e) => return Ok(fail(&[e])),
@@ -161,6 +171,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let options = ReportOptions {
         metrics,
         min_change_pct: args.min_change,
+        min_change_ms: args.min_change_ms,
         fit,
     };
     let mut report = build_report(&input, baseline.as_ref(), &options);
@@ -184,6 +195,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         serde_json::json!({
             "metrics": options.metrics.iter().map(|m| m.name().to_owned()).collect::<Vec<_>>(),
             "min_change_pct": options.min_change_pct,
+            "min_change_ms": options.min_change_ms,
             "fit_sha256": fit_sha256,
         }),
     );

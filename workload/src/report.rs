@@ -54,6 +54,9 @@ pub struct Options {
     /// A change smaller than this percent of the baseline is not a
     /// regression, even beyond noise.
     pub min_change_pct: f64,
+    /// A change of a time (ms) smaller than this is not a regression
+    /// either, whatever its percent.
+    pub min_change_ms: f64,
     /// A fit to draw the run's inter-arrival times against (`--fit`); it
     /// replaces the run's own `arrival_fit`.
     pub fit: Option<AttachedFit>,
@@ -67,7 +70,17 @@ impl Default for Options {
                 .filter_map(|m| Metric::parse(m).ok())
                 .collect(),
             min_change_pct: 5.0,
+            min_change_ms: 1.0,
             fit: None,
+        }
+    }
+}
+
+impl Options {
+    fn min_change(&self) -> diff::MinChange {
+        diff::MinChange {
+            pct: self.min_change_pct,
+            ms: self.min_change_ms,
         }
     }
 }
@@ -283,7 +296,7 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
         let metrics: Vec<MetricDiff> = options
             .metrics
             .iter()
-            .map(|m| diff::compare(m, side, bside, options.min_change_pct))
+            .map(|m| diff::compare(m, side, bside, options.min_change()))
             .collect();
         Baseline {
             lineage: lineage(b),
@@ -296,7 +309,7 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
             metrics,
         }
     });
-    let attribution = layers::attribute(run, base, options.min_change_pct);
+    let attribution = layers::attribute(run, base, options.min_change());
     let mut baseline = baseline;
     if let Some(b) = &mut baseline {
         for l in &attribution.layers {

@@ -166,9 +166,19 @@ pub(crate) struct Side<'a> {
     pub duration_s: f64,
 }
 
+/// The smallest change a verdict reports: `pct` of the baseline, and for
+/// times (ms) also `ms`, so that a sub-millisecond move of a tiny figure
+/// (a dispatch lag of 0.1 ms becoming 0.4 ms is +300%) is `small`, not a
+/// regression.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MinChange {
+    pub(crate) pct: f64,
+    pub(crate) ms: f64,
+}
+
 /// `metric` on `run` against `base`; a change counts when it is beyond
-/// noise and at least `min_change_pct` of the baseline.
-pub(crate) fn compare(metric: &Metric, run: Side, base: Side, min_change_pct: f64) -> MetricDiff {
+/// noise and at least the minimum change.
+pub(crate) fn compare(metric: &Metric, run: Side, base: Side, min: MinChange) -> MetricDiff {
     let r = metric.value(run.group, run.duration_s);
     let b = metric.value(base.group, base.duration_s);
     let delta = r.zip(b).map(|(r, b)| r - b);
@@ -210,11 +220,16 @@ pub(crate) fn compare(metric: &Metric, run: Side, base: Side, min_change_pct: f6
     };
     let beyond_noise =
         ci.is_some_and(|i| i.excludes_zero()) || p_value.is_some_and(|p| p < 1.0 - LEVEL);
-    let big = match (percent, delta) {
-        (Some(p), _) => p.abs() >= min_change_pct,
-        (None, Some(d)) => d != 0.0,
-        (None, None) => false,
+    let big_in_ms = match metric {
+        Metric::Quantile(..) => delta.is_some_and(|d| d.abs() >= min.ms),
+        _ => true,
     };
+    let big = big_in_ms
+        && match (percent, delta) {
+            (Some(p), _) => p.abs() >= min.pct,
+            (None, Some(d)) => d != 0.0,
+            (None, None) => false,
+        };
     let worse = delta.is_some_and(|d| {
         if metric.higher_is_better() {
             d < 0.0

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::diff::{compare, Metric, MetricDiff, Side};
+use super::diff::{compare, Metric, MetricDiff, MinChange, Side};
 use super::input::{Dist, Group, Row, Run};
 
 /// Slow journeys: those at or above this quantile of journey time.
@@ -274,7 +274,7 @@ fn grpc_health(g: &Group) -> Option<Health> {
 }
 
 /// The root-cause matrix of `run`, against `base` when given.
-pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> Attribution {
+pub(crate) fn attribute(run: &Run, base: Option<&Run>, min: MinChange) -> Attribution {
     let mut layers: Vec<Layer> = Vec::new();
     for (name, service, metrics) in LAYERS {
         let (steps, group) = layer_group(run, service);
@@ -292,7 +292,7 @@ pub(crate) fn attribute(run: &Run, base: Option<&Run>, min_change_pct: f64) -> A
                         group: &bg,
                         duration_s: b.duration_s(),
                     };
-                    compare(&m, r, s, min_change_pct)
+                    compare(&m, r, s, min)
                 })
                 .filter(|d| d.verdict != "n/a")
                 .collect(),

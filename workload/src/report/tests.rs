@@ -32,12 +32,24 @@ fn scenario(name: &str) -> Scenario {
 /// one time in two), then a streamed answer: TTFT about 40 ms, 16 tokens
 /// with gaps of `itl_ms` (±20%).
 fn run_json(name: &str, n: u64, itl_ms: f64, seed: u64, detailed: bool) -> Value {
+    run_json_lagged(name, n, itl_ms, seed, detailed, 200)
+}
+
+/// [`run_json`] with each redis request sent up to `lag_us` late.
+fn run_json_lagged(
+    name: &str,
+    n: u64,
+    itl_ms: f64,
+    seed: u64,
+    detailed: bool,
+    lag_us: u64,
+) -> Value {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut outcomes = Vec::new();
     for i in 0..n {
         let t = i * 20_000_000 / n;
         let stage = usize::from(t >= 10_000_000);
-        let lag = rng.random_range(0..200);
+        let lag = rng.random_range(0..lag_us);
         let redis_end = t + lag + rng.random_range(700..1300);
         outcomes.push(Outcome {
             step: 0,
@@ -350,6 +362,42 @@ fn a_model_30_percent_slower_is_marked_in_the_model_layer_and_not_the_cache() {
     let again = run_json("chat", 1000, 5.0, 4, true);
     let r = build(&input(&again), Some(&input(&base)), &Options::default());
     assert!(!r.regressed(), "{:?}", r.baseline.unwrap().regressions);
+}
+
+#[test]
+fn a_sub_millisecond_move_of_a_time_is_small_however_many_percent() {
+    // The dispatch lag's p99 triples, from about 0.2 ms to 0.6 ms.
+    let base = run_json("chat", 1000, 5.0, 2, false);
+    let late = run_json_lagged("chat", 1000, 5.0, 3, false, 600);
+    let lag = |o: &Options| {
+        let r = build(&input(&late), Some(&input(&base)), o);
+        let layer = r
+            .attribution
+            .layers
+            .iter()
+            .find(|l| l.layer == "proxy/system")
+            .unwrap()
+            .clone();
+        let row = layer
+            .metrics
+            .iter()
+            .find(|d| d.metric == "p99_dispatch_lag_ms")
+            .unwrap()
+            .clone();
+        (layer.status, row)
+    };
+    let (status, row) = lag(&Options::default());
+    assert!(row.beyond_noise && row.percent.unwrap() > 150.0, "{row:?}");
+    assert_eq!(row.verdict, "small");
+    assert_eq!(status, "within noise");
+    // Without the floor, the same figures are a regression.
+    let no_floor = Options {
+        min_change_ms: 0.0,
+        ..Options::default()
+    };
+    let (status, row) = lag(&no_floor);
+    assert_eq!(row.verdict, "regressed");
+    assert_eq!(status, "regressed");
 }
 
 #[test]
