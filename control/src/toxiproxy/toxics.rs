@@ -1,14 +1,17 @@
-//! A Toxiproxy toxic as a sluice fault experiment: matched on the proxy's
-//! listener, `toxicity` as the share of new connections, the default TTL,
-//! and the toxic as the action, added and removed through the store's one
-//! apply path (so it lands in `/v1/faults` and the audit log).
+//! A proxy's toxics: Toxiproxy's toxic calls, and each toxic as a sluice
+//! fault experiment, matched on the proxy's listener, `toxicity` as the
+//! share of new connections, the default TTL, and the toxic as the action,
+//! added and removed through the store's one apply path (so it lands in
+//! `/v1/faults` and the audit log).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use sluice_filters::{Direction, ToxicSpec};
 
-use super::proxies::{listener_name, SOURCE};
+use http::StatusCode;
+
+use super::proxies::{listener_name, Answer, Toxic as Entry, Toxiproxy, SOURCE};
 use crate::config::{ConfigError, ConfigErrors, RawFault};
 use crate::fault::{new_fault_id, FaultState};
 use crate::snapshot::Snapshot;
@@ -131,4 +134,84 @@ pub(super) fn is_active(snapshot: &Snapshot, id: &str) -> bool {
         .iter()
         .find(|f| f.experiment.id == id)
         .is_some_and(|f| f.state_at(now) == FaultState::Active)
+}
+
+impl Toxiproxy {
+    pub(super) fn toxics(&self, name: &str) -> Answer {
+        match self.proxies().get(name) {
+            Some(p) => Answer::json(StatusCode::OK, p.toxics_json()),
+            None => Answer::proxy_not_found(),
+        }
+    }
+
+    pub(super) fn toxic(&self, name: &str, toxic: &str) -> Answer {
+        let proxies = self.proxies();
+        let Some(proxy) = proxies.get(name) else {
+            return Answer::proxy_not_found();
+        };
+        match proxy.toxics.iter().find(|t| t.spec.name == toxic) {
+            Some(t) => Answer::json(StatusCode::OK, t.spec.to_json()),
+            None => Answer::error(StatusCode::NOT_FOUND, "toxic not found"),
+        }
+    }
+
+    pub(super) fn add_toxic(&self, name: &str, body: &Value) -> Answer {
+        let mut proxies = self.proxies();
+        let Some(proxy) = proxies.get_mut(name) else {
+            return Answer::proxy_not_found();
+        };
+        let spec = match ToxicSpec::parse(body) {
+            Ok(spec) => spec,
+            Err(e) => return Answer::bad_body(e),
+        };
+        if proxy.toxics.iter().any(|t| t.spec.name == spec.name) {
+            return Answer::error(StatusCode::CONFLICT, "toxic already exists");
+        }
+        match add(&self.store, self.ttl, name, &spec) {
+            Ok(fault) => {
+                let answer = Answer::json(StatusCode::OK, spec.to_json());
+                proxy.toxics.push(Entry { spec, fault });
+                answer
+            }
+            Err(e) => Answer::bad_body(e),
+        }
+    }
+
+    /// New attributes or toxicity: the experiment is replaced (its TTL
+    /// starts again, as the toxic is new to sluice).
+    pub(super) fn update_toxic(&self, name: &str, toxic: &str, body: &Value) -> Answer {
+        let mut proxies = self.proxies();
+        let Some(proxy) = proxies.get_mut(name) else {
+            return Answer::proxy_not_found();
+        };
+        let Some(entry) = proxy.toxics.iter_mut().find(|t| t.spec.name == toxic) else {
+            return Answer::error(StatusCode::NOT_FOUND, "toxic not found");
+        };
+        let spec = match entry.spec.updated(body) {
+            Ok(spec) => spec,
+            Err(e) => return Answer::bad_body(e),
+        };
+        match add(&self.store, self.ttl, name, &spec) {
+            Ok(fault) => {
+                remove(&self.store, &entry.fault, "replace toxic");
+                let answer = Answer::json(StatusCode::OK, spec.to_json());
+                *entry = Entry { spec, fault };
+                answer
+            }
+            Err(e) => Answer::bad_body(e),
+        }
+    }
+
+    pub(super) fn remove_toxic(&self, name: &str, toxic: &str) -> Answer {
+        let mut proxies = self.proxies();
+        let Some(proxy) = proxies.get_mut(name) else {
+            return Answer::proxy_not_found();
+        };
+        let Some(i) = proxy.toxics.iter().position(|t| t.spec.name == toxic) else {
+            return Answer::error(StatusCode::NOT_FOUND, "toxic not found");
+        };
+        let gone = proxy.toxics.remove(i);
+        remove(&self.store, &gone.fault, "remove toxic");
+        Answer::empty()
+    }
 }
