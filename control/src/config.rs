@@ -24,6 +24,7 @@ pub use typed::{
     DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
+pub use validate::RUNTIME_LISTENER_PREFIX;
 
 use std::fmt;
 

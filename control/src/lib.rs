@@ -36,6 +36,7 @@ mod stats;
 mod store;
 #[cfg(test)]
 mod testing;
+mod toxiproxy;
 mod upstream_metrics;
 
 pub use api::{
@@ -55,7 +56,7 @@ pub use config::{
     RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
     SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
-    DEFAULT_SYNC_INTERVAL,
+    DEFAULT_SYNC_INTERVAL, RUNTIME_LISTENER_PREFIX,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};
@@ -92,4 +93,5 @@ pub use stats::{
     MAX_TOKEN_POINTS, MAX_WINDOW_SECONDS, WINDOW_SECONDS,
 };
 pub use store::SnapshotStore;
+pub use toxiproxy::TcpListeners;
 pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};

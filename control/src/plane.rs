@@ -36,9 +36,10 @@ use crate::shared::Shared;
 use crate::shedding::run_shedding;
 use crate::state::{self, Loaded};
 use crate::store::SnapshotStore;
+use crate::toxiproxy::{serve_toxiproxy, TcpListeners, Toxiproxy};
 
 /// What the control plane does besides its fixed tasks.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ControlOptions {
     /// The file the config came from: watched for changes and reloaded on
     /// SIGHUP.
@@ -49,6 +50,20 @@ pub struct ControlOptions {
     /// The admin API's socket, already listening on `admin.listen` (taken
     /// over from the process this one upgrades); bound here when `None`.
     pub admin_listener: Option<TcpListener>,
+    /// The data plane's run-time tcp listeners: with them and
+    /// `admin.toxiproxy`, Toxiproxy's API is served.
+    pub tcp_listeners: Option<Arc<dyn TcpListeners>>,
+}
+
+impl std::fmt::Debug for ControlOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlOptions")
+            .field("config_path", &self.config_path)
+            .field("handle_signals", &self.handle_signals)
+            .field("admin_listener", &self.admin_listener)
+            .field("tcp_listeners", &self.tcp_listeners.is_some())
+            .finish()
+    }
 }
 
 /// Why the control plane did not start.
@@ -60,6 +75,12 @@ pub enum StartError {
     AdminTls(String),
     #[error("admin API cannot bind {addr}")]
     AdminBind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("admin.toxiproxy: cannot bind {addr}")]
+    ToxiproxyBind {
         addr: SocketAddr,
         #[source]
         source: std::io::Error,
@@ -88,6 +109,8 @@ pub struct ControlPlane;
 /// it does not stop the data plane (see [`ControlPlaneHandle::stop`]).
 pub struct ControlPlaneHandle {
     admin_addr: SocketAddr,
+    /// Where Toxiproxy's API listens, when it is served.
+    toxiproxy_addr: Option<SocketAddr>,
     /// A second descriptor of the admin API's socket, for a hand-over.
     admin_socket: TcpListener,
     token: String,
@@ -105,6 +128,8 @@ pub struct ControlPlaneHandle {
 /// Everything the control thread runs, moved onto it whole.
 struct Tasks {
     admin_listener: TcpListener,
+    /// Toxiproxy's API: its socket and its state.
+    toxiproxy: Option<(TcpListener, Arc<Toxiproxy>)>,
     admin_tls: Option<TlsAcceptor>,
     api: Arc<AdminApi>,
     audit_writer: Option<AuditWriter>,
@@ -151,6 +176,10 @@ impl ControlPlane {
         let admin_addr = admin_listener.local_addr().map_err(bind_error)?;
         let admin_socket = admin_listener.try_clone().map_err(bind_error)?;
 
+        let config_toxiproxy = config
+            .admin
+            .toxiproxy
+            .map(|addr| (addr, config.admin.toxiproxy_default_ttl));
         let grace = config.runtime.grace_period;
         let state_dir = config.runtime.state_dir.clone();
         if let Some(dir) = &state_dir {
@@ -180,6 +209,33 @@ impl ControlPlane {
         let auth = Arc::new(Auth::new(token_sources, tokens, shared.metrics.registry())?);
         let observers = Observers::new(config.gpu, shared.metrics.registry())?;
         let (store, rollouts) = start_store(config, state_dir.as_deref(), &shared, &observers);
+        let toxiproxy = match (config_toxiproxy, options.tcp_listeners) {
+            (Some((addr, ttl)), Some(listeners)) => {
+                let bind_error = |source| StartError::ToxiproxyBind { addr, source };
+                let socket = TcpListener::bind(addr).map_err(bind_error)?;
+                socket.set_nonblocking(true).map_err(bind_error)?;
+                let api = Toxiproxy::new(listeners, store.clone(), shared.events.clone(), ttl);
+                Some((socket, Arc::new(api)))
+            }
+            (Some((addr, _)), None) => {
+                warn!(%addr, "admin.toxiproxy set, but this data plane opens no tcp listeners at run time");
+                None
+            }
+            (None, _) => None,
+        };
+        let toxiproxy_addr = match &toxiproxy {
+            Some((socket, _)) => {
+                Some(
+                    socket
+                        .local_addr()
+                        .map_err(|source| StartError::ToxiproxyBind {
+                            addr: admin,
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
         let readiness = Arc::new(Readiness::new());
         let api = AdminApi::new(
             store.clone(),
@@ -194,6 +250,7 @@ impl ControlPlane {
         let admin_accept = cancel.child_token();
         let tasks = Tasks {
             admin_listener,
+            toxiproxy,
             admin_tls,
             api,
             audit_writer,
@@ -224,6 +281,7 @@ impl ControlPlane {
             .map_err(StartError::Thread)?;
         Ok(ControlPlaneHandle {
             admin_addr,
+            toxiproxy_addr,
             admin_socket,
             token,
             token_generated,
@@ -357,6 +415,14 @@ impl Tasks {
             }
             Err(e) => warn!(error = %e, "admin API listener could not be registered"),
         }
+        if let Some((socket, api)) = self.toxiproxy {
+            match tokio::net::TcpListener::from_std(socket) {
+                Ok(listener) => {
+                    tracker.spawn(serve_toxiproxy(listener, api, cancel.clone()));
+                }
+                Err(e) => warn!(error = %e, "Toxiproxy API listener could not be registered"),
+            }
+        }
         if let Some(dir) = self.state_dir {
             tracker.spawn(state::run_writer(
                 dir,
@@ -380,6 +446,11 @@ impl ControlPlaneHandle {
     /// Where the admin API listens (the bound address: port 0 resolved).
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
+    }
+
+    /// Where Toxiproxy's API listens (`admin.toxiproxy`, port 0 resolved).
+    pub fn toxiproxy_addr(&self) -> Option<SocketAddr> {
+        self.toxiproxy_addr
     }
 
     /// A new descriptor of the admin API's listening socket (the same

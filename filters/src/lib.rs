@@ -39,6 +39,7 @@ mod resp;
 mod sampling;
 mod shedding;
 mod slope;
+mod toxiproxy;
 mod trace;
 mod trace_context;
 mod units;
@@ -138,6 +139,7 @@ pub use slope::{
     calm_baseline, median, p99_token_slope, slope_interval, slope_readable, theil_sen,
     token_cost_excess, SlopeAt, TokenBin, TokenSlope, DEFAULT_EXCESS_BOUND_MS, SLOPE_MIN_REQUESTS,
 };
+pub use toxiproxy::{FieldError, ProxyPatch, ProxySpec, ToxicSpec, TOXIC_TYPES};
 pub use trace::{
     format_rfc3339, hash_ids, json_error, parse_line, parse_lines, parse_wall_clock, Bodies, Body,
     LineError, PromptShape, ThinkTimes, TraceInput, TraceLine, HASH_BLOCK_BYTES, TRACE_VERSION,

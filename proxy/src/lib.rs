@@ -9,6 +9,7 @@ mod http_proxy;
 mod lifecycle;
 mod listener_limits;
 mod mirror;
+mod runtime_tcp;
 mod server;
 mod tcp_proxy;
 mod telemetry;

@@ -29,7 +29,8 @@ use crate::http_proxy::{HttpProxy, Observability};
 use crate::lifecycle::Lifecycle;
 use crate::listener_limits::{LimitFamilies, Limited};
 use crate::mirror::{MirrorQueue, MirrorSender};
-use crate::tcp_proxy::TcpProxy;
+use crate::runtime_tcp::RuntimeListeners;
+use crate::tcp_proxy::{TcpProxy, Upstream};
 use crate::telemetry::Tracer;
 use crate::upstream::UpstreamClient;
 use bound::{BoundListener, PreBound, Started};
@@ -63,6 +64,10 @@ pub struct Sluice {
     /// Each listener's name and the address it is bound to (a configured
     /// port 0 resolved).
     pub listeners: Vec<(String, SocketAddr)>,
+    /// Where Toxiproxy's API listens (`admin.toxiproxy`, port 0 resolved).
+    pub toxiproxy_addr: Option<SocketAddr>,
+    /// The tcp listeners Toxiproxy's API opened.
+    runtime_listeners: Arc<RuntimeListeners>,
     lifecycle: Arc<Lifecycle>,
     server: Option<JoinHandle<()>>,
     control: ControlPlaneHandle,
@@ -90,15 +95,22 @@ impl Sluice {
             handover.add(l.addr.to_string(), l.dup().context("listening socket")?);
         }
         let lifecycle = Lifecycle::new(handover);
+        let runtime_listeners = Arc::new(RuntimeListeners::default());
         let control = ControlPlane::start(
             config,
             ControlOptions {
                 config_path: options.config_path,
                 handle_signals: options.handle_signals,
                 admin_listener,
+                tcp_listeners: Some(runtime_listeners.clone()),
             },
             lifecycle.clone(),
         )?;
+        runtime_listeners.set_parts(
+            control.store().clone(),
+            control.shared().clone(),
+            lifecycle.clone(),
+        );
         let admin_socket = control.admin_socket().context("admin API socket")?;
         lifecycle
             .handover()
@@ -131,6 +143,8 @@ impl Sluice {
             token: control.token().to_string(),
             token_generated: control.token_generated(),
             listeners,
+            toxiproxy_addr: control.toxiproxy_addr(),
+            runtime_listeners,
             lifecycle,
             server: Some(server),
             control,
@@ -188,6 +202,7 @@ impl Sluice {
 
     /// What is left once the data plane has stopped.
     fn stop_rest(&mut self) {
+        self.runtime_listeners.shutdown();
         // Copies still queued or out are dropped: the primary is done.
         if let Some(mut mirror) = self.mirror.take() {
             mirror.stop();
@@ -324,7 +339,7 @@ fn add_services(
                 let service = PreBound::new(socket, started, handed_over.clone(), |addr| {
                     let app = TcpProxy::new(
                         l.name.clone(),
-                        cluster.clone(),
+                        Upstream::Cluster(cluster.clone()),
                         store.clone(),
                         shared.clone(),
                         lifecycle.clone(),

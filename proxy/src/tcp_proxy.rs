@@ -1,13 +1,16 @@
 //! L4 pass-through for `tcp` listeners (Redis and any TCP service): one
 //! upstream connection per client connection, bytes copied both ways, a
 //! half-close on one side passed on to the other. For `kind: cache`
-//! clusters the copy loop also feeds a RESP observer.
+//! clusters the copy loop also feeds a RESP observer. The configured
+//! listeners are pingora services; those Toxiproxy's API opens at run time
+//! (`runtime_tcp`) hand their connections to the same [`TcpProxy::relay`].
 
 mod pump;
 mod resp_tap;
 mod toxic;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
@@ -15,6 +18,7 @@ use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
 use sluice_control::{ClusterKind, Shared, SnapshotStore};
 use sluice_filters::RespHandles;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
@@ -23,9 +27,21 @@ use crate::upstream::{Tried, EJECTION};
 use pump::{pump, NoTap};
 use resp_tap::RespTap;
 
+/// How long a connection to a run-time proxy's upstream may take (a
+/// cluster has its own `timeouts.connect`).
+const ADDRESS_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a listener's connections go.
+pub(crate) enum Upstream {
+    /// A configured cluster's endpoints, with ejection.
+    Cluster(String),
+    /// One `host:port` (a proxy of Toxiproxy's API).
+    Address(String),
+}
+
 pub(crate) struct TcpProxy {
     listener: String,
-    cluster: String,
+    upstream: Upstream,
     store: Arc<SnapshotStore>,
     /// The connection counters are recorded into its metrics.
     shared: Shared,
@@ -37,14 +53,14 @@ pub(crate) struct TcpProxy {
 impl TcpProxy {
     pub(crate) fn new(
         listener: String,
-        cluster: String,
+        upstream: Upstream,
         store: Arc<SnapshotStore>,
         shared: Shared,
         lifecycle: Arc<Lifecycle>,
     ) -> Self {
         Self {
             listener,
-            cluster,
+            upstream,
             store,
             shared,
             lifecycle,
@@ -52,32 +68,53 @@ impl TcpProxy {
         }
     }
 
+    /// The `cluster` label: the cluster's name, or the upstream address.
+    fn cluster_label(&self) -> &str {
+        match &self.upstream {
+            Upstream::Cluster(name) | Upstream::Address(name) => name,
+        }
+    }
+
     /// The RESP observer's metric handles when the cluster is `kind: cache`.
     fn resp_handles(&self) -> Option<Arc<RespHandles>> {
+        let Upstream::Cluster(name) = &self.upstream else {
+            return None;
+        };
         let snapshot = self.store.load();
-        let cluster = snapshot
-            .clusters
-            .iter()
-            .find(|c| c.config.name == self.cluster)?;
+        let cluster = snapshot.clusters.iter().find(|c| &c.config.name == name)?;
         if cluster.config.kind != ClusterKind::Cache {
             return None;
         }
-        let handles = self.resp.get_or_init(|| {
-            self.shared
-                .metrics
-                .resp
-                .handles(&self.listener, &self.cluster)
-        });
+        let handles = self
+            .resp
+            .get_or_init(|| self.shared.metrics.resp.handles(&self.listener, name));
         Some(Arc::clone(handles))
     }
 
-    /// Connects to the cluster's endpoints in turn, ejecting those that fail.
     async fn connect(&self) -> Option<TcpStream> {
+        match &self.upstream {
+            Upstream::Cluster(name) => self.connect_cluster(name).await,
+            Upstream::Address(addr) => {
+                let connect =
+                    tokio::time::timeout(ADDRESS_CONNECT_TIMEOUT, TcpStream::connect(addr));
+                match connect.await {
+                    Ok(Ok(stream)) => {
+                        let _ = stream.set_nodelay(true);
+                        Some(stream)
+                    }
+                    _ => {
+                        warn!(listener = %self.listener, %addr, "tcp upstream connect failed");
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects to the cluster's endpoints in turn, ejecting those that fail.
+    async fn connect_cluster(&self, name: &str) -> Option<TcpStream> {
         let snapshot = self.store.load();
-        let cluster = snapshot
-            .clusters
-            .iter()
-            .find(|c| c.config.name == self.cluster)?;
+        let cluster = snapshot.clusters.iter().find(|c| c.config.name == name)?;
         let mut tried = Tried::default();
         while let Some(i) = cluster
             .endpoints
@@ -117,16 +154,29 @@ impl ServerApp for TcpProxy {
         downstream: Stream,
         _shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
+        self.relay(downstream).await;
+        None
+    }
+}
+
+impl TcpProxy {
+    /// Serves one client connection to its end: upstream connection,
+    /// toxic, copy loop, counters.
+    pub(crate) async fn relay<C>(&self, downstream: C)
+    where
+        C: AsyncRead + AsyncWrite + Unpin + Send,
+    {
         let _inflight = self.lifecycle.enter();
         let metrics = &self.shared.metrics;
-        let labels = [self.listener.as_str(), self.cluster.as_str()];
+        let cluster = self.cluster_label();
+        let labels = [self.listener.as_str(), cluster];
         metrics.tcp_connections.with_label_values(&labels).inc();
         let active = metrics
             .tcp_active_connections
             .with_label_values(&[self.listener.as_str()]);
         active.inc();
         if let Some(upstream) = self.connect().await {
-            let fault = toxic::pick(&self.store.load(), &self.listener, &self.cluster);
+            let fault = toxic::pick(&self.store.load(), &self.listener, cluster);
             let (mut downstream, mut upstream) = toxic::wrap(downstream, upstream, fault);
             // The pump shuts down each write side when its read side reaches
             // EOF, which is exactly the half-close a client expects.
@@ -142,17 +192,14 @@ impl ServerApp for TcpProxy {
             }
             let (to_upstream, to_downstream) = (pumped.to_upstream, pumped.to_downstream);
             let bytes = |dir: &str| {
-                metrics.tcp_bytes.with_label_values(&[
-                    self.listener.as_str(),
-                    self.cluster.as_str(),
-                    dir,
-                ])
+                metrics
+                    .tcp_bytes
+                    .with_label_values(&[self.listener.as_str(), cluster, dir])
             };
             bytes("upstream").inc_by(to_upstream);
             bytes("downstream").inc_by(to_downstream);
             debug!(listener = %self.listener, to_upstream, to_downstream, "tcp connection closed");
         }
         active.dec();
-        None
     }
 }

@@ -54,4 +54,5 @@ mod shedding;
 mod state;
 mod tcp;
 mod token_meter;
+mod toxiproxy;
 mod trace_cli;

@@ -9,6 +9,7 @@
 
 mod chroma;
 mod net;
+mod node;
 mod process;
 mod prometheus_server;
 mod python;
@@ -22,6 +23,7 @@ mod tests;
 
 pub(crate) use chroma::{chroma_bin, Chroma};
 pub(crate) use net::{free_port, wait_for_tcp, WAIT_POLL};
+pub(crate) use node::{node_modules, node_package_available};
 pub(crate) use process::Process;
 pub(crate) use prometheus_server::{have, Prometheus};
 pub(crate) use python::{python, run_json, workspace_root};

@@ -155,6 +155,10 @@ pub struct RawAdmin {
     pub max_body: Option<RawSize>,
     /// The deepest nesting of objects and lists in a body (default 64).
     pub max_body_depth: Option<usize>,
+    /// Serve Toxiproxy's REST API here (loopback only: it has no auth).
+    pub toxiproxy: Option<String>,
+    /// The TTL each toxic added through Toxiproxy's API gets (default 1h).
+    pub toxiproxy_default_ttl: Option<String>,
 }
 
 #[skip_serializing_none]

@@ -39,12 +39,13 @@ const DEFAULT_UPGRADE_SOCK: &str = "/tmp/sluice_upgrade.sock";
 const MAX_UNIX_PATH: usize = 107;
 const DEFAULT_MAX_EXPERIMENTS: usize = 1000;
 pub(crate) use admin::DEFAULT_ADMIN_MAX_BODY;
+pub use fault::RUNTIME_LISTENER_PREFIX;
 
 impl RawConfig {
     pub fn validate(&self) -> Result<Config, ConfigErrors> {
         let mut errs = Errors::default();
         let runtime = runtime(self, &mut errs);
-        let admin = admin::admin(self, &mut errs);
+        let admin = admin::admin(self, runtime.max_fault_ttl, &mut errs);
         let clusters = clusters(&self.clusters, &mut errs);
         let listeners = listeners(&self.listeners, &clusters, &admin, &mut errs);
         let routes = routes::routes(&self.routes, &self.listeners, &clusters, &mut errs);

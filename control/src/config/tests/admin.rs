@@ -112,3 +112,35 @@ fn named_tokens_alone_allow_a_non_loopback_listener() {
         ["admin.token_file: must name a file"]
     );
 }
+
+#[test]
+fn toxiproxy_listens_on_loopback_only_with_a_bounded_ttl() {
+    let c = Config::from_yaml(&with_admin(
+        "  token_env: T\n  toxiproxy: 127.0.0.1:8474\n  toxiproxy_default_ttl: 10m\n",
+    ))
+    .unwrap();
+    assert_eq!(c.admin.toxiproxy, Some("127.0.0.1:8474".parse().unwrap()));
+    assert_eq!(
+        c.admin.toxiproxy_default_ttl,
+        std::time::Duration::from_secs(600)
+    );
+    let defaults = Config::from_yaml(&with_admin("  token_env: T\n")).unwrap();
+    assert_eq!(defaults.admin.toxiproxy, None);
+    assert_eq!(
+        defaults.admin.toxiproxy_default_ttl,
+        std::time::Duration::from_secs(3600)
+    );
+    assert_eq!(
+        errors_in(&with_admin(
+            "  token_env: T\n  toxiproxy: 0.0.0.0:8474\n  toxiproxy_default_ttl: 2h\n"
+        )),
+        [
+            "admin.toxiproxy: 0.0.0.0:8474 is not a loopback address: Toxiproxy's API has no authentication",
+            "admin.toxiproxy_default_ttl: `2h` is longer than the maximum 1h (runtime.max_fault_ttl)",
+        ]
+    );
+    assert_eq!(
+        errors_in(&with_admin("  token_env: T\n  toxiproxy: localhost\n")),
+        ["admin.toxiproxy: `localhost` is not an address like 127.0.0.1:8080"]
+    );
+}

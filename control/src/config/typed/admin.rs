@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 sluice_filters::name_table! {
     /// What a token may do. Each scope holds the ones before it (the
@@ -69,4 +70,8 @@ pub struct AdminConfig {
     pub max_body: usize,
     /// The deepest nesting of objects and lists a body may have.
     pub max_body_depth: usize,
+    /// Where Toxiproxy's REST API is served (a loopback address).
+    pub toxiproxy: Option<SocketAddr>,
+    /// The TTL of a toxic added through Toxiproxy's API, which has none.
+    pub toxiproxy_default_ttl: Duration,
 }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::super::raw::{RawAdminTls, RawAdminToken};
 use super::super::typed::{AdminConfig, AdminTls, Scope, TokenSource};
@@ -11,6 +12,8 @@ use super::super::RawConfig;
 use super::errors::Errors;
 
 const DEFAULT_ADMIN: &str = "127.0.0.1:9901";
+/// A forgotten toxic still ends: Toxiproxy's own toxics never do.
+const DEFAULT_TOXIPROXY_TTL: Duration = Duration::from_secs(3600);
 /// Large enough for `GET /v1/config` of a config at `max_experiments` to be
 /// `PUT` back whole.
 pub(crate) const DEFAULT_ADMIN_MAX_BODY: usize = 16 * 1024 * 1024;
@@ -19,7 +22,7 @@ const DEFAULT_ADMIN_MAX_DEPTH: usize = 64;
 /// The name `token_env` and a bare `token_file` give their one token.
 pub(crate) const DEFAULT_TOKEN_NAME: &str = "default";
 
-pub(super) fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
+pub(super) fn admin(raw: &RawConfig, max_fault_ttl: Duration, errs: &mut Errors) -> AdminConfig {
     let a = raw.admin.clone().unwrap_or_default();
     let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_ADMIN);
     let listen = errs
@@ -84,7 +87,50 @@ pub(super) fn admin(raw: &RawConfig, errs: &mut Errors) -> AdminConfig {
         },
         max_body,
         max_body_depth,
+        toxiproxy: a
+            .toxiproxy
+            .as_deref()
+            .and_then(|text| toxiproxy(text, errs)),
+        toxiproxy_default_ttl: toxiproxy_ttl(
+            a.toxiproxy_default_ttl.as_deref(),
+            max_fault_ttl,
+            errs,
+        ),
     }
+}
+
+/// `admin.toxiproxy`: an address, and a loopback one, because Toxiproxy's
+/// API has no authentication for sluice to ask for.
+fn toxiproxy(text: &str, errs: &mut Errors) -> Option<SocketAddr> {
+    let addr = errs.socket_addr("admin.toxiproxy".into(), text)?;
+    if !addr.ip().is_loopback() {
+        errs.push(
+            "admin.toxiproxy",
+            format!("{text} is not a loopback address: Toxiproxy's API has no authentication"),
+        );
+        return None;
+    }
+    Some(addr)
+}
+
+/// `admin.toxiproxy_default_ttl`: more than zero (`duration` says so), at most
+/// `runtime.max_fault_ttl` (each toxic is an experiment).
+fn toxiproxy_ttl(text: Option<&str>, max: Duration, errs: &mut Errors) -> Duration {
+    let path = "admin.toxiproxy_default_ttl";
+    let default = DEFAULT_TOXIPROXY_TTL.min(max);
+    let ttl = errs.duration(path.into(), text, default);
+    if ttl > max {
+        errs.push(
+            path,
+            format!(
+                "`{}` is longer than the maximum {} (runtime.max_fault_ttl)",
+                text.unwrap_or_default(),
+                sluice_filters::format_duration(max)
+            ),
+        );
+        return default;
+    }
+    ttl
 }
 
 /// One of `admin.tokens`: a valid, unique name, a known scope and exactly

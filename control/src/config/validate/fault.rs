@@ -22,6 +22,10 @@ pub(super) const DEFAULT_MAX_FAULT_TTL: Duration = Duration::from_secs(3600);
 /// 16 MiB `PUT /v1/config` accepts.
 pub(crate) const MAX_FAULT_BYTES: usize = 8 * 1024;
 const DEFAULT_HALT_WINDOW: Duration = Duration::from_secs(10);
+/// How the listener of a proxy added through Toxiproxy's API is named
+/// (`toxiproxy:redis`): the `:` is outside the config's name alphabet, so
+/// no configured listener can take such a name.
+pub const RUNTIME_LISTENER_PREFIX: &str = "toxiproxy:";
 
 /// What an experiment's references are checked against.
 pub(super) struct Known<'a> {
@@ -139,12 +143,19 @@ pub(super) fn fault(
 fn matcher_refs(at: &str, m: &RawFaultMatch, known: &Known<'_>, errs: &mut Errors) -> bool {
     let mut on_tcp = false;
     if let Some(l) = &m.listener {
-        match known.listeners.iter().find(|x| &x.name == l) {
-            Some(x) => on_tcp = x.protocol == RawProtocol::Tcp,
-            None => errs.push(
-                format!("{at}.match.listener"),
-                format!("unknown listener `{l}`"),
-            ),
+        // A proxy added through Toxiproxy's API is a tcp listener that the
+        // config does not list; it may be gone (a toxic outlives nothing,
+        // it just matches no connection then).
+        if l.starts_with(RUNTIME_LISTENER_PREFIX) {
+            on_tcp = true;
+        } else {
+            match known.listeners.iter().find(|x| &x.name == l) {
+                Some(x) => on_tcp = x.protocol == RawProtocol::Tcp,
+                None => errs.push(
+                    format!("{at}.match.listener"),
+                    format!("unknown listener `{l}`"),
+                ),
+            }
         }
     }
     if let Some(r) = &m.route {
