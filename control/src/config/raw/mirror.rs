@@ -32,6 +32,9 @@ pub struct RawMirror {
     pub rewrite: Option<RawRewrite>,
     pub compare: Option<RawCompare>,
     pub perturb: Option<RawPerturb>,
+    /// Embed the shadow copies' answers to each prompt and record how far
+    /// they spread (needs `copies` of at least 2 and `compare.embeddings`).
+    pub stability: Option<bool>,
 }
 
 /// Shadow copies with a share of the user text's words changed, for the
