@@ -69,7 +69,8 @@ pub use lineage::{
     rollout_artifact, rollout_in,
 };
 pub use mirror::{
-    DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, DIFF_CAPACITY,
+    DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, ShadowReading,
+    DIFF_CAPACITY,
 };
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};

@@ -4,6 +4,8 @@
 //! that holds the sockets lives in the proxy.
 
 mod diffs;
+#[cfg(test)]
+mod tests;
 
 pub use diffs::{DiffLeg, DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 
@@ -11,7 +13,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sluice_filters::{
-    hash_bytes, mix64, DriftWindow, Metrics, MirrorResult, MirrorRouteMetrics, MirrorSampler,
+    hash_bytes, mix64, Dispersion, DriftReading, DriftWindow, Metrics, MirrorResult,
+    MirrorRouteMetrics, MirrorSampler, RecentValues, StabilityMetrics,
 };
 
 use crate::config::MirrorConfig;
@@ -33,6 +36,9 @@ pub struct MirrorRuntime {
     /// The embedding similarity's drift, kept across snapshots while the
     /// policy is unchanged (a rollout step must not restart the baseline).
     pub drift: Arc<Mutex<EmbeddingDrift>>,
+    /// With `stability: true`: the dispersion histograms of the shadow
+    /// cluster at its version.
+    pub stability: Option<StabilityMetrics>,
 }
 
 /// A route's embedding comparison so far.
@@ -41,6 +47,20 @@ pub struct EmbeddingDrift {
     pub window: DriftWindow,
     /// A drift event was raised and has not cleared since.
     pub drifting: bool,
+    /// Answer stability: the dispersion of the last `window` prompts.
+    pub dispersion: RecentValues,
+}
+
+/// What a route's mirror has measured of its shadow, for the rollout
+/// gates that read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ShadowReading {
+    /// The drift window: its p10, KL and the pairs behind them.
+    pub drift: DriftReading,
+    /// The mean dispersion of the last `window` prompts' answers.
+    pub dispersion: Option<f64>,
+    /// The prompts that mean is over.
+    pub prompts: usize,
 }
 
 /// Whether copies are worth collecting. The sender closes the gate when
@@ -104,12 +124,17 @@ impl MirrorRuntime {
                 Arc::new(Mutex::new(EmbeddingDrift {
                     window: DriftWindow::new(window),
                     drifting: false,
+                    dispersion: RecentValues::new(window),
                 }))
             },
             |p| p.drift.clone(),
         );
         // A fresh start of the sampling sequence per route and version.
         let seed = mix64(hash_bytes(route.as_bytes()) ^ version);
+        let stability = config.stability.then(|| {
+            let c = &shadow.config;
+            metrics.mirror.stability(route, &c.name, &c.version)
+        });
         MirrorRuntime {
             route: route.to_string(),
             version,
@@ -120,7 +145,34 @@ impl MirrorRuntime {
             gate: ShadowGate::default(),
             embedder,
             drift,
+            stability,
         }
+    }
+
+    /// Records one prompt's answer dispersion: its histograms, and the
+    /// window `answer_dispersion_max` reads.
+    pub fn record_dispersion(&self, d: Dispersion) {
+        let Some(m) = &self.stability else {
+            return;
+        };
+        m.dispersion.observe(d.centroid_variance);
+        m.pairwise.observe(d.mean_pairwise);
+        self.lock_drift().dispersion.push(d.centroid_variance);
+    }
+
+    /// What the mirror has measured of its shadow so far.
+    pub fn reading(&self) -> ShadowReading {
+        let drift = self.lock_drift();
+        ShadowReading {
+            drift: drift.window.reading(),
+            dispersion: drift.dispersion.mean(),
+            prompts: drift.dispersion.len(),
+        }
+    }
+
+    /// The drift state; a poisoned lock still holds figures worth reading.
+    pub fn lock_drift(&self) -> std::sync::MutexGuard<'_, EmbeddingDrift> {
+        self.drift.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -76,13 +76,16 @@ pub struct DriftWindow {
     window: std::collections::VecDeque<f64>,
 }
 
-/// What one more pair changed.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Where the drift stands after a pair.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DriftReading {
     /// `None` until the baseline is full and the window has `size` pairs.
     pub kl: Option<f64>,
-    /// The window's 10th percentile (the baseline's while it fills).
+    /// The 10th percentile of the last `size` pairs (the baseline's last
+    /// pairs stand in while the window fills).
     pub p10: Option<f64>,
+    /// The pairs `p10` is read from: `size` once that many were scored.
+    pub pairs: usize,
 }
 
 impl DriftWindow {
@@ -97,20 +100,70 @@ impl DriftWindow {
     pub fn push(&mut self, similarity: f64) -> DriftReading {
         if self.baseline.len() < self.size {
             self.baseline.push(similarity);
-            return DriftReading {
-                kl: None,
-                p10: quantile(&self.baseline, 0.1),
-            };
+        } else {
+            if self.window.len() == self.size {
+                self.window.pop_front();
+            }
+            self.window.push_back(similarity);
         }
-        if self.window.len() == self.size {
-            self.window.pop_front();
-        }
-        self.window.push_back(similarity);
+        self.reading()
+    }
+
+    /// The reading as of the last pair.
+    pub fn reading(&self) -> DriftReading {
+        // The last `size` pairs: the window, topped up from the baseline's
+        // tail while it fills, so the percentile reads on across the switch.
+        let from_baseline = self.size - self.window.len();
+        let start = self.baseline.len().saturating_sub(from_baseline);
+        let recent: Vec<f64> = self.baseline[start..]
+            .iter()
+            .chain(&self.window)
+            .copied()
+            .collect();
         let window: Vec<f64> = self.window.iter().copied().collect();
         DriftReading {
             kl: (window.len() == self.size).then(|| similarity_kl(&window, &self.baseline)),
-            p10: quantile(&window, 0.1),
+            p10: quantile(&recent, 0.1),
+            pairs: recent.len(),
         }
+    }
+}
+
+/// The last `size` values of a per-prompt figure (answer dispersion), for
+/// a gate that reads their mean.
+#[derive(Clone, Debug)]
+pub struct RecentValues {
+    size: usize,
+    values: std::collections::VecDeque<f64>,
+}
+
+impl RecentValues {
+    pub fn new(size: usize) -> RecentValues {
+        RecentValues {
+            size: size.max(1),
+            values: std::collections::VecDeque::new(),
+        }
+    }
+
+    pub fn push(&mut self, value: f64) {
+        if self.values.len() == self.size {
+            self.values.pop_front();
+        }
+        self.values.push_back(value);
+    }
+
+    /// The mean of the values kept; `None` when there are none.
+    pub fn mean(&self) -> Option<f64> {
+        (!self.values.is_empty())
+            .then(|| self.values.iter().sum::<f64>() / self.values.len() as f64)
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
     }
 }
 

@@ -31,6 +31,16 @@ crate::name_table! {
         /// Percent of the canary's gRPC calls whose `grpc-status` is not a
         /// failure code (`gates.grpc_failure_codes`), 0..=100: a lower bound.
         GrpcSuccessRateMin = "grpc_success_rate_min",
+        /// The 10th percentile of the mirror's last `window` embedding
+        /// similarities, shadow (the canary) against primary: a lower bound.
+        EmbeddingSimilarityP10Min = "embedding_similarity_p10_min",
+        /// KL divergence (nats) of the mirror's embedding-similarity window
+        /// from its baseline window.
+        EmbeddingDriftKlMax = "embedding_drift_kl_max",
+        /// Mean answer dispersion (variance of each answer's similarity to
+        /// the centroid) over the mirror's last `window` prompts
+        /// (`mirror.stability`).
+        AnswerDispersionMax = "answer_dispersion_max",
     }
 }
 
@@ -99,7 +109,11 @@ impl Gate {
                 GateUnit::Ms
             }
             Gate::ErrorRate | Gate::GpuMemoryMax | Gate::GrpcSuccessRateMin => GateUnit::Percent,
-            Gate::P99VsStable | Gate::TtftVsStable => GateUnit::Ratio,
+            Gate::P99VsStable
+            | Gate::TtftVsStable
+            | Gate::EmbeddingSimilarityP10Min
+            | Gate::EmbeddingDriftKlMax
+            | Gate::AnswerDispersionMax => GateUnit::Ratio,
             Gate::UpstreamQueueMax => GateUnit::Requests,
             Gate::CostPer1kMax => GateUnit::Usd,
         }
@@ -118,14 +132,29 @@ impl Gate {
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
             | Gate::CostPer1kMax
-            | Gate::GrpcSuccessRateMin => false,
+            | Gate::GrpcSuccessRateMin
+            | Gate::EmbeddingSimilarityP10Min
+            | Gate::EmbeddingDriftKlMax
+            | Gate::AnswerDispersionMax => false,
         }
     }
 
+    /// Read from the route's mirror (`compare.embeddings`), not from the
+    /// canary's requests.
+    pub fn reads_the_mirror(self) -> bool {
+        matches!(
+            self,
+            Gate::EmbeddingSimilarityP10Min | Gate::EmbeddingDriftKlMax | Gate::AnswerDispersionMax
+        )
+    }
+
     /// The canary passes while its value is at least the bound (a success
-    /// rate), not at most.
+    /// rate, a similarity), not at most.
     pub fn is_lower_bound(self) -> bool {
-        self == Gate::GrpcSuccessRateMin
+        matches!(
+            self,
+            Gate::GrpcSuccessRateMin | Gate::EmbeddingSimilarityP10Min
+        )
     }
 
     /// Whether `value` passes `bound`.
@@ -156,7 +185,10 @@ impl Gate {
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
             | Gate::CostPer1kMax
-            | Gate::GrpcSuccessRateMin => false,
+            | Gate::GrpcSuccessRateMin
+            | Gate::EmbeddingSimilarityP10Min
+            | Gate::EmbeddingDriftKlMax
+            | Gate::AnswerDispersionMax => false,
         }
     }
 }

@@ -59,7 +59,8 @@ pub use cost::{
     COST_TOKENS_METRIC,
 };
 pub use embedding::{
-    cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow, KL_BINS,
+    cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow,
+    RecentValues, KL_BINS,
 };
 pub use failure::{error_body, Failure};
 pub use fault::{
@@ -110,7 +111,11 @@ pub use metrics::{
     Metrics, RespHandles, RespMetrics, RolloutMetrics, RouteClusterMetrics, StatusClass,
     GRPC_REQUESTS_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
 };
-pub use mirror::{MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler};
+pub use mirror::{
+    MirrorMetrics, MirrorResult, MirrorRouteMetrics, MirrorSampler, StabilityMetrics,
+    ANSWER_DISPERSION_METRIC, ANSWER_PAIRWISE_METRIC, EMBEDDING_KL_METRIC,
+    EMBEDDING_SIMILARITY_METRIC,
+};
 pub use names::{join as join_names, UnknownName};
 pub use path_error::{PathError, PathErrors};
 pub use perturb::{PerturbMode, PerturbSpec, Perturbation, DEFAULT_MASK_TOKEN, PERTURBED_HEADER};

@@ -11,7 +11,10 @@ mod metrics;
 use crate::hash::mix64;
 use crate::sampling::{below, share, RandomStream, SessionSampler};
 
-pub use metrics::{MirrorMetrics, MirrorResult, MirrorRouteMetrics};
+pub use metrics::{
+    MirrorMetrics, MirrorResult, MirrorRouteMetrics, StabilityMetrics, ANSWER_DISPERSION_METRIC,
+    ANSWER_PAIRWISE_METRIC, EMBEDDING_KL_METRIC, EMBEDDING_SIMILARITY_METRIC,
+};
 
 /// A seed offset for the extras' stream, apart from the picks'.
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;

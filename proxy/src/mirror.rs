@@ -158,7 +158,7 @@ async fn run(
             let answers = shadow.send_all(job.clone(), admitted).await;
             let texts = report::report(&job, answers, &diffs);
             if let (Some(slot), Some(texts)) = (embedding, texts) {
-                embed::compare(&shadow, &job, texts, &events).await;
+                embed::compare(&shadow, &job, texts, (&events, &diffs)).await;
                 drop(slot);
             }
         });

@@ -29,21 +29,33 @@ impl LlamaServer {
     /// With `temperature`, requests that name none sample at it (the
     /// server's default is 0.8).
     pub(crate) fn start_with(python: &Path, temperature: Option<f32>) -> LlamaServer {
-        Self::spawn(python, temperature, false)
+        Self::spawn(python, temperature, false, None)
+    }
+
+    /// At temperature 0, with a drifted prompt template: `system` as the
+    /// system turn and after each user message (`llama_server.py --system`).
+    pub(crate) fn start_with_system(python: &Path, system: &str) -> LlamaServer {
+        Self::spawn(python, Some(0.0), false, Some(system))
     }
 
     /// The same model serving `/v1/embeddings`.
     pub(crate) fn start_embedder(python: &Path) -> LlamaServer {
-        Self::spawn(python, None, true)
+        Self::spawn(python, None, true, None)
     }
 
-    fn spawn(python: &Path, temperature: Option<f32>, embedding: bool) -> LlamaServer {
+    fn spawn(
+        python: &Path,
+        temperature: Option<f32>,
+        embedding: bool,
+        system: Option<&str>,
+    ) -> LlamaServer {
         let port = free_port();
         let mut child = Command::new(python)
             .arg(script("llama_server.py"))
             .arg(port.to_string())
             .args(temperature.map(|t| t.to_string()))
             .args(embedding.then_some("--embedding"))
+            .args(system.map(|s| ["--system", s]).into_iter().flatten())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

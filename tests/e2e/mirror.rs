@@ -8,6 +8,7 @@ mod embeddings;
 mod faults;
 mod perturb;
 mod real;
+mod stability;
 
 use std::net::SocketAddr;
 use std::time::Duration;

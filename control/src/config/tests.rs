@@ -13,6 +13,7 @@ mod listener_limits;
 mod load;
 mod max_body;
 mod mirror;
+mod mirror_gates;
 mod plans;
 mod protocol;
 mod recorder;

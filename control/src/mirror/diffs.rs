@@ -47,6 +47,9 @@ pub struct DiffRecord {
     /// `status`, `text`, `ids`: what differed beyond the noise floor.
     pub kinds: Vec<&'static str>,
     pub similarity: Option<f64>,
+    /// Cosine similarity of the two answers' embeddings
+    /// (`compare.embeddings`), set when the embedder has answered.
+    pub embedding_similarity: Option<f64>,
     pub recall: Option<f64>,
     pub latency_ratio: Option<f64>,
     pub ttft_ratio: Option<f64>,
@@ -68,7 +71,8 @@ pub struct MirrorDiffs {
 }
 
 impl MirrorDiffs {
-    pub fn push(&self, mut record: DiffRecord) {
+    /// Keeps `record`; its `seq`, to attach what is learnt later by.
+    pub fn push(&self, mut record: DiffRecord) -> u64 {
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (seq, ring) = &mut *guard;
         *seq += 1;
@@ -77,6 +81,27 @@ impl MirrorDiffs {
             ring.pop_front();
         }
         ring.push_back(record);
+        *seq
+    }
+
+    /// Sets the embedding similarity of the pair kept as `seq`, if it is
+    /// still kept (the embedder answers after the pair is recorded).
+    pub fn set_embedding_similarity(&self, seq: u64, similarity: f64) {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let ring = &mut guard.1;
+        // Sequence numbers rise by one along the ring.
+        let Some(first) = ring.front().map(|r| r.seq) else {
+            return;
+        };
+        let Some(record) = seq
+            .checked_sub(first)
+            .and_then(|i| ring.get_mut(i as usize))
+        else {
+            return;
+        };
+        if record.seq == seq {
+            record.embedding_similarity = Some(similarity);
+        }
     }
 
     /// Kept pairs, newest first, and how many were ever recorded.
@@ -105,5 +130,24 @@ mod tests {
         assert_eq!(list[0].request_id, (DIFF_CAPACITY + 9).to_string());
         assert_eq!(list[0].seq, (DIFF_CAPACITY + 10) as u64);
         assert_eq!(list[DIFF_CAPACITY - 1].request_id, "10");
+    }
+
+    #[test]
+    fn the_embedding_similarity_lands_on_its_pair_while_it_is_kept() {
+        let diffs = MirrorDiffs::default();
+        let first = diffs.push(DiffRecord::default());
+        let seqs: Vec<u64> = (0..DIFF_CAPACITY)
+            .map(|_| diffs.push(DiffRecord::default()))
+            .collect();
+        // The first pair has left the ring: nothing to set.
+        diffs.set_embedding_similarity(first, 0.5);
+        diffs.set_embedding_similarity(seqs[3], 0.75);
+        diffs.set_embedding_similarity(seqs[DIFF_CAPACITY - 1] + 1, 0.25);
+        let (list, _) = diffs.list();
+        let set: Vec<(u64, f64)> = list
+            .iter()
+            .filter_map(|r| Some((r.seq, r.embedding_similarity?)))
+            .collect();
+        assert_eq!(set, vec![(seqs[3], 0.75)]);
     }
 }

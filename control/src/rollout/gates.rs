@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sluice_filters::{cost_per_1k, Price, Usage};
 
 use crate::config::{Gate, Gates, RolloutConfig, Unit};
+use crate::mirror::ShadowReading;
 use crate::stats::{Measure, WindowView};
 
 /// Everything the gates are judged on, gathered at one instant.
@@ -25,6 +26,9 @@ pub enum Observation<'a> {
         /// Requests waiting at the canary's model server; `None` when it is
         /// not scraped or did not answer.
         upstream_waiting: Option<f64>,
+        /// What the route's mirror measured of the canary as its shadow;
+        /// `None` when the route does not mirror to the canary.
+        shadow: Option<ShadowReading>,
     },
     /// Each gate's value and samples as read elsewhere (fleet mode: PromQL
     /// over every instance); a gate missing here has nothing to read.
@@ -72,6 +76,8 @@ impl GateReading {
     pub fn describe(&self) -> String {
         let show = |v: f64| match self.unit {
             Unit::Ms | Unit::Percent => format!("{}{}", round(v, 3), self.unit.as_str()),
+            // Dispersions are small: keep their digits.
+            Unit::Ratio if v != 0.0 && v.abs() < 0.1 => round(v, 6).to_string(),
             Unit::Ratio | Unit::Requests => round(v, 3).to_string(),
             // Prices per 1k tokens are fractions of a cent.
             Unit::Usd => format!("${}", round(v, 6)),
@@ -151,6 +157,7 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         stable,
         gpu_memory_percent,
         upstream_waiting,
+        shadow,
     } = *obs
     else {
         return Figure::default();
@@ -212,6 +219,16 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
             ),
             None => (None, 0, None),
         },
+        // Samples are the mirror's: pairs scored, prompts dispersed.
+        Gate::EmbeddingSimilarityP10Min => shadow.map_or((None, 0, None), |s| {
+            (s.drift.p10, s.drift.pairs as u64, None)
+        }),
+        Gate::EmbeddingDriftKlMax => shadow.map_or((None, 0, None), |s| {
+            (s.drift.kl, s.drift.pairs as u64, None)
+        }),
+        Gate::AnswerDispersionMax => {
+            shadow.map_or((None, 0, None), |s| (s.dispersion, s.prompts as u64, None))
+        }
     };
     Figure {
         value,
@@ -255,7 +272,10 @@ pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
             | Gate::CostPer1kMax
-            | Gate::GrpcSuccessRateMin => continue,
+            | Gate::GrpcSuccessRateMin
+            | Gate::EmbeddingSimilarityP10Min
+            | Gate::EmbeddingDriftKlMax
+            | Gate::AnswerDispersionMax => continue,
         };
         if !canary.contains(&measure) {
             canary.push(measure);
@@ -274,3 +294,7 @@ fn ratio(canary: Option<f64>, stable: Option<f64>) -> Option<f64> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "gates/mirror_tests.rs"]
+mod mirror_tests;

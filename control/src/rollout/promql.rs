@@ -16,15 +16,19 @@
 //! read in seconds, Prometheus's unit, and shown in milliseconds;
 //! `error_rate`, `gpu_memory_max` and `grpc_success_rate_min` in percent; relative gates as the
 //! ratio; `upstream_queue_max` in requests; `cost_per_1k_max` in USD;
-//! `requests` as a count.
+//! `requests` as a count. The mirror's gates (`embedding_similarity_p10_min`,
+//! `embedding_drift_kl_max`, `answer_dispersion_max`) as their figures, with
+//! their own samples: the pairs (prompts) the route's mirror scored in the
+//! window, not the canary's requests.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_filters::{
-    GrpcCodes, Price, StatusClass, COST_METRIC, COST_TOKENS_METRIC, GAP_METRIC,
-    GRPC_REQUESTS_METRIC, REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL,
-    TOKEN_USAGE_METRIC, TPOT_METRIC, TTFT_METRIC,
+    GrpcCodes, Price, StatusClass, ANSWER_DISPERSION_METRIC, COST_METRIC, COST_TOKENS_METRIC,
+    EMBEDDING_KL_METRIC, EMBEDDING_SIMILARITY_METRIC, GAP_METRIC, GRPC_REQUESTS_METRIC,
+    REQUESTS_METRIC, REQUEST_DURATION_METRIC, STATUS_CLASS_LABEL, TOKEN_USAGE_METRIC, TPOT_METRIC,
+    TTFT_METRIC,
 };
 
 use crate::config::{Gate, QueryKey, RolloutConfig, Unit};
@@ -40,6 +44,9 @@ pub(crate) struct Queries {
     pub canary_requests: String,
     /// Stable's requests, asked only for relative gates.
     pub stable_requests: Option<String>,
+    /// The samples of the gates that read the mirror (pairs or prompts
+    /// scored in the window), by gate.
+    pub mirror_samples: Vec<(Gate, String)>,
 }
 
 /// The queries of `c`'s gates; `overrides` replace the generated ones.
@@ -65,10 +72,33 @@ pub(crate) fn queries(c: &RolloutConfig, overrides: &BTreeMap<QueryKey, String>)
         })
         .collect();
     let relative = gates.iter().any(|(g, _)| g.is_relative());
+    let mirror_samples = gates
+        .iter()
+        .filter_map(|(g, _)| Some((*g, fill(&mirror_samples(*g)?, &c.canary))))
+        .collect();
     Queries {
         gates,
         canary_requests: fill(&requests, &c.canary),
         stable_requests: relative.then(|| fill(&requests, &c.stable)),
+        mirror_samples,
+    }
+}
+
+/// The samples of a gate that reads the mirror: its histogram's count in
+/// the window. `None` for the gates whose samples are the canary's requests.
+pub(crate) fn mirror_samples(gate: Gate) -> Option<String> {
+    let count = |family: &str, selector: &str| {
+        format!("sum(increase({family}_count{{{selector}}}[$window]))")
+    };
+    match gate {
+        Gate::EmbeddingSimilarityP10Min | Gate::EmbeddingDriftKlMax => {
+            Some(count(EMBEDDING_SIMILARITY_METRIC, "route=\"$route\""))
+        }
+        Gate::AnswerDispersionMax => Some(count(
+            ANSWER_DISPERSION_METRIC,
+            "route=\"$route\",cluster=\"$cluster\"",
+        )),
+        _ => None,
     }
 }
 
@@ -165,6 +195,22 @@ pub(crate) fn template(
                 calls(&format!(",grpc_status=~\"{}\"", failed.join("|"))),
                 calls("")
             )
+        }
+        // The mirror's families carry no `source` label (copies are the
+        // mirror's own traffic), and the similarity ones no cluster: the
+        // route's shadow is the canary (validation sees to it where the
+        // route is known).
+        Gate::EmbeddingSimilarityP10Min => format!(
+            "histogram_quantile(0.1, sum by (le) (rate({EMBEDDING_SIMILARITY_METRIC}_bucket{{route=\"$route\"}}[$window])))"
+        ),
+        // Each instance's KL is from its own baseline: the worst of them.
+        Gate::EmbeddingDriftKlMax => format!("max({EMBEDDING_KL_METRIC}{{route=\"$route\"}})"),
+        // The mean over the fleet's prompts in the window.
+        Gate::AnswerDispersionMax => {
+            let sum = |part: &str| {
+                format!("sum(rate({ANSWER_DISPERSION_METRIC}_{part}{{route=\"$route\",cluster=\"$cluster\"}}[$window]))")
+            };
+            format!("{} / {}", sum("sum"), sum("count"))
         }
     }
 }

@@ -16,6 +16,7 @@ pub(crate) use prom::PrometheusSource;
 use super::controller::Env;
 use super::gates::{measures, Figures, Observation};
 use crate::config::{Config, RolloutConfig, RolloutSource};
+use crate::mirror::ShadowReading;
 use crate::observers::Observers;
 use crate::stats::{Measure, WindowView};
 
@@ -49,6 +50,7 @@ pub(crate) enum Gathered {
         stable: WindowView,
         gpu_memory_percent: Option<f64>,
         upstream_waiting: Option<f64>,
+        shadow: Option<ShadowReading>,
     },
     Figures {
         figures: Figures,
@@ -66,11 +68,13 @@ impl Gathered {
                 stable,
                 gpu_memory_percent,
                 upstream_waiting,
+                shadow,
             } => Observation::Windows {
                 canary,
                 stable,
                 gpu_memory_percent: *gpu_memory_percent,
                 upstream_waiting: *upstream_waiting,
+                shadow: *shadow,
             },
             Gathered::Figures { figures, .. } => Observation::Figures(figures),
         }
@@ -123,11 +127,19 @@ impl ObservationSource for LocalSource {
     async fn gather(&self, env: &Env, config: &RolloutConfig) -> Gathered {
         let live = env.store.load();
         let (canary, stable) = views(env, &live.config, config);
+        // The mirror gates read the route's mirror while its shadow is the
+        // canary (validation sees to it; a reload may have changed it since).
+        let shadow = live
+            .route(&config.route)
+            .and_then(|r| r.mirror.as_ref())
+            .filter(|m| m.config.cluster == config.canary)
+            .map(|m| m.reading());
         Gathered::Windows {
             canary,
             stable,
             gpu_memory_percent: env.signals.gpu_memory_percent(),
             upstream_waiting: env.signals.upstream_waiting(&config.canary),
+            shadow,
         }
     }
 }

@@ -120,3 +120,33 @@ fn dispersion_of_known_sets() {
     assert_eq!(dispersion(&[vec![1.0, 0.0], vec![1.0]]), None);
     assert_eq!(dispersion(&[vec![1.0, 0.0], vec![0.0, 0.0]]), None);
 }
+
+#[test]
+fn the_p10_reads_the_last_window_of_pairs_across_the_baseline() {
+    let mut drift = DriftWindow::new(4);
+    assert_eq!(drift.reading(), DriftReading::default());
+    let r = drift.push(0.5);
+    assert_eq!((r.p10, r.pairs, r.kl), (Some(0.5), 1, None));
+    for s in [0.9, 0.9, 0.9] {
+        drift.push(s);
+    }
+    // Baseline full; two window pairs: the last four are 0.9 0.9 1.0 1.0.
+    drift.push(1.0);
+    let r = drift.push(1.0);
+    assert_eq!((r.p10, r.pairs, r.kl), (Some(0.9), 4, None));
+    assert_eq!(drift.reading(), r);
+    drift.push(1.0);
+    let full = drift.push(1.0);
+    assert_eq!((full.p10, full.pairs), (Some(1.0), 4));
+    assert!(full.kl.unwrap() > 0.0, "{full:?}");
+}
+
+#[test]
+fn recent_values_keep_the_last_size_and_their_mean() {
+    let mut recent = RecentValues::new(3);
+    assert_eq!((recent.mean(), recent.len()), (None, 0));
+    for v in [9.0, 1.0, 2.0, 3.0] {
+        recent.push(v);
+    }
+    assert_eq!((recent.mean(), recent.len()), (Some(2.0), 3));
+}

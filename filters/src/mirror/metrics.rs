@@ -66,6 +66,15 @@ impl MirrorResult {
     }
 }
 
+/// The histogram of embedding similarities, primary against shadow.
+pub const EMBEDDING_SIMILARITY_METRIC: &str = "sluice_mirror_embedding_similarity";
+/// The gauge of the drift window's KL divergence from its baseline.
+pub const EMBEDDING_KL_METRIC: &str = "sluice_mirror_embedding_drift_kl";
+/// The histogram of answer dispersion per prompt (`mirror.stability`).
+pub const ANSWER_DISPERSION_METRIC: &str = "sluice_mirror_answer_dispersion";
+/// The histogram of the mean pairwise similarity of one prompt's answers.
+pub const ANSWER_PAIRWISE_METRIC: &str = "sluice_mirror_answer_pairwise_similarity";
+
 /// Kinds of difference counted in `sluice_mirror_diff_total`.
 const DIFF_KINDS: [&str; 5] = ["status", "text", "ids", "grpc_status", "message"];
 
@@ -86,6 +95,17 @@ pub struct MirrorMetrics {
     embedding_similarity: HistogramVec,
     embedding_kl: GaugeVec,
     embedding_requests: IntCounterVec,
+    answer_dispersion: HistogramVec,
+    answer_pairwise: HistogramVec,
+}
+
+/// One route's answer-stability handles, for its shadow cluster and version.
+#[derive(Clone)]
+pub struct StabilityMetrics {
+    /// Variance of each answer's similarity to the centroid, per prompt.
+    pub dispersion: Histogram,
+    /// Mean cosine similarity over the pairs of one prompt's answers.
+    pub pairwise: Histogram,
 }
 
 /// One route's handles.
@@ -162,6 +182,10 @@ const SHARE_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9
 /// Fine near 1, where embeddings of related answers fall.
 const EMBEDDING_BUCKETS: &[f64] = &[
     0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.82, 0.85, 0.9, 0.95, 0.98, 0.99, 1.0,
+];
+/// Variances of similarities: near 0 for a stable model.
+const DISPERSION_BUCKETS: &[f64] = &[
+    0.0, 0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];
 const DELTA_BUCKETS: &[f64] = &[
     -256.0, -64.0, -16.0, -4.0, -1.0, 0.0, 1.0, 4.0, 16.0, 64.0, 256.0,
@@ -248,13 +272,13 @@ impl MirrorMetrics {
             )?,
             embedding_similarity: histogram(
                 registry,
-                "sluice_mirror_embedding_similarity",
+                EMBEDDING_SIMILARITY_METRIC,
                 "Cosine similarity of the embedded shadow and primary answers (compare.embeddings).",
                 EMBEDDING_BUCKETS,
             )?,
             embedding_kl: register_family(
                 registry,
-                "sluice_mirror_embedding_drift_kl",
+                EMBEDDING_KL_METRIC,
                 "KL divergence (nats) of the last window of embedding similarities from the baseline window.",
                 &["route"],
             )?,
@@ -264,6 +288,20 @@ impl MirrorMetrics {
                 "Embedding requests of the mirror sender by result: ok, error, rate.",
                 &["route", "result"],
             )?,
+            answer_dispersion: register_histogram(
+                registry,
+                ANSWER_DISPERSION_METRIC,
+                "Per prompt, the variance of each shadow answer's embedding similarity to their centroid (mirror.stability).",
+                DISPERSION_BUCKETS,
+                &["route", "cluster", "version"],
+            )?,
+            answer_pairwise: register_histogram(
+                registry,
+                ANSWER_PAIRWISE_METRIC,
+                "Per prompt, the mean embedding similarity over pairs of shadow answers (mirror.stability).",
+                EMBEDDING_BUCKETS,
+                &["route", "cluster", "version"],
+            )?,
             robustness: register_family(
                 registry,
                 "sluice_mirror_robustness",
@@ -271,6 +309,16 @@ impl MirrorMetrics {
                 &["route"],
             )?,
         })
+    }
+
+    /// Resolves one route's answer-stability handles for its shadow
+    /// `cluster` at `version`; called when a snapshot is built.
+    pub fn stability(&self, route: &str, cluster: &str, version: &str) -> StabilityMetrics {
+        let labels = [route, cluster, version];
+        StabilityMetrics {
+            dispersion: self.answer_dispersion.with_label_values(&labels),
+            pairwise: self.answer_pairwise.with_label_values(&labels),
+        }
     }
 
     /// Resolves one route's handles; called when a snapshot is built.

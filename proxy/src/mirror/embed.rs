@@ -3,24 +3,32 @@
 //! embedder cluster, and each shadow is scored by its cosine similarity to
 //! the primary. The scores feed a histogram and the route's drift window;
 //! a pair below `similarity_min`, or a window past `kl_max` from the
-//! baseline, raises a drift event (once, until it clears). Runs on the
-//! sender, after the copies, under the route's `rate_limit` and
-//! `max_in_flight` like a copy.
+//! baseline, raises a drift event (once, until it clears). With
+//! `stability: true` the same batch gives the shadows' answers' dispersion.
+//! Runs on the sender, after the copies, under the route's `rate_limit`
+//! and `max_in_flight` like a copy.
 
 use bytes::Bytes;
 use serde::Deserialize;
-use sluice_control::{EmbeddingsConfig, EventLog};
-use sluice_filters::cosine;
+use sluice_control::{EmbeddingsConfig, EventLog, MirrorDiffs};
+use sluice_filters::{cosine, dispersion};
 use tracing::debug;
 
 use super::copy::Shadow;
 use super::job::Job;
 
 /// What [`super::report::report`] leaves for the embedder: the primary's
-/// answer text and the unperturbed shadows' (copy number, text).
+/// answer text and the unperturbed shadows'.
 pub(super) struct Texts {
     pub primary: String,
-    pub shadows: Vec<(u32, String)>,
+    pub shadows: Vec<ShadowText>,
+}
+
+pub(super) struct ShadowText {
+    pub copy: u32,
+    pub text: String,
+    /// The `seq` of the diff kept for this pair, if it differed.
+    pub diff: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -36,7 +44,12 @@ struct Embedding {
 }
 
 /// Embeds `texts` and records what the comparison found.
-pub(super) async fn compare(shadow: &Shadow, job: &Job, texts: Texts, events: &EventLog) {
+pub(super) async fn compare(
+    shadow: &Shadow,
+    job: &Job,
+    texts: Texts,
+    (events, diffs): (&EventLog, &MirrorDiffs),
+) {
     let (Some(config), Some(embedder)) = (
         job.policy.config.compare.embeddings.as_ref(),
         job.policy.embedder.as_ref(),
@@ -45,7 +58,7 @@ pub(super) async fn compare(shadow: &Shadow, job: &Job, texts: Texts, events: &E
     };
     let metrics = &job.policy.metrics;
     let inputs: Vec<&str> = std::iter::once(texts.primary.as_str())
-        .chain(texts.shadows.iter().map(|(_, t)| t.as_str()))
+        .chain(texts.shadows.iter().map(|s| s.text.as_str()))
         .collect();
     let body = serde_json::json!({"model": config.model, "input": inputs});
     let answer = tokio::time::timeout(
@@ -63,12 +76,34 @@ pub(super) async fn compare(shadow: &Shadow, job: &Job, texts: Texts, events: &E
         return;
     };
     metrics.count_embedding("ok");
-    for ((copy, _), vector) in texts.shadows.iter().zip(&vectors[1..]) {
+    // A primary that the shadow cluster itself answered (a canary taking
+    // its share of the split) compares the shadow with itself: such pairs
+    // would hide a drift, so they are left out of the drift and its gates.
+    let shadow_answered_primary = job
+        .primary_cluster
+        .as_ref()
+        .is_some_and(|c| c.config.name == job.policy.config.cluster);
+    let pairs = if shadow_answered_primary {
+        &[][..]
+    } else {
+        &texts.shadows[..]
+    };
+    for (s, vector) in pairs.iter().zip(&vectors[1..]) {
         let Some(similarity) = cosine(&vectors[0], vector) else {
             continue;
         };
         metrics.embedding_similarity.observe(similarity);
-        record(job, config, *copy, similarity, events);
+        if let Some(seq) = s.diff {
+            diffs.set_embedding_similarity(seq, similarity);
+        }
+        record(job, config, s.copy, similarity, events);
+    }
+    // Answer stability: how far the shadows' answers to this one prompt
+    // spread (the primary's is another model's, so it stays out).
+    if job.policy.stability.is_some() {
+        if let Some(d) = dispersion(&vectors[1..]) {
+            job.policy.record_dispersion(d);
+        }
     }
 }
 
@@ -88,7 +123,7 @@ fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
 /// drift event.
 fn record(job: &Job, config: &EmbeddingsConfig, copy: u32, similarity: f64, events: &EventLog) {
     let policy = &job.policy;
-    let mut drift = policy.drift.lock().unwrap_or_else(|p| p.into_inner());
+    let mut drift = policy.lock_drift();
     let reading = drift.window.push(similarity);
     if let Some(kl) = reading.kl {
         policy.metrics.embedding_kl.set(kl);

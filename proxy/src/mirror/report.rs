@@ -12,7 +12,7 @@ use sluice_filters::{
 };
 
 use super::copy::{CopyAnswer, CopyResult};
-use super::embed::Texts;
+use super::embed::{ShadowText, Texts};
 use super::job::{Answer, Job};
 use super::limits::CopyKind;
 
@@ -69,19 +69,23 @@ pub(super) fn report(job: &Job, results: Vec<CopyResult>, diffs: &MirrorDiffs) -
             continue;
         }
         record_figures(job, &c);
-        if embeds {
-            if let Some(text) = leg(job, &answer.answer).text {
-                texts.push((*n, text));
-            }
-        }
         let kinds = differences(&c, &floor, job.policy.config.compare.min_similarity);
         for kind in &kinds {
             metrics.count_diff(kind);
         }
-        if !kinds.is_empty() {
+        let kept = (!kinds.is_empty()).then(|| {
             diffs.push(diff_record(
                 job, *n, kinds, &c, &noise, &floor, &primary, answer,
-            ));
+            ))
+        });
+        if embeds {
+            if let Some(text) = leg(job, &answer.answer).text {
+                texts.push(ShadowText {
+                    copy: *n,
+                    text,
+                    diff: kept,
+                });
+            }
         }
     }
     if job.policy.config.perturb.is_some() {
@@ -195,6 +199,7 @@ fn diff_record(
         copy,
         kinds,
         similarity: c.similarity,
+        embedding_similarity: None,
         recall: c.recall,
         latency_ratio: c.latency_ratio,
         ttft_ratio: c.ttft_ratio,

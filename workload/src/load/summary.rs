@@ -429,7 +429,10 @@ fn gate_value(run: &Group, gate: Gate) -> Option<f64> {
         | Gate::GpuMemoryMax
         | Gate::UpstreamQueueMax
         | Gate::CostPer1kMax
-        | Gate::GrpcSuccessRateMin => None,
+        | Gate::GrpcSuccessRateMin
+        | Gate::EmbeddingSimilarityP10Min
+        | Gate::EmbeddingDriftKlMax
+        | Gate::AnswerDispersionMax => None,
     }
 }
 

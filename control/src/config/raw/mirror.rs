@@ -33,6 +33,9 @@ pub struct RawMirror {
     pub rewrite: Option<RawRewrite>,
     pub compare: Option<RawCompare>,
     pub perturb: Option<RawPerturb>,
+    /// Embed the shadow copies' answers to each prompt and record how far
+    /// they spread (needs `copies` of at least 2 and `compare.embeddings`).
+    pub stability: Option<bool>,
 }
 
 #[skip_serializing_none]

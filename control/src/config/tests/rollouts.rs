@@ -232,11 +232,26 @@ fn every_gate_name_round_trips_through_the_config() {
         let bound = match gate.unit() {
             Unit::Ms => "20ms",
             Unit::Percent => "5%",
-            Unit::Ratio => "1.5",
+            // A similarity's bound is at most 1.
+            Unit::Ratio => "0.5",
             Unit::Requests => "3",
             Unit::Usd => "$0.012",
         };
-        let yaml = one("").replace("ttft_p95: 800ms", &format!("{gate}: {bound}"));
+        // The mirror's gates read the route's mirror of the canary,
+        // embedded, and no more pairs than its window keeps.
+        let extra = if gate.reads_the_mirror() {
+            ", min_requests: 5"
+        } else {
+            ""
+        };
+        let mut yaml = one(extra).replace("ttft_p95: 800ms", &format!("{gate}: {bound}"));
+        if gate.reads_the_mirror() {
+            yaml = yaml.replace(
+                "    allow_version_header: true\n",
+                "    allow_version_header: true\n    mirror: { cluster: llm-canary, \
+                     copies: 2, stability: true, compare: { embeddings: { cluster: other } } }\n",
+            );
+        }
         let config = Config::from_yaml(&yaml).unwrap();
         let bounds = config.rollouts[0].gates.bounds();
         assert_eq!(bounds.len(), 1);
@@ -277,7 +292,7 @@ fn bad_gates() {
             "rollouts[0].gates.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, \
              ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, \
              ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
-             grpc_success_rate_min) at line"
+             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max) at line"
         ),
         "{e:?}"
     );
@@ -314,7 +329,7 @@ fn bad_fleet_fields() {
             "rollouts[0].source.prometheus.queries.ttft_p96: unknown query `ttft_p96` \
              (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, \
              p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
-             grpc_success_rate_min, requests)",
+             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, requests)",
             "rollouts[0].source.prometheus.url: `localhost:9090` is not an http URL like \
              http://127.0.0.1:9090",
             "rollouts[0].source.prometheus.scrape_interval: must be greater than 0",

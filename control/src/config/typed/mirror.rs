@@ -27,6 +27,8 @@ pub struct MirrorConfig {
     pub compare: CompareConfig,
     /// Shadow copies are perturbed (noise copies never are).
     pub perturb: Option<Perturbation>,
+    /// Answer stability: the dispersion of each job's shadow answers.
+    pub stability: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

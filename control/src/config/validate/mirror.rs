@@ -81,6 +81,9 @@ pub(super) fn mirror(
             format!("{min_similarity} is not within 0..=1"),
         );
     }
+    if raw.stability == Some(true) {
+        stability(errs, &at, raw);
+    }
     let rewrite = raw.rewrite.clone().unwrap_or_default();
     let rewrite_headers = rewrite
         .headers
@@ -148,6 +151,33 @@ pub(super) fn mirror(
                 .map(|e| embeddings(errs, &at, e, clusters)),
         },
         perturb: raw.perturb.as_ref().map(|p| perturb(errs, &at, p)),
+        stability: raw.stability.unwrap_or(false),
+    }
+}
+
+/// Answer stability compares several answers to one prompt by their
+/// embeddings: it needs two copies at least, an embedder, and copies that
+/// all ask the same prompt.
+fn stability(errs: &mut Errors, at: &str, raw: &RawMirror) {
+    let path = format!("{at}.stability");
+    let copies = raw.copies.unwrap_or(1.0);
+    if copies < 2.0 {
+        errs.push(
+            path.clone(),
+            format!("needs copies of at least 2 (the answers to compare), found {copies}"),
+        );
+    }
+    if raw.compare.as_ref().is_none_or(|c| c.embeddings.is_none()) {
+        errs.push(
+            path.clone(),
+            "needs compare.embeddings (the answers are compared by their embeddings)",
+        );
+    }
+    if raw.perturb.is_some() {
+        errs.push(
+            path,
+            "cannot go with perturb: each copy's prompt is reworded apart, so the answers are to different prompts",
+        );
     }
 }
 

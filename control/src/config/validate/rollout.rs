@@ -2,6 +2,7 @@
 //! and clusters each rollout drives. Fleet mode's fields are in `fleet`.
 
 mod fleet;
+mod mirror_gates;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -94,6 +95,7 @@ pub(super) fn rollouts(
             super::plan::auto(&at, r, &mut rollout, known, plans, errs);
         }
         rollout.canary_price = canary_price(&at, r, &rollout.gates, known, remote, errs);
+        mirror_gates::mirror_gates(&at, &rollout, routes, errs);
         out.push(rollout);
     }
     out
@@ -275,6 +277,12 @@ fn gates(at: &str, g: &RawGates, planned: bool, errs: &mut Errors) -> Gates {
                 RawBound::Requests(n) => Some(*n as f64),
                 RawBound::Usd(p) => errs.usd(path, p),
             }?;
+            if gate == Gate::EmbeddingSimilarityP10Min && value > 1.0 {
+                errs.push(
+                    format!("{at}.{gate}"),
+                    format!("{value} is not within 0 (excluded) ..= 1: a cosine similarity"),
+                );
+            }
             Some((gate, value))
         })
         .collect();

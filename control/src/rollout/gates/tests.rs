@@ -64,6 +64,7 @@ fn reading(config: &RolloutConfig, canary: &WindowView) -> GateReading {
         stable: &WindowView::default(),
         gpu_memory_percent: None,
         upstream_waiting: None,
+        shadow: None,
     };
     judge(config, &obs).pop().unwrap()
 }

@@ -234,3 +234,49 @@ fn grpc_success_rate_reads_the_grpc_family_by_failure_code() {
         q.gates[0].1
     );
 }
+
+#[test]
+fn the_mirror_gates_read_the_mirror_families_with_their_own_samples() {
+    // The route is this controller's own here, so it must embed the canary.
+    let mut c = rollout("error_rate: 1%", "");
+    c.gates = crate::config::Gates::from([
+        (Gate::EmbeddingSimilarityP10Min, 0.9),
+        (Gate::EmbeddingDriftKlMax, 0.38),
+        (Gate::AnswerDispersionMax, 0.002),
+    ]);
+    let q = queries(&c, &BTreeMap::new());
+    let r = r#"route="chat""#;
+    let rc = r#"route="chat",cluster="canary""#;
+    assert_eq!(
+        q.gates,
+        vec![
+            (
+                Gate::EmbeddingSimilarityP10Min,
+                format!("histogram_quantile(0.1, sum by (le) (rate(sluice_mirror_embedding_similarity_bucket{{{r}}}[8s])))"),
+            ),
+            (
+                Gate::EmbeddingDriftKlMax,
+                format!("max(sluice_mirror_embedding_drift_kl{{{r}}})"),
+            ),
+            (
+                Gate::AnswerDispersionMax,
+                format!("sum(rate(sluice_mirror_answer_dispersion_sum{{{rc}}}[8s])) / sum(rate(sluice_mirror_answer_dispersion_count{{{rc}}}[8s]))"),
+            ),
+        ]
+    );
+    let pairs = format!("sum(increase(sluice_mirror_embedding_similarity_count{{{r}}}[8s]))");
+    assert_eq!(
+        q.mirror_samples,
+        vec![
+            (Gate::EmbeddingSimilarityP10Min, pairs.clone()),
+            (Gate::EmbeddingDriftKlMax, pairs),
+            (
+                Gate::AnswerDispersionMax,
+                format!("sum(increase(sluice_mirror_answer_dispersion_count{{{rc}}}[8s]))")
+            ),
+        ]
+    );
+    // Gates of the canary's requests ask for no samples of their own.
+    let c = rollout("error_rate: 1%", "");
+    assert!(queries(&c, &BTreeMap::new()).mirror_samples.is_empty());
+}

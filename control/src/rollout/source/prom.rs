@@ -45,6 +45,8 @@ enum Key {
     Gate(Gate),
     CanaryRequests,
     StableRequests,
+    /// A mirror gate's own samples.
+    Samples(Gate),
 }
 
 impl Key {
@@ -53,6 +55,7 @@ impl Key {
             Key::Gate(g) => g.as_str(),
             Key::CanaryRequests => QueryKey::Requests.as_str(),
             Key::StableRequests => "stable_requests",
+            Key::Samples(_) => "mirror_samples",
         }
     }
 }
@@ -75,6 +78,11 @@ impl ObservationSource for PrometheusSource {
             asked.push((Key::StableRequests, s));
         }
         asked.extend(plan.gates.into_iter().map(|(g, q)| (Key::Gate(g), q)));
+        asked.extend(
+            plan.mirror_samples
+                .into_iter()
+                .map(|(g, q)| (Key::Samples(g), q)),
+        );
 
         let mut calls = JoinSet::new();
         for (key, promql) in asked {
@@ -103,18 +111,18 @@ impl ObservationSource for PrometheusSource {
 }
 
 /// Every gate's figure: its value in the gate's unit, and the request
-/// counts as samples (stable's for relative gates). `increase()`
-/// extrapolates, so counts are rounded.
+/// counts as samples (stable's for relative gates; a mirror gate's own
+/// count for it). `increase()` extrapolates, so counts are rounded.
 fn figures(values: &[(Key, Option<f64>)]) -> Figures {
-    let count = |want: fn(&Key) -> bool| {
+    let count = |want: &dyn Fn(&Key) -> bool| {
         values
             .iter()
             .find(|(k, _)| want(k))
             .and_then(|(_, v)| *v)
             .map_or(0, |v| v.max(0.0).round() as u64)
     };
-    let canary = count(|k| matches!(k, Key::CanaryRequests));
-    let stable = count(|k| matches!(k, Key::StableRequests));
+    let canary = count(&|k| matches!(k, Key::CanaryRequests));
+    let stable = count(&|k| matches!(k, Key::StableRequests));
     values
         .iter()
         .filter_map(|(k, v)| match k {
@@ -122,11 +130,15 @@ fn figures(values: &[(Key, Option<f64>)]) -> Figures {
                 *g,
                 Figure {
                     value: v.map(|v| v * scale(*g)),
-                    samples: canary,
+                    samples: if g.reads_the_mirror() {
+                        count(&|k| matches!(k, Key::Samples(s) if s == g))
+                    } else {
+                        canary
+                    },
                     stable_samples: g.is_relative().then_some(stable),
                 },
             )),
-            Key::CanaryRequests | Key::StableRequests => None,
+            Key::CanaryRequests | Key::StableRequests | Key::Samples(_) => None,
         })
         .collect()
 }
@@ -288,5 +300,18 @@ mod tests {
             }
         );
         assert_eq!(f[&Gate::ErrorRate].value, None);
+    }
+    #[test]
+    fn a_mirror_gate_counts_its_own_samples() {
+        let values = [
+            (Key::CanaryRequests, Some(500.0)),
+            (Key::Gate(Gate::EmbeddingSimilarityP10Min), Some(0.91)),
+            (Key::Samples(Gate::EmbeddingSimilarityP10Min), Some(23.7)),
+            (Key::Gate(Gate::AnswerDispersionMax), Some(0.001)),
+        ];
+        let f = figures(&values);
+        assert_eq!(f[&Gate::EmbeddingSimilarityP10Min].samples, 24);
+        // Its count did not come back: no samples, so not judged.
+        assert_eq!(f[&Gate::AnswerDispersionMax].samples, 0);
     }
 }

@@ -164,7 +164,10 @@ impl LiveMeasures {
             | Gate::GpuMemoryMax
             | Gate::UpstreamQueueMax
             | Gate::CostPer1kMax
-            | Gate::GrpcSuccessRateMin => None,
+            | Gate::GrpcSuccessRateMin
+            | Gate::EmbeddingSimilarityP10Min
+            | Gate::EmbeddingDriftKlMax
+            | Gate::AnswerDispersionMax => None,
         }
     }
 }
