@@ -471,24 +471,30 @@ pub(crate) async fn run(env: Arc<Env>, cell: Arc<Cell>, cancel: CancellationToke
         let due = Instant::now() + next;
         // Until the next evaluation: apply a pending weight to the targets
         // (again at each wake by an operator's command), resolve DNS
-        // targets and reconcile every target when their time comes.
+        // targets and reconcile every target when their time comes. A
+        // lookup runs beside the rest: a slow DNS server must not hold up
+        // a rollback.
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = cell.push(&env, &pusher) => {}
             }
             let (resolve_at, reconcile_at) = fleet.next(&config);
-            tokio::select! {
+            let next = tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep_until(due) => break,
-                () = cell.wake.notified() => {}
-                () = fleet_task::at(resolve_at) => {
-                    tokio::select! {
-                        () = cancel.cancelled() => return,
-                        () = fleet.resolve(&env, &cell, &config) => {}
-                    }
+                () = cell.wake.notified() => fleet_task::Next::Push,
+                () = fleet_task::at(resolve_at) => fleet_task::Next::Lookup,
+                found = fleet_task::finished(&mut fleet.lookup) => fleet_task::Next::Found(found),
+                () = fleet_task::at(reconcile_at) => fleet_task::Next::Reconcile,
+            };
+            match next {
+                fleet_task::Next::Push => {}
+                fleet_task::Next::Lookup => fleet.start_lookup(),
+                fleet_task::Next::Found((dns, found)) => {
+                    fleet.resolved(&env, &cell, &config, &dns, found);
                 }
-                () = fleet_task::at(reconcile_at) => {
+                fleet_task::Next::Reconcile => {
                     fleet.reconciling(&config);
                     tokio::select! {
                         () = cancel.cancelled() => return,

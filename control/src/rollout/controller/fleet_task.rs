@@ -1,10 +1,13 @@
 //! Fleet mode's side of a rollout's task: applying a wanted weight to the
 //! targets that lack it (`push`), following a DNS name's answers
-//! (`Clock::resolve`), and every `reconcile_interval` reading every target
+//! (`Clock::start_lookup`, `Clock::resolved`), and every
+//! `reconcile_interval` reading every target
 //! that took the weight and setting back the ones that drifted
 //! (`reconcile`). Calls go out without the cell's lock held: one may take
 //! its whole timeout.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
@@ -12,7 +15,23 @@ use tracing::{info, warn};
 
 use super::super::fleet::{Discovery, DiscoveryStatus, Job, Pusher, Resolution};
 use super::{Cell, Env, Inner};
-use crate::config::RolloutConfig;
+use crate::config::{DnsTargets, RolloutConfig};
+
+/// A DNS lookup in flight: the definition it is for, and its answer.
+pub(super) type Lookup = Pin<Box<dyn Future<Output = Found> + Send>>;
+pub(super) type Found = (DnsTargets, Result<Vec<String>, String>);
+
+/// What woke the task between two evaluations.
+pub(super) enum Next {
+    /// An operator's command: push at once.
+    Push,
+    /// Time to resolve the name again.
+    Lookup,
+    /// A lookup answered.
+    Found(Found),
+    /// Time to reconcile.
+    Reconcile,
+}
 
 /// Drifted targets named in one audit entry; the rest are counted.
 const NAMED_IN_EVENT: usize = 5;
@@ -21,8 +40,22 @@ const NAMED_IN_EVENT: usize = 5;
 #[derive(Default)]
 pub(super) struct Clock {
     discovery: Option<Discovery>,
+    /// The next lookup; `None` while one is in flight, or without DNS.
     resolve_at: Option<Instant>,
     reconcile_at: Option<Instant>,
+    pub lookup: Option<Lookup>,
+}
+
+/// The answer of the lookup in flight; never ends without one.
+pub(super) async fn finished(lookup: &mut Option<Lookup>) -> Found {
+    match lookup {
+        Some(running) => {
+            let found = running.await;
+            *lookup = None;
+            found
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Sleeps until `deadline`; never ends without one.
@@ -46,11 +79,14 @@ impl Clock {
             None => {
                 self.discovery = None;
                 self.resolve_at = None;
+                self.lookup = None;
             }
             Some(dns) => {
                 if self.discovery.as_ref().map(|d| &d.targets) != Some(dns) {
+                    // A lookup for the old definition is of no use.
                     self.discovery = Some(Discovery::new(dns));
                     self.resolve_at = Some(now);
+                    self.lookup = None;
                 }
             }
         }
@@ -60,18 +96,35 @@ impl Clock {
         (self.resolve_at, Some(reconcile_at))
     }
 
-    /// Resolves the name now, follows the answer, and sets the next lookup.
-    pub(super) async fn resolve(&mut self, env: &Env, cell: &Cell, config: &RolloutConfig) {
+    /// Starts a lookup of the name, for [`finished`] to wait on.
+    pub(super) fn start_lookup(&mut self) {
         let Some(discovery) = &self.discovery else {
             return;
         };
-        let result = discovery.resolve().await;
-        cell.discovered(env, &discovery.targets, result);
-        self.resolve_at = Some(Instant::now() + discovery.targets.refresh);
-        // The definition may have changed while the lookup ran.
-        if config.discovery.as_ref() != Some(&discovery.targets) {
+        let discovery = discovery.clone();
+        self.resolve_at = None;
+        self.lookup = Some(Box::pin(async move {
+            let found = discovery.resolve().await;
+            (discovery.targets, found)
+        }));
+    }
+
+    /// Follows a lookup's answer and sets the next lookup.
+    pub(super) fn resolved(
+        &mut self,
+        env: &Env,
+        cell: &Cell,
+        config: &RolloutConfig,
+        dns: &DnsTargets,
+        found: Result<Vec<String>, String>,
+    ) {
+        if config.discovery.as_ref() != Some(dns) {
+            // The definition changed while the lookup ran.
             self.resolve_at = Some(Instant::now());
+            return;
         }
+        cell.discovered(env, dns, found);
+        self.resolve_at = Some(Instant::now() + dns.refresh);
     }
 
     /// A reconcile starts now: the next one is an interval away.
@@ -103,7 +156,7 @@ impl Cell {
     pub(super) fn discovered(
         &self,
         env: &Env,
-        dns: &crate::config::DnsTargets,
+        dns: &DnsTargets,
         result: Result<Vec<String>, String>,
     ) {
         let mut inner = self.lock();

@@ -21,7 +21,8 @@ use crate::config::DnsTargets;
 /// One lookup (every server and attempt) gives up after this.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A resolver for one rollout's `targets.dns`.
+/// A resolver for one rollout's `targets.dns`; a clone shares it.
+#[derive(Clone)]
 pub(crate) struct Discovery {
     /// What it was built for; a changed definition builds a new one.
     pub targets: DnsTargets,
@@ -78,6 +79,10 @@ fn resolver(server: Option<std::net::SocketAddr>) -> Result<TokioResolver, Strin
     opts.cache_size = 0;
     opts.positive_max_ttl = Some(Duration::ZERO);
     opts.negative_max_ttl = Some(Duration::ZERO);
+    // A Service of more than ~30 pods does not fit the 512 bytes of plain
+    // DNS over UDP: EDNS asks for more; a server that still truncates is
+    // asked again over TCP.
+    opts.edns0 = true;
     opts.timeout = Duration::from_secs(2);
     opts.attempts = 2;
     Ok(builder.build())
