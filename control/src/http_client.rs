@@ -44,6 +44,16 @@ impl HttpClient {
         }
     }
 
+    /// The same client (and connection pool) with calls bounded by
+    /// `timeout` instead.
+    pub(crate) fn within(&self, timeout: Duration) -> HttpClient {
+        HttpClient {
+            inner: self.inner.clone(),
+            timeout,
+            max_body: self.max_body,
+        }
+    }
+
     /// Sends `req` and reads the answer whole; `Err` says what went wrong
     /// in words fit for a status page.
     pub(crate) async fn send(&self, req: Request<Full<Bytes>>) -> Result<Answer, String> {

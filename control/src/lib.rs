@@ -47,13 +47,14 @@ pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
-    ConfigErrors, EmbeddingsConfig, Endpoint, FeedbackConfig, Gate, Gates, GpuConfig, GpuMode,
-    LimitStore, LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig,
-    MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule, RawCompare,
-    RawConfig, RawEmbeddings, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach,
-    RawOnRestart, RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder,
-    RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority,
-    RawSize, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
+    ConfigErrors, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig, Gate, Gates,
+    GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol,
+    LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule,
+    RawCompare, RawConfig, RawDnsTargets, RawEmbeddings, RawFanout, RawFeedback, RawGates,
+    RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
+    RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
+    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RawTargets,
+    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
     SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
     DEFAULT_SYNC_INTERVAL, RUNTIME_LISTENER_PREFIX,
@@ -81,8 +82,9 @@ pub use recorder::{
 };
 pub use reload::reload_from_file;
 pub use rollout::{
-    Command, EventLineage, Figure, Figures, GateReading, Observation, Policy, RolloutError,
-    RolloutEvent, RolloutStatus, Rollouts, Signals, SourceStatus, State, TargetStatus, Transition,
+    Command, DiscoveryStatus, EventLineage, Figure, Figures, GateReading, Observation, Policy,
+    RolloutError, RolloutEvent, RolloutStatus, Rollouts, Signals, SourceStatus, State,
+    TargetStatus, Transition,
 };
 pub use runtimes::Runtimes;
 pub use shared::Shared;

@@ -4,7 +4,7 @@
 //! stats windows and observers saw (or Prometheus: `source`, `promql`),
 //! `controller` runs one rollout as an owned task, `live` writes its
 //! weights to this instance's config, `fleet` applies them through other
-//! instances' control APIs, `registry` keeps every rollout of the live
+//! instances' control APIs (listed or found in DNS) and keeps them there, `registry` keeps every rollout of the live
 //! config running and the finished ones in its history.
 
 mod controller;
@@ -17,7 +17,7 @@ mod registry;
 mod source;
 mod status;
 
-pub use fleet::TargetStatus;
+pub use fleet::{DiscoveryStatus, TargetStatus};
 pub use gates::{Figure, Figures, GateReading, Observation};
 pub use policy::{Command, Policy, State, Transition};
 pub use registry::{RolloutError, Rollouts};

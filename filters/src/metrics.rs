@@ -155,6 +155,9 @@ pub struct RolloutMetrics {
     pub state: IntGaugeVec,
     /// `sluice_rollout_rollbacks_total{rollout}`.
     pub rollbacks: IntCounterVec,
+    /// `sluice_fleet_drift_total{rollout}`: fleet targets found with a
+    /// split other than the rollout's, and set back.
+    pub drift: IntCounterVec,
 }
 
 impl RolloutMetrics {
@@ -176,6 +179,12 @@ impl RolloutMetrics {
                 registry,
                 "sluice_rollout_rollbacks_total",
                 "Automatic rollbacks: a gate breached for `consecutive` evaluations.",
+                &["rollout"],
+            )?,
+            drift: register_family(
+                registry,
+                "sluice_fleet_drift_total",
+                "Fleet targets found by the reconcile loop with a split other than the rollout's, and set back.",
                 &["rollout"],
             )?,
         })

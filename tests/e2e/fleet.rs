@@ -4,6 +4,9 @@
 //! with no listener and no route of its own, runs the rollout, reads every
 //! gate with PromQL and applies each weight through the three control
 //! APIs. The canary goes to 50 % on all three, then back to 0 on all three.
+//! `dns`: fifty instances found through DNS, a late one, drift, a rollback.
+
+mod dns;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

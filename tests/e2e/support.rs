@@ -1,6 +1,6 @@
 //! Helpers the end-to-end tests share: free ports and readiness polling, the echo upstream
-//! (plain, h2c, TLS), TLS material, a Redis child process, a Prometheus server, the venv
-//! Python. The fake LLM is `sluice_cli::MockLlm`, the one the binary serves.
+//! (plain, h2c, TLS), TLS material, a Redis child process, a Prometheus server, a DNS
+//! server for one name, the venv Python. The fake LLM is `sluice_cli::MockLlm`, the one the binary serves.
 //!
 //! Everything binds 127.0.0.1 only, reports its address, and stops when its handle drops.
 // The tests that use these helpers live in sibling modules and not every helper (or
@@ -8,6 +8,7 @@
 #![allow(dead_code, unused_imports)]
 
 mod chroma;
+mod dns;
 mod net;
 mod node;
 mod process;
@@ -22,6 +23,7 @@ mod upstream;
 mod tests;
 
 pub(crate) use chroma::{chroma_bin, Chroma};
+pub(crate) use dns::DnsServer;
 pub(crate) use net::{free_port, wait_for_tcp, WAIT_POLL};
 pub(crate) use node::{node_modules, node_package_available};
 pub(crate) use process::Process;

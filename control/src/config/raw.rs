@@ -23,8 +23,8 @@ pub use plan::{RawClassRule, RawPlanMode, RawPlans};
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;
 pub use rollout::{
-    RawBound, RawGates, RawOnBreach, RawOnRestart, RawPercent, RawPrometheusSource, RawRollout,
-    RawRolloutSource,
+    RawBound, RawDnsTargets, RawFanout, RawGates, RawOnBreach, RawOnRestart, RawPercent,
+    RawPrometheusSource, RawRollout, RawRolloutSource, RawTargets,
 };
 pub use shedding::{RawPriority as RawSheddingPriority, RawShedBounds, RawShedding};
 

@@ -8,6 +8,7 @@ mod cost;
 mod faults;
 mod feedback;
 mod fleet_limits;
+mod fleet_targets;
 mod lineage;
 mod listener_limits;
 mod load;

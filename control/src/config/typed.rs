@@ -14,10 +14,14 @@ pub use mirror::{CompareConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
 pub(crate) use recorder::{DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};
-pub use rollout::{Gate, Gates, OnBreach, OnRestart, QueryKey, RolloutConfig, RolloutSource, Unit};
+pub use rollout::{
+    DnsTargets, Fanout, Gate, Gates, OnBreach, OnRestart, QueryKey, RolloutConfig, RolloutSource,
+    Unit,
+};
 pub(crate) use rollout::{
-    DEFAULT_CONSECUTIVE, DEFAULT_HOLD, DEFAULT_INTERVAL, DEFAULT_MIN_REQUESTS,
-    DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS, DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
+    DEFAULT_CONSECUTIVE, DEFAULT_DNS_REFRESH, DEFAULT_FANOUT, DEFAULT_HOLD, DEFAULT_INTERVAL,
+    DEFAULT_MIN_REQUESTS, DEFAULT_RECONCILE_INTERVAL, DEFAULT_SCRAPE_INTERVAL, DEFAULT_STEPS,
+    DEFAULT_TARGET_TOKEN_ENV, DEFAULT_WINDOW,
 };
 pub use shedding::SheddingConfig;
 pub(crate) use shedding::{

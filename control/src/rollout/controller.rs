@@ -5,7 +5,10 @@
 //! control API in fleet mode: see `fleet`), an entry in the rollout's
 //! history and in the audit log, the metrics. Operators' commands from the
 //! API are carried out by the same [`act`], under the same lock, so a
-//! command and a tick never interleave.
+//! command and a tick never interleave. Fleet mode's side of the task
+//! (pushing weights, resolving DNS targets, reconciling) is in `fleet_task`.
+
+mod fleet_task;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::fleet::{Job, Pusher, Targets};
+use super::fleet::{DiscoveryStatus, Pusher, Targets};
 use super::gates::GateReading;
 use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
@@ -71,6 +74,8 @@ struct Inner {
     want: Option<u32>,
     /// Fleet mode: each target, and whether it has `want`.
     targets: Targets,
+    /// Fleet mode with DNS targets: the last answer, or why there is none.
+    discovery: Option<DiscoveryStatus>,
     /// Fleet mode: the last evaluation's failed queries.
     source_errors: BTreeMap<String, String>,
     /// The definition as written, for the saved state of a finished one.
@@ -132,6 +137,12 @@ impl Cell {
             .rollbacks
             .with_label_values(&[config.name.as_str()])
             .inc_by(0);
+        if config.is_fleet() {
+            env.metrics()
+                .drift
+                .with_label_values(&[config.name.as_str()])
+                .inc_by(0);
+        }
         Cell {
             name: config.name.clone(),
             created,
@@ -141,6 +152,7 @@ impl Cell {
                 events: VecDeque::new(),
                 want: None,
                 targets: Targets::new(&config.targets),
+                discovery: config.discovery.as_ref().map(DiscoveryStatus::new),
                 source_errors: BTreeMap::new(),
                 raw,
                 seq: 0,
@@ -226,6 +238,7 @@ impl Cell {
                 },
             }),
             targets: inner.targets.status(),
+            discovery: inner.discovery.clone(),
             plan: c.plan.clone(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
@@ -319,11 +332,11 @@ impl Cell {
         }
         let breaches = inner.policy.breaches();
         if config.is_fleet() {
-            // The targets' splits are not this instance's to watch for
-            // drift; a target added on the way gets the current weight.
-            let added = inner.targets.follow(&config.targets);
-            if added && inner.policy.step() > 0 && inner.want.is_none() {
-                inner.want = Some(inner.policy.weight());
+            // The targets' splits are the reconcile loop's to watch, not
+            // this instance's; DNS targets follow their name's answers.
+            if config.discovery.is_none() {
+                let added = inner.targets.follow(&config.targets);
+                inner.added(added);
             }
         } else if let Some(w) = inner.want {
             let action = format!("rollout {}: weight {w} (retry)", self.name);
@@ -434,49 +447,6 @@ impl Cell {
         publish(env.metrics(), &self.name, &inner.policy);
         env.shared.state.changed();
     }
-
-    /// Fleet mode: applies the wanted weight to the targets that do not
-    /// have it yet, outside the lock (a call may take its timeout), then
-    /// records the round. The weight counts as applied once every target
-    /// has it. Does nothing without targets or without a weight to apply.
-    pub(super) async fn push(&self, env: &Env, pusher: &Pusher) {
-        let job = {
-            let inner = self.lock();
-            let c = inner.policy.config();
-            let due = inner.targets.due();
-            match inner.want {
-                Some(w) if c.is_fleet() && !due.is_empty() => Job::new(c, due, w),
-                _ => return,
-            }
-        };
-        let results = pusher.push(&job).await;
-        let mut inner = self.lock();
-        let want = inner.want;
-        let round = inner.targets.record(job.weight, want, results);
-        let total = inner.targets.len();
-        let version = env.store.load().version;
-        if !round.first_failures.is_empty() {
-            warn!(rollout = %self.name, weight = job.weight, failed = %round.first_failures.join("; "), "rollout weight not applied on every target; retrying");
-            let action = format!(
-                "rollout {}: weight {} not applied on {} of {total} target(s); retrying",
-                self.name, job.weight, round.failed
-            );
-            env.shared
-                .events
-                .push("rollout", &action, version, round.first_failures);
-        }
-        if want == Some(job.weight) && inner.targets.due().is_empty() {
-            inner.want = None;
-            info!(rollout = %self.name, weight = job.weight, targets = total, "rollout weight applied on every target");
-            let action = format!(
-                "rollout {}: weight {} applied on all {total} target(s)",
-                self.name, job.weight
-            );
-            env.shared
-                .events
-                .push("rollout", &action, version, Vec::new());
-        }
-    }
 }
 
 /// Runs one rollout until it is final, leaves the config, or `cancel`.
@@ -486,6 +456,7 @@ pub(crate) async fn run(env: Arc<Env>, cell: Arc<Cell>, cancel: CancellationToke
     }
     let sources = Sources::new();
     let pusher = Pusher::new();
+    let mut fleet = fleet_task::Clock::default();
     loop {
         let Some(config) = env.store.load().config.rollout(&cell.name).cloned() else {
             return;
@@ -499,16 +470,37 @@ pub(crate) async fn run(env: Arc<Env>, cell: Arc<Cell>, cancel: CancellationToke
         };
         let due = Instant::now() + next;
         // Until the next evaluation: apply a pending weight to the targets
-        // (again at each wake by an operator's command).
+        // (again at each wake by an operator's command), resolve DNS
+        // targets and reconcile every target when their time comes. A
+        // lookup runs beside the rest: a slow DNS server must not hold up
+        // a rollback.
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = cell.push(&env, &pusher) => {}
             }
-            tokio::select! {
+            let (resolve_at, reconcile_at) = fleet.next(&config);
+            let next = tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep_until(due) => break,
-                () = cell.wake.notified() => {}
+                () = cell.wake.notified() => fleet_task::Next::Push,
+                () = fleet_task::at(resolve_at) => fleet_task::Next::Lookup,
+                found = fleet_task::finished(&mut fleet.lookup) => fleet_task::Next::Found(found),
+                () = fleet_task::at(reconcile_at) => fleet_task::Next::Reconcile,
+            };
+            match next {
+                fleet_task::Next::Push => {}
+                fleet_task::Next::Lookup => fleet.start_lookup(),
+                fleet_task::Next::Found((dns, found)) => {
+                    fleet.resolved(&env, &cell, &config, &dns, found);
+                }
+                fleet_task::Next::Reconcile => {
+                    fleet.reconciling(&config);
+                    tokio::select! {
+                        () = cancel.cancelled() => return,
+                        () = cell.reconcile(&env, &pusher) => {}
+                    }
+                }
             }
         }
     }
@@ -531,11 +523,13 @@ fn announce(c: &RolloutConfig) {
     if let Some(RolloutSource::Prometheus { url, .. }) = &c.source {
         info!(rollout = %c.name, %url, "rollout gates read from Prometheus");
     }
-    if c.is_fleet() {
+    if let Some(dns) = &c.discovery {
+        info!(rollout = %c.name, dns = %dns.label(), "rollout weights applied through the control APIs a DNS name resolves to");
+    } else if c.is_fleet() {
         info!(rollout = %c.name, targets = c.targets.len(), "rollout weights applied through the targets' control APIs");
-        if std::env::var_os(&c.target_token_env).is_none() {
-            warn!(rollout = %c.name, variable = %c.target_token_env, "rollout token variable not set; every target will refuse until it is");
-        }
+    }
+    if c.is_fleet() && std::env::var_os(&c.target_token_env).is_none() {
+        warn!(rollout = %c.name, variable = %c.target_token_env, "rollout token variable not set; every target will refuse until it is");
     }
 }
 
@@ -565,6 +559,7 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let m = env.metrics();
     let _ = m.weight.remove_label_values(&[name]);
     let _ = m.rollbacks.remove_label_values(&[name]);
+    let _ = m.drift.remove_label_values(&[name]);
     for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
     }

@@ -5,28 +5,21 @@
 //! listed in the rollout's status and in the audit log, and are retried at
 //! every evaluation until all have it.
 //!
-//! A target's split is read first (`GET /v1/routes`) and only the rollout's
-//! two clusters are changed in it, since a `PUT` replaces the split whole
-//! and other clusters keep their weights; a target that already has the
-//! weights is not written again.
+//! The targets are listed, or found in DNS (`discovery`): the addresses of
+//! a name, resolved again every `refresh`; an address that appears gets the
+//! rollout's weight at once. Every `reconcile_interval` the targets that
+//! took the weight are read again, and one found with another split (a pod
+//! restarted with its config's weights, an operator's hand) is set back and
+//! counted as drift. `push` makes the calls, bounded in number and time.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+mod discovery;
+mod push;
 
-use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
-use http::{Method, Request, StatusCode};
-use http_body_util::Full;
-use serde::{Deserialize, Serialize};
-use tokio::task::JoinSet;
+use serde::Serialize;
 
-use crate::config::RolloutConfig;
-use crate::http_client::{excerpt, HttpClient};
-
-/// Bounds each call to a target: connect, answer and body together.
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
-/// A route list is small; this only guards against a wrong URL.
-const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+pub use discovery::DiscoveryStatus;
+pub(crate) use discovery::{Discovery, Resolution};
+pub(crate) use push::{Applied, Job, Pusher};
 
 /// One target as the status shows it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,6 +34,13 @@ pub struct TargetStatus {
     /// Why the last attempt failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Times the reconcile loop found it with another split and set it back.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drift: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Every target of one rollout, in config order.
@@ -57,6 +57,8 @@ pub(crate) struct Round {
     /// `url: error` of those that had not failed before: a target down
     /// for an hour is reported once, not at every retry.
     pub first_failures: Vec<String>,
+    /// Reconcile rounds: the targets that had drifted and were set back.
+    pub drifted: Vec<String>,
 }
 
 impl Targets {
@@ -86,6 +88,7 @@ impl Targets {
                 pending: true,
                 failures: 0,
                 error: None,
+                drift: 0,
             }));
         }
         added
@@ -101,9 +104,18 @@ impl Targets {
 
     /// The targets still to take the weight.
     pub(super) fn due(&self) -> Vec<String> {
+        self.urls(true)
+    }
+
+    /// The targets that took the weight: the reconcile loop checks them.
+    pub(super) fn settled(&self) -> Vec<String> {
+        self.urls(false)
+    }
+
+    fn urls(&self, pending: bool) -> Vec<String> {
         self.list
             .iter()
-            .filter(|t| t.pending)
+            .filter(|t| t.pending == pending)
             .map(|t| t.url.clone())
             .collect()
     }
@@ -118,28 +130,36 @@ impl Targets {
         &mut self,
         weight: u32,
         want: Option<u32>,
-        results: Vec<(String, Result<(), String>)>,
+        results: Vec<(String, Result<Applied, String>)>,
     ) -> Round {
         let mut round = Round::default();
         for (url, result) in results {
             let Some(t) = self.list.iter_mut().find(|t| t.url == url) else {
                 continue;
             };
-            match result {
-                Ok(()) => {
-                    t.weight = Some(weight);
-                    t.pending = t.pending && want != Some(weight);
-                    t.failures = 0;
-                    t.error = None;
-                }
-                Err(e) => {
-                    t.failures += 1;
-                    round.failed += 1;
-                    if t.failures == 1 {
-                        round.first_failures.push(format!("{url}: {e}"));
-                    }
-                    t.error = Some(e);
-                }
+            if t.took(&mut round, weight, result).is_some() {
+                t.pending = t.pending && want != Some(weight);
+            }
+        }
+        round
+    }
+
+    /// Records a reconcile round that checked settled targets against
+    /// `weight`: one that had to be written had drifted. A target that has
+    /// become pending meanwhile (the rollout moved on) is left to `record`.
+    pub(super) fn reconciled(
+        &mut self,
+        weight: u32,
+        results: Vec<(String, Result<Applied, String>)>,
+    ) -> Round {
+        let mut round = Round::default();
+        for (url, result) in results {
+            let Some(t) = self.list.iter_mut().find(|t| t.url == url && !t.pending) else {
+                continue;
+            };
+            if t.took(&mut round, weight, result) == Some(Applied::Written) {
+                t.drift += 1;
+                round.drifted.push(url);
             }
         }
         round
@@ -150,143 +170,33 @@ impl Targets {
     }
 }
 
-/// What one round applies.
-#[derive(Clone, Debug)]
-pub(crate) struct Job {
-    pub urls: Vec<String>,
-    pub route: String,
-    pub stable: String,
-    pub canary: String,
-    pub weight: u32,
-    pub token_env: String,
-}
-
-impl Job {
-    pub(super) fn new(c: &RolloutConfig, urls: Vec<String>, weight: u32) -> Job {
-        Job {
-            urls,
-            route: c.route.clone(),
-            stable: c.stable.clone(),
-            canary: c.canary.clone(),
-            weight,
-            token_env: c.target_token_env.clone(),
-        }
-    }
-}
-
-/// Calls the targets' control APIs.
-pub(crate) struct Pusher {
-    client: HttpClient,
-}
-
-#[derive(Deserialize)]
-struct RouteView {
-    name: String,
-    split: BTreeMap<String, u32>,
-}
-
-impl Pusher {
-    pub(super) fn new() -> Pusher {
-        Pusher {
-            client: HttpClient::new(CALL_TIMEOUT, MAX_ANSWER_BYTES),
-        }
-    }
-
-    /// Applies `job` to each of its targets at once; one result per target.
-    pub(super) async fn push(&self, job: &Job) -> Vec<(String, Result<(), String>)> {
-        // Read at every round, so that a token set (or rotated) after the
-        // start is picked up.
-        let token = match std::env::var(&job.token_env) {
-            Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
-            _ => {
-                let e = format!("token variable `{}` is not set", job.token_env);
-                return job
-                    .urls
-                    .iter()
-                    .map(|u| (u.clone(), Err(e.clone())))
-                    .collect();
+impl TargetStatus {
+    /// One call's result on this target, counted in `round`; what the
+    /// call did, `None` when it failed.
+    fn took(
+        &mut self,
+        round: &mut Round,
+        weight: u32,
+        result: Result<Applied, String>,
+    ) -> Option<Applied> {
+        match result {
+            Ok(applied) => {
+                self.weight = Some(weight);
+                self.failures = 0;
+                self.error = None;
+                Some(applied)
             }
-        };
-        let mut calls = JoinSet::new();
-        for url in &job.urls {
-            let (client, job, token, url) =
-                (self.client.clone(), job.clone(), token.clone(), url.clone());
-            calls.spawn(async move {
-                let result = apply(&client, &url, &job, &token).await;
-                (url, result)
-            });
-        }
-        let mut results = Vec::with_capacity(job.urls.len());
-        while let Some(joined) = calls.join_next().await {
-            if let Ok(r) = joined {
-                results.push(r);
+            Err(e) => {
+                self.failures += 1;
+                round.failed += 1;
+                if self.failures == 1 {
+                    round.first_failures.push(format!("{}: {e}", self.url));
+                }
+                self.error = Some(e);
+                None
             }
         }
-        // A call that ended without a result (a panic) is a failure too.
-        for url in &job.urls {
-            if !results.iter().any(|(u, _)| u == url) {
-                results.push((url.clone(), Err("the call did not finish".to_string())));
-            }
-        }
-        results
     }
-}
-
-/// One target: read its split, change the rollout's two clusters, write.
-async fn apply(client: &HttpClient, base: &str, job: &Job, token: &str) -> Result<(), String> {
-    let routes = call(
-        client,
-        Method::GET,
-        &format!("{base}/v1/routes"),
-        token,
-        None,
-    )
-    .await?;
-    let routes: Vec<RouteView> = serde_json::from_slice(&routes)
-        .map_err(|e| format!("GET /v1/routes: not a route list ({e})"))?;
-    let mut split = routes
-        .into_iter()
-        .find(|r| r.name == job.route)
-        .map(|r| r.split)
-        .ok_or_else(|| format!("no route `{}` there", job.route))?;
-    let (stable, canary) = (100 - job.weight.min(100), job.weight.min(100));
-    if split.get(&job.stable) == Some(&stable) && split.get(&job.canary) == Some(&canary) {
-        return Ok(());
-    }
-    split.insert(job.stable.clone(), stable);
-    split.insert(job.canary.clone(), canary);
-    let body = serde_json::to_vec(&split).map_err(|e| e.to_string())?;
-    let uri = format!("{base}/v1/routes/{}/split", job.route);
-    call(client, Method::PUT, &uri, token, Some(body)).await?;
-    Ok(())
-}
-
-/// One call; anything but 200 is an error quoting the answer.
-async fn call(
-    client: &HttpClient,
-    method: Method,
-    uri: &str,
-    token: &str,
-    body: Option<Vec<u8>>,
-) -> Result<Bytes, String> {
-    let what = format!("{method} {}", uri.find("/v1/").map_or(uri, |i| &uri[i..]));
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(USER_AGENT, "sluice")
-        .header(AUTHORIZATION, format!("Bearer {token}"))
-        .header(CONTENT_TYPE, "application/json")
-        .body(Full::new(body.map(Bytes::from).unwrap_or_default()))
-        .map_err(|e| format!("{what}: {e}"))?;
-    let answer = client.send(req).await.map_err(|e| format!("{what}: {e}"))?;
-    if answer.status != StatusCode::OK {
-        return Err(format!(
-            "{what} answered {}: {}",
-            answer.status,
-            excerpt(&String::from_utf8_lossy(&answer.body), 200)
-        ));
-    }
-    Ok(answer.body)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
-use super::fleet::TargetStatus;
+use super::fleet::{DiscoveryStatus, TargetStatus};
 use super::gates::GateReading;
 use super::policy::State;
 
@@ -65,6 +65,9 @@ pub struct RolloutStatus {
     /// Fleet mode: each target's control API and whether it has the weight.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetStatus>,
+    /// Fleet mode with `targets: { dns: ... }`: the name, the last answer
+    /// and why the last lookup failed.
+    pub discovery: Option<DiscoveryStatus>,
     /// `plan: auto`: the plan, with the rule behind each part.
     pub plan: Option<sluice_filters::Plan>,
     /// Oldest first; left out of the list (`GET /v1/rollouts`).

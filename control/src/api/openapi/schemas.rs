@@ -189,9 +189,19 @@ pub(super) fn components() -> Value {
                 ]},
                 "step": count(), "steps": {"type": "array", "items": count()},
                 "weight": count(), "breaches": count(), "gates": {"type": "object"},
+                "targets": array_of("RolloutTarget"),
+                "discovery": reference("RolloutDiscovery"),
                 "events": {"type": "array", "items": {"type": "object"}},
             }),
         ),
+        "RolloutTarget": object(&["url", "weight", "pending", "failures"], json!({
+            "url": string(), "weight": nullable("integer"), "pending": {"type": "boolean"},
+            "failures": count(), "error": string(), "drift": count(),
+        })),
+        "RolloutDiscovery": object(&["dns", "addresses", "failures"], json!({
+            "dns": string(), "resolver": string(), "addresses": count(),
+            "resolved_ms": count(), "failures": count(), "error": string(),
+        })),
         "RolloutList": array_of("RolloutStatus"),
         "RecorderStart": object(&["path", "ttl"], json!({
             "path": string(), "ttl": duration(), "rotate_bytes": string(), "max_bytes": string(),

@@ -45,12 +45,94 @@ pub struct RawRollout {
     pub gates: RawGates,
     /// Fleet mode: read the gates from Prometheus instead of local stats.
     pub source: Option<RawRolloutSource>,
-    /// Fleet mode: control API base URLs every weight change is applied to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub targets: Vec<String>,
+    /// Fleet mode: control API base URLs every weight change is applied
+    /// to, or a DNS name whose addresses are those control APIs.
+    #[serde(default, skip_serializing_if = "RawTargets::is_empty")]
+    pub targets: RawTargets,
     /// Fleet mode: the environment variable holding the targets' bearer
     /// token (default `SLUICE_ADMIN_TOKEN`).
     pub target_token_env: Option<String>,
+    /// Fleet mode: how often every target's split is checked (default 5s).
+    pub reconcile_interval: Option<String>,
+    /// Fleet mode: calls at once and the time each may take.
+    pub fanout: Option<RawFanout>,
+}
+
+/// `targets:` as written: a list of URLs, or `{ dns: NAME:PORT, ... }`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RawTargets {
+    List(Vec<String>),
+    Dns(RawDnsTargets),
+}
+
+impl Default for RawTargets {
+    fn default() -> Self {
+        RawTargets::List(Vec::new())
+    }
+}
+
+impl RawTargets {
+    /// No target: the rollout writes this instance's store.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, RawTargets::List(list) if list.is_empty())
+    }
+}
+
+// By hand rather than `untagged`: a list or a map is told apart by its
+// shape, and an error inside either keeps its path (`targets.dns`,
+// `targets[2]`) instead of "did not match any variant".
+impl<'de> Deserialize<'de> for RawTargets {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TargetsVisitor;
+
+        impl<'de> Visitor<'de> for TargetsVisitor {
+            type Value = RawTargets;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of control API URLs or a map like { dns: NAME:PORT }")
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<RawTargets, A::Error> {
+                let list = Vec::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(RawTargets::List(list))
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawTargets, A::Error> {
+                let dns = RawDnsTargets::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawTargets::Dns(dns))
+            }
+        }
+
+        d.deserialize_any(TargetsVisitor)
+    }
+}
+
+/// `targets: { dns: NAME:PORT, resolver: IP:PORT, refresh: 10s, scheme: http }`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDnsTargets {
+    /// A name (a headless Service) and the control API port of every
+    /// address it resolves to.
+    pub dns: String,
+    /// The DNS server to ask (default: the system's, `/etc/resolv.conf`).
+    pub resolver: Option<String>,
+    /// How often the name is resolved again (default 10s).
+    pub refresh: Option<String>,
+    /// The targets' scheme; `http` only, as for listed targets.
+    pub scheme: Option<String>,
+}
+
+/// `fanout: { concurrency: 64, timeout: 2s }`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFanout {
+    /// Targets called at once, at most (default 64).
+    pub concurrency: Option<u64>,
+    /// Bounds each call to a target (default 2s).
+    pub timeout: Option<String>,
 }
 
 impl RawRollout {

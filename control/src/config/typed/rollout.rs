@@ -2,6 +2,7 @@
 //! and clusters checked against the rest of the config.
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -29,8 +30,18 @@ pub struct RolloutConfig {
     /// stats windows.
     pub source: Option<RolloutSource>,
     /// Fleet mode: control API base URLs, without a trailing `/`, every
-    /// weight change is applied to; empty changes this instance's store.
+    /// weight change is applied to; empty (and no `discovery`) changes
+    /// this instance's store.
     pub targets: Vec<String>,
+    /// Fleet mode: the targets are every address a DNS name resolves to
+    /// (`targets: { dns: NAME:PORT }`), instead of `targets`.
+    pub discovery: Option<DnsTargets>,
+    /// Fleet mode: how often every target's split is read and set back
+    /// to the rollout's weight where it differs.
+    pub reconcile_interval: Duration,
+    /// Fleet mode: how many targets are called at once, and how long each
+    /// call may take.
+    pub fanout: Fanout,
     /// Fleet mode: the environment variable holding the targets' token.
     pub target_token_env: String,
     /// The canary cluster's `cost:`, resolved at validation for the
@@ -53,6 +64,12 @@ pub(crate) const DEFAULT_MIN_REQUESTS: u64 = 100;
 pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_millis(250);
 pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 pub(crate) const DEFAULT_CONSECUTIVE: u32 = 2;
+pub(crate) const DEFAULT_RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_DNS_REFRESH: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_FANOUT: Fanout = Fanout {
+    concurrency: 64,
+    timeout: Duration::from_secs(2),
+};
 /// Prometheus's own default `scrape_interval`.
 pub(crate) const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
 /// The variable `sluice ctl` reads the token from, too.
@@ -61,8 +78,42 @@ pub(crate) const DEFAULT_TARGET_TOKEN_ENV: &str = "SLUICE_ADMIN_TOKEN";
 impl RolloutConfig {
     /// Fleet mode applies weights through the targets' control APIs.
     pub fn is_fleet(&self) -> bool {
-        !self.targets.is_empty()
+        !self.targets.is_empty() || self.discovery.is_some()
     }
+}
+
+/// `targets: { dns: NAME:PORT, resolver: IP:PORT, refresh: 10s }`: a
+/// headless Service's pods, found again every `refresh`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DnsTargets {
+    /// The name whose A and AAAA records are the targets.
+    pub name: String,
+    /// Every target's control API port.
+    pub port: u16,
+    /// The DNS server asked; `None`: the system's (`/etc/resolv.conf`).
+    pub resolver: Option<SocketAddr>,
+    pub refresh: Duration,
+}
+
+impl DnsTargets {
+    /// `NAME:PORT`, as written.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.name, self.port)
+    }
+
+    /// The control API base URL of the target at `ip`.
+    pub fn url(&self, ip: IpAddr) -> String {
+        format!("http://{}", SocketAddr::new(ip, self.port))
+    }
+}
+
+/// How the controller calls its targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fanout {
+    /// Calls in flight at once, at most.
+    pub concurrency: usize,
+    /// Bounds each call: connect, answer and body together.
+    pub timeout: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

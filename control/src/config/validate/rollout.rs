@@ -45,7 +45,8 @@ pub(super) fn rollouts(
         // A controller that reads Prometheus and writes to targets touches
         // nothing of this instance, so the route may live only on the
         // targets (a controller-only sluice has no routes).
-        let remote = fleet.source.is_some() && !fleet.targets.is_empty();
+        let remote =
+            fleet.source.is_some() && (!fleet.targets.is_empty() || fleet.discovery.is_some());
         clusters(&at, r, routes, remote, errs);
         let scrape = fleet.scrape_interval();
         let mut rollout = RolloutConfig {
@@ -86,6 +87,9 @@ pub(super) fn rollouts(
             gates: gates(&format!("{at}.gates"), &r.gates, r.plan.is_some(), errs),
             source: fleet.source,
             targets: fleet.targets,
+            discovery: fleet.discovery,
+            reconcile_interval: fleet.reconcile_interval,
+            fanout: fleet.fanout,
             target_token_env: fleet.token_env,
             canary_price: None,
             plan: None,

@@ -26,8 +26,10 @@ use crate::events::EventLog;
 use crate::rollout::{Command, Rollouts, State};
 use crate::testing::{self, stable_canary};
 
-const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
-const TOKEN: &str = "fleet-secret";
+mod reconcile;
+
+pub(super) const TOKEN_ENV: &str = "SLUICE_FLEET_UNIT_TOKEN";
+pub(super) const TOKEN: &str = "fleet-secret";
 
 #[derive(Default)]
 struct FakeState {
@@ -39,7 +41,7 @@ struct FakeState {
 }
 
 /// A control API with one route, `chat`; stops on drop.
-struct FakeApi {
+pub(super) struct FakeApi {
     addr: SocketAddr,
     state: Arc<Mutex<FakeState>>,
     stop: CancellationToken,
@@ -52,7 +54,7 @@ impl Drop for FakeApi {
 }
 
 impl FakeApi {
-    async fn start(fail: u32) -> FakeApi {
+    pub(super) async fn start(fail: u32) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(FakeState {
@@ -84,12 +86,17 @@ impl FakeApi {
         FakeApi { addr, state, stop }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
-    fn split(&self) -> BTreeMap<String, u32> {
+    pub(super) fn split(&self) -> BTreeMap<String, u32> {
         self.state.lock().unwrap().split.clone()
+    }
+
+    /// A hand on its API: the split set behind the controller's back.
+    pub(super) fn set_split(&self, split: BTreeMap<String, u32>) {
+        self.state.lock().unwrap().split = split;
     }
 
     fn writes(&self) -> u32 {
@@ -140,10 +147,14 @@ fn job(urls: &[String], weight: u32, token_env: &str) -> Job {
         canary: "canary".into(),
         weight,
         token_env: token_env.into(),
+        fanout: crate::config::Fanout {
+            concurrency: 64,
+            timeout: Duration::from_secs(2),
+        },
     }
 }
 
-fn split(stable: u32, canary: u32) -> BTreeMap<String, u32> {
+pub(super) fn split(stable: u32, canary: u32) -> BTreeMap<String, u32> {
     BTreeMap::from([
         ("stable".into(), stable),
         ("canary".into(), canary),
@@ -157,7 +168,7 @@ fn a_round_records_who_took_the_weight_and_reports_a_failure_once() {
     let mut t = Targets::new(&urls);
     assert_eq!(t.due(), urls);
     t.want();
-    let ok = |u: &str| (u.to_string(), Ok(()));
+    let ok = |u: &str| (u.to_string(), Ok(Applied::Written));
     let err = |u: &str| (u.to_string(), Err("refused".to_string()));
     let r = t.record(5, Some(5), vec![ok("http://a"), err("http://b")]);
     assert_eq!(
@@ -194,7 +205,7 @@ async fn a_failing_target_is_retried_and_other_clusters_keep_their_weights() {
 
     let results = pusher.push(&job(&urls, 20, TOKEN_ENV)).await;
     let by_url: BTreeMap<_, _> = results.into_iter().collect();
-    assert_eq!(by_url[&good.url()], Ok(()));
+    assert_eq!(by_url[&good.url()], Ok(Applied::Written));
     assert_eq!(
         by_url[&flaky.url()],
         Err(
@@ -210,7 +221,9 @@ async fn a_failing_target_is_retried_and_other_clusters_keep_their_weights() {
     assert_eq!(good.writes(), 1);
     assert!(results.iter().any(|(u, r)| *u == flaky.url() && r.is_err()));
     let results = pusher.push(&job(&urls, 20, TOKEN_ENV)).await;
-    assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+    let by_url: BTreeMap<_, _> = results.into_iter().collect();
+    assert_eq!(by_url[&good.url()], Ok(Applied::Unchanged));
+    assert_eq!(by_url[&flaky.url()], Ok(Applied::Written));
     assert_eq!(flaky.split(), split(80, 20));
     assert_eq!(flaky.writes(), 3);
 }
@@ -220,7 +233,7 @@ async fn calls_say_what_went_wrong() {
     std::env::set_var(TOKEN_ENV, TOKEN);
     let api = FakeApi::start(0).await;
     let pusher = Pusher::new();
-    let one = |r: Vec<(String, Result<(), String>)>| r.into_iter().next().unwrap().1;
+    let one = |r: Vec<(String, Result<Applied, String>)>| r.into_iter().next().unwrap().1;
 
     let missing = one(pusher
         .push(&job(&[api.url()], 0, "SLUICE_FLEET_UNIT_UNSET"))
@@ -337,7 +350,7 @@ async fn a_fleet_rollout_applies_every_change_to_every_target() {
     task.await.unwrap();
 }
 
-async fn wait_for_audit(events: &EventLog, action: &str) {
+pub(super) async fn wait_for_audit(events: &EventLog, action: &str) {
     let recorded = || events.list().iter().any(|e| e.action == action);
     tokio::time::timeout(Duration::from_secs(5), async {
         while !recorded() {
