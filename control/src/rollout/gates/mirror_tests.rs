@@ -25,6 +25,12 @@ fn config(gate: Gate, bound: f64) -> RolloutConfig {
         gates: Gates::from([(gate, bound)]),
         source: None,
         targets: Vec::new(),
+        discovery: None,
+        reconcile_interval: Duration::from_secs(5),
+        fanout: crate::config::Fanout {
+            concurrency: 64,
+            timeout: Duration::from_secs(2),
+        },
         target_token_env: "SLUICE_ADMIN_TOKEN".into(),
         canary_price: None,
         plan: None,
