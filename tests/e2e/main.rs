@@ -15,6 +15,7 @@ mod capacity;
 mod cli;
 mod control_isolation;
 mod cost;
+mod ctl;
 mod demo;
 mod faults;
 mod feedback;
