@@ -171,6 +171,9 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
             (true, _) => Display::Json,
             (false, true) => Display::Redraw {
                 colour: table::colour_stdout(),
+                width: rustix::termios::tcgetwinsize(&stdout)
+                    .ok()
+                    .map(|size| usize::from(size.ws_col)),
             },
             (false, false) => Display::Lines,
         };

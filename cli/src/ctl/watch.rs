@@ -44,8 +44,9 @@ pub(super) fn exit_code(state: State) -> Option<u8> {
 /// How each poll is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Display {
-    /// On a terminal: the page redrawn in place (cursor up, clear).
-    Redraw { colour: bool },
+    /// On a terminal `width` columns wide (when known): the page redrawn
+    /// in place (cursor up over the rows it took, clear).
+    Redraw { colour: bool, width: Option<usize> },
     /// Piped: one line each time the rollout changes.
     Lines,
     /// `--json`: the API's answer, compact, one a line, each time it changes.
@@ -126,15 +127,14 @@ impl<W: Write> Screen<W> {
     /// Shows one poll's answer; a reader gone away (`| head`) is ignored.
     pub(super) fn show(&mut self, rollout: &Value, body: &str) {
         let text = match self.display {
-            Display::Redraw { colour } => {
-                let page = page(rollout, colour);
+            Display::Redraw { colour, width } => {
                 // Up over the last page, back to column 1, clear to the end.
                 let up = match self.drawn {
                     0 => String::new(),
                     n => format!("\x1b[{n}A\r\x1b[J"),
                 };
-                self.drawn = page.lines().count();
-                Some(format!("{up}{page}\n"))
+                self.drawn = rows(&page(rollout, false), width);
+                Some(format!("{up}{}\n", page(rollout, colour)))
             }
             Display::Lines | Display::Json => {
                 let key = change(rollout);
@@ -151,6 +151,17 @@ impl<W: Write> Screen<W> {
             let _ = self.out.flush();
         }
     }
+}
+
+/// The terminal rows `text` takes: a line longer than the terminal wraps
+/// onto more than one, and the next redraw must go up over all of them.
+fn rows(text: &str, width: Option<usize>) -> usize {
+    text.lines()
+        .map(|line| match width {
+            Some(w) if w > 0 => line.chars().count().div_ceil(w).max(1),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// What counts as a change for a line: state, step, weight, breaches and

@@ -80,10 +80,11 @@ fn with_json_each_change_is_the_answer_on_one_line() {
 fn on_a_terminal_each_poll_redraws_the_page_over_the_last_one() {
     let first = page(&status(), true);
     assert_eq!(first.lines().count(), 5, "{first}");
-    let text = shown(
-        Display::Redraw { colour: true },
-        &[status(), status(), rolled_back()],
-    );
+    let redraw = Display::Redraw {
+        colour: true,
+        width: None,
+    };
+    let text = shown(redraw, &[status(), status(), rolled_back()]);
     let second = page(&rolled_back(), true);
     assert_eq!(
         text,
@@ -98,6 +99,23 @@ fn on_a_terminal_each_poll_redraws_the_page_over_the_last_one() {
          ttft_p95    120.5ms  150ms       40  ok\n\
          last: pending -> progressing (step 1, weight 50): started"
     );
+}
+
+#[test]
+fn a_redraw_goes_up_over_the_rows_a_wrapped_line_took() {
+    // 60 columns: the last line (103 characters) of the rolled-back page wraps
+    // once; its colour codes take no columns.
+    let narrow = Display::Redraw {
+        colour: true,
+        width: Some(60),
+    };
+    let plain = page(&rolled_back(), false);
+    let widths: Vec<usize> = plain.lines().map(|l| l.chars().count()).collect();
+    assert_eq!(widths, [53, 42, 45, 43, 103]);
+    let text = shown(narrow, &[rolled_back(), status()]);
+    assert!(text.contains("\x1b[6A\r\x1b[J"), "{text:?}");
+    assert_eq!(rows("abc\n\nxyz", Some(3)), 3);
+    assert_eq!(rows("abcd", Some(3)), 2);
 }
 
 #[test]
