@@ -75,7 +75,7 @@ enum CtlCommand {
     Config,
     /// Replace the config with a YAML or JSON file.
     Apply { file: std::path::PathBuf },
-    /// Progressive rollouts: list, show, start, pause, resume, promote, abort.
+    /// Progressive rollouts: list, show, watch, start, pause, resume, promote, abort, delete.
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,

@@ -5,8 +5,8 @@
 
 mod watch;
 
-use std::io::Read as _;
-use std::process::{Command, Output, Stdio};
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -16,48 +16,51 @@ use crate::cli::{sluice, sluice_bin};
 use crate::harness::{llm_config, Admin};
 use crate::support::{NamedUpstream, TempDir, WAIT_POLL};
 
-/// `sluice ctl --url URL --token TOKEN ARGS...`, killed (and the test failed) past `limit`.
-pub(crate) async fn ctl_at(url: &str, token: &str, args: &[&str], limit: Duration) -> Output {
-    let mut cmd = Command::new(sluice_bin());
-    cmd.arg("ctl")
+/// `sluice ctl --url URL --token TOKEN ARGS...` started, its output piped.
+pub(crate) fn spawn_ctl(url: &str, token: &str, args: &[&str]) -> Child {
+    Command::new(sluice_bin())
+        .arg("ctl")
         .args(["--url", url, "--token", token])
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let what = format!("sluice ctl {}", args.join(" "));
-    tokio::task::spawn_blocking(move || {
-        let mut child = cmd.spawn().expect("start sluice ctl");
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{what} still running after {limit:?}");
-            }
-            std::thread::sleep(WAIT_POLL);
-        };
-        // What it wrote is small (lines, a table): the pipes held it all.
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_end(&mut stdout)
-            .unwrap();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_end(&mut stderr)
-            .unwrap();
-        Output {
-            status,
-            stdout,
-            stderr,
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sluice ctl")
+}
+
+/// Waits for a started `sluice ctl` to exit, killed (and the test failed) past `limit`;
+/// its status, what is left to read of its stdout from `stdout`, and its stderr.
+pub(crate) fn finish(mut child: Child, mut stdout: impl Read, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("sluice ctl still running after {limit:?}");
+        }
+        std::thread::sleep(WAIT_POLL);
+    };
+    // What it wrote is small (lines, a table): the pipes held it all.
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    stdout.read_to_end(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    Output {
+        status,
+        stdout: out,
+        stderr: err,
+    }
+}
+
+/// `sluice ctl --url URL --token TOKEN ARGS...` run to its end, killed (and the test
+/// failed) past `limit`.
+pub(crate) async fn ctl_at(url: &str, token: &str, args: &[&str], limit: Duration) -> Output {
+    let mut child = spawn_ctl(url, token, args);
+    tokio::task::spawn_blocking(move || {
+        let stdout = child.stdout.take().unwrap();
+        finish(child, stdout, limit)
     })
     .await
     .unwrap()
