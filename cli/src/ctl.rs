@@ -1,7 +1,16 @@
-//! `sluice ctl`: a small client for the control API.
+//! `sluice ctl`: a small client for the control API. Without `--json` an
+//! answer is shown as an aligned table (or YAML, or `key  value` lines), and
+//! an error answer as `path: message` lines on stderr.
 
+mod errors;
 mod fault;
+mod mirror;
+mod rollout;
+mod table;
+mod view;
+mod watch;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
@@ -10,10 +19,14 @@ use clap::{Args, Subcommand};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use sluice_control::{ApiEndpoint, Command};
+use serde_json::Value;
+use sluice_control::ApiEndpoint;
 
-mod mirror;
+use fault::FaultCommand;
 use mirror::MirrorCommand;
+use rollout::RolloutCommand;
+use view::View;
+use watch::Display;
 
 #[derive(Args)]
 pub struct CtlArgs {
@@ -26,6 +39,10 @@ pub struct CtlArgs {
     url: String,
     #[command(flatten)]
     token: AdminToken,
+    /// Print the API's JSON answer instead of a table (every verb, those
+    /// that change things too).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: CtlCommand,
 }
@@ -58,7 +75,7 @@ enum CtlCommand {
     Config,
     /// Replace the config with a YAML or JSON file.
     Apply { file: std::path::PathBuf },
-    /// Progressive rollouts: list, show, start, pause, resume, promote, abort.
+    /// Progressive rollouts: list, show, watch, start, pause, resume, promote, abort, delete.
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,
@@ -66,33 +83,13 @@ enum CtlCommand {
     /// Fault experiments: list, show, add, rm.
     Fault {
         #[command(subcommand)]
-        command: fault::FaultCommand,
+        command: FaultCommand,
     },
     /// Shadow traffic: set or stop a route's mirror, show recent diffs.
     Mirror {
         #[command(subcommand)]
         command: MirrorCommand,
     },
-}
-
-#[derive(Subcommand)]
-enum RolloutCommand {
-    /// Every rollout: state, step, weight, last gate readings.
-    List,
-    /// One rollout with its gates and the history of its transitions.
-    Show { name: String },
-    /// Add and start a rollout from a YAML or JSON file (one `rollouts:` item).
-    Start { file: std::path::PathBuf },
-    /// Hold the canary's weight where it is.
-    Pause { name: String },
-    /// Go on from a pause (the hold starts again).
-    Resume { name: String },
-    /// Canary to 100 now.
-    Promote { name: String },
-    /// Canary to 0 now.
-    Abort { name: String },
-    /// Remove a rollout from the config (its weights stay where they are).
-    Delete { name: String },
 }
 
 /// One call of the control API: method, path, body.
@@ -118,57 +115,90 @@ pub(crate) fn given<'a>(
         .collect()
 }
 
-/// The request a rollout command makes.
-fn rollout_request(command: &RolloutCommand) -> anyhow::Result<Call> {
-    let operator = |name: &str, command: Command| {
-        call_to(ApiEndpoint::RolloutCommand, &[name, command.as_str()], None)
-    };
+/// The request a verb makes, and how its answer is shown.
+fn request(command: &CtlCommand) -> anyhow::Result<(Call, View)> {
     Ok(match command {
-        RolloutCommand::List => call_to(ApiEndpoint::ListRollouts, &[], None),
-        RolloutCommand::Show { name } => call_to(ApiEndpoint::ShowRollout, &[name], None),
-        RolloutCommand::Start { file } => {
-            call_to(ApiEndpoint::AddRollout, &[], Some(read_file(file)?))
+        CtlCommand::Routes => (call_to(ApiEndpoint::ListRoutes, &[], None), View::Routes),
+        CtlCommand::Split { route, weights } => (
+            call_to(ApiEndpoint::PutSplit, &[route], Some(split_body(weights)?)),
+            View::Fields,
+        ),
+        CtlCommand::Stats => (call_to(ApiEndpoint::Stats, &[], None), View::Stats),
+        CtlCommand::Events => (call_to(ApiEndpoint::Events, &[], None), View::Events),
+        CtlCommand::Config => (call_to(ApiEndpoint::GetConfig, &[], None), View::Config),
+        CtlCommand::Apply { file } => (
+            call_to(ApiEndpoint::PutConfig, &[], Some(read_file(file)?)),
+            View::Fields,
+        ),
+        CtlCommand::Rollout { command } => {
+            let view = match command {
+                RolloutCommand::List => View::Rollouts,
+                RolloutCommand::Delete { .. } => View::Fields,
+                _ => View::Rollout,
+            };
+            (rollout::request(command)?, view)
         }
-        RolloutCommand::Pause { name } => operator(name, Command::Pause),
-        RolloutCommand::Resume { name } => operator(name, Command::Resume),
-        RolloutCommand::Promote { name } => operator(name, Command::Promote),
-        RolloutCommand::Abort { name } => operator(name, Command::Abort),
-        RolloutCommand::Delete { name } => call_to(ApiEndpoint::RemoveRollout, &[name], None),
+        CtlCommand::Fault { command } => {
+            let view = match command {
+                FaultCommand::List => View::Faults,
+                _ => View::Fields,
+            };
+            (fault::request(command)?, view)
+        }
+        CtlCommand::Mirror { command } => {
+            let view = match command {
+                MirrorCommand::Diffs => View::Diffs,
+                _ => View::Fields,
+            };
+            (mirror::request(command)?, view)
+        }
     })
 }
 
+/// Exit 0 with the answer on stdout; an error answer on stderr as
+/// `path: message` lines, exit 2 when refused (4xx) and 1 when the server
+/// failed (5xx). `rollout watch` has its own codes (see `watch`).
 pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
-    let (method, path, body) = match &args.command {
-        CtlCommand::Routes => call_to(ApiEndpoint::ListRoutes, &[], None),
-        CtlCommand::Split { route, weights } => {
-            call_to(ApiEndpoint::PutSplit, &[route], Some(split_body(weights)?))
-        }
-        CtlCommand::Stats => call_to(ApiEndpoint::Stats, &[], None),
-        CtlCommand::Events => call_to(ApiEndpoint::Events, &[], None),
-        CtlCommand::Config => call_to(ApiEndpoint::GetConfig, &[], None),
-        CtlCommand::Apply { file } => call_to(ApiEndpoint::PutConfig, &[], Some(read_file(file)?)),
-        CtlCommand::Rollout { command } => rollout_request(command)?,
-        CtlCommand::Fault { command } => fault::request(command)?,
-        CtlCommand::Mirror { command } => mirror::request(command)?,
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (status, text) = runtime.block_on(call(&args.url, &args.token, method, &path, body))?;
-    let pretty = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or(text);
-    if status.is_success() {
-        #[allow(clippy::print_stdout)]
-        {
-            println!("{pretty}");
-        }
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("{status}\n{pretty}");
-        Ok(ExitCode::from(if status.is_client_error() { 2 } else { 1 }))
+    if let CtlCommand::Rollout {
+        command: RolloutCommand::Watch(watch),
+    } = &args.command
+    {
+        let stdout = std::io::stdout();
+        let display = match (args.json, stdout.is_terminal()) {
+            (true, _) => Display::Json,
+            (false, true) => Display::Redraw {
+                colour: table::colour_stdout(),
+                width: rustix::termios::tcgetwinsize(&stdout)
+                    .ok()
+                    .map(|size| usize::from(size.ws_col)),
+            },
+            (false, false) => Display::Lines,
+        };
+        let watching = watch::watch(&args.url, &args.token, watch, stdout.lock(), display);
+        return Ok(runtime.block_on(watching));
     }
+    let ((method, path, body), view) = request(&args.command)?;
+    let (status, text) = runtime.block_on(call(&args.url, &args.token, method, &path, body))?;
+    if !status.is_success() {
+        return Ok(errors::report(status, &text));
+    }
+    let shown = match serde_json::from_str::<Value>(&text) {
+        Ok(answer) if args.json => serde_json::to_string_pretty(&answer).unwrap_or(text),
+        Ok(answer) => view::render(view, &answer, table::colour_stdout()),
+        Err(_) => text,
+    };
+    print(&shown);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `text` and a newline on stdout; a reader that went away (`| head`) is
+/// not an error.
+fn print(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{}", text.trim_end_matches('\n'));
 }
 
 /// `a=80 b=20` → `{"a":80,"b":20}`.
@@ -208,31 +238,4 @@ pub async fn call(
     let status = response.status();
     let bytes = response.into_body().collect().await?.to_bytes();
     Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn rollout_commands_call_the_endpoints_of_the_table() {
-        let call = |command| rollout_request(&command).unwrap();
-        let name = || "chat-v2".to_string();
-        for &c in Command::ALL {
-            let command = match c {
-                Command::Pause => RolloutCommand::Pause { name: name() },
-                Command::Resume => RolloutCommand::Resume { name: name() },
-                Command::Promote => RolloutCommand::Promote { name: name() },
-                Command::Abort => RolloutCommand::Abort { name: name() },
-            };
-            let path = format!("/v1/rollouts/chat-v2/{c}");
-            assert_eq!(call(command), ("POST", path, None));
-        }
-        let get = ("GET", "/v1/rollouts".to_string(), None);
-        assert_eq!(call(RolloutCommand::List), get);
-        let delete = ("DELETE", "/v1/rollouts/chat-v2".to_string(), None);
-        assert_eq!(call(RolloutCommand::Delete { name: name() }), delete);
-    }
 }

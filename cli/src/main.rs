@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 use sluice_cli::{
     ctl, default_config_yaml, run_demo, DemoOptions, MockLlm, MockLlmOptions, MockThread, Stall,
 };
@@ -20,6 +20,7 @@ mod feedback;
 mod fit;
 mod lineage;
 mod load;
+mod manual;
 mod plan;
 mod report;
 mod trace;
@@ -101,6 +102,19 @@ enum Command {
     /// The lineage DAG: what each artefact (config, cluster, rollout, event,
     /// scenario, run, report) was made from and what was made from it.
     Lineage(lineage::LineageArgs),
+    /// A shell's completion script on stdout, e.g.
+    /// `sluice completions bash > ~/.local/share/bash-completion/completions/sluice`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page (roff) on stdout: `sluice man | man -l -`. With `--out
+    /// DIR`, a page for each command at every depth instead (`sluice.1`,
+    /// `sluice-ctl.1`, `sluice-ctl-rollout-watch.1`, ...).
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// `sluice mock-llm` flags: the mock's options, as flags.
@@ -208,6 +222,8 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::Feedback(args) => feedback::run(args),
         Command::Lineage(args) => lineage::run(args),
+        Command::Completions { shell } => manual::completions(shell, Cli::command()),
+        Command::Man { out } => manual::man(Cli::command(), out.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -16,6 +16,7 @@ mod cli;
 mod console;
 mod control_isolation;
 mod cost;
+mod ctl;
 mod demo;
 mod faults;
 mod feedback;

@@ -62,7 +62,7 @@ async fn ctl_sets_and_stops_a_mirror_and_shows_diffs() {
     assert!(stderr.contains("routes[0].mirror.cluster"), "{stderr}");
     assert!(stderr.contains("unknown cluster `nowhere`"), "{stderr}");
 
-    let out = ctl(&sluice, &["diffs"]).await;
+    let out = ctl(&sluice, &["diffs", "--json"]).await;
     assert!(out.status.success());
     let diffs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(diffs["total"], 0);
