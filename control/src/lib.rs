@@ -92,4 +92,4 @@ pub use stats::{
     MAX_TOKEN_POINTS, MAX_WINDOW_SECONDS, WINDOW_SECONDS,
 };
 pub use store::SnapshotStore;
-pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};
+pub use upstream_metrics::{KvCacheReadings, UpstreamLoad, UpstreamScraper};

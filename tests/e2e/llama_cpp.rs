@@ -29,21 +29,32 @@ impl LlamaServer {
     /// With `temperature`, requests that name none sample at it (the
     /// server's default is 0.8).
     pub(crate) fn start_with(python: &Path, temperature: Option<f32>) -> LlamaServer {
-        Self::spawn(python, temperature, false)
+        Self::spawn(python, temperature, false, None)
     }
 
     /// The same model serving `/v1/embeddings`.
     pub(crate) fn start_embedder(python: &Path) -> LlamaServer {
-        Self::spawn(python, None, true)
+        Self::spawn(python, None, true, None)
     }
 
-    fn spawn(python: &Path, temperature: Option<f32>, embedding: bool) -> LlamaServer {
+    /// One slot with `n_ctx` tokens of context: a prompt past it is refused.
+    pub(crate) fn start_with_context(python: &Path, n_ctx: u32) -> LlamaServer {
+        Self::spawn(python, None, false, Some(n_ctx))
+    }
+
+    fn spawn(
+        python: &Path,
+        temperature: Option<f32>,
+        embedding: bool,
+        n_ctx: Option<u32>,
+    ) -> LlamaServer {
         let port = free_port();
         let mut child = Command::new(python)
             .arg(script("llama_server.py"))
             .arg(port.to_string())
             .args(temperature.map(|t| t.to_string()))
             .args(embedding.then_some("--embedding"))
+            .args(n_ctx.map(|n| format!("--ctx={n}")))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -78,7 +89,7 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
             "llama",
             "llm",
             [format!("127.0.0.1:{}", server.port)],
-            "version: smollm2, metrics_path: /metrics, metrics_interval: 200ms",
+            "version: smollm2, metrics_path: /metrics, metrics_interval: 1s",
         )
         .route("chat", "llama: 100")
         .start();

