@@ -32,7 +32,7 @@ async fn a_context_sweep_marks_llama_cpps_context_limit() {
              target: {{ base_url: 'http://127.0.0.1:{}' }}\n\
              workload: {{ arrival: {{ kind: constant, rate: 0.25 }}, duration: 16s, seed: 5 }}\n\
              steps:\n\
-             \x20 - {{ name: chat, service: llm, prompt: {{ template: 'Say hi.', prefix: shared }},\n\
+             \x20 - {{ name: chat, service: llm, prompt: {{ template: 'Say hi.', input_tokens: 128, prefix: shared }},\n\
              \x20     max_tokens: 8, stream: true, timeout: 120s }}\n\
              context_sweep: {{ from: 128, to: 1024, steps: 4 }}\n",
             server.port
