@@ -56,7 +56,7 @@ async fn a_context_sweep_marks_llama_cpps_context_limit() {
     );
     let result: Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
     let sweep: SweepResult = serde_json::from_value(result["context_sweep"].clone()).unwrap();
-    println!("{}", sweep.table());
+    eprint!("{}", sweep.table());
 
     let lengths: Vec<u64> = sweep.stages.iter().map(|s| s.input_tokens).collect();
     assert_eq!(lengths, [128, 427, 725, 1024]);
