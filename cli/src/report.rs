@@ -208,6 +208,9 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     write_atomically(&output, &bytes)?;
     eprintln!("wrote {}", output.display());
+    if let Some(sweep) = &report.context_sweep {
+        eprint!("context sweep:\n{}", sweep.table());
+    }
     crate::lineage::keep("report", &args.lineage.lineage_dir, &[made]);
     if let Some(b) = &report.baseline {
         if b.regressions.is_empty() {

@@ -97,4 +97,4 @@ pub use stats::{
 };
 pub use store::SnapshotStore;
 pub use toxiproxy::TcpListeners;
-pub use upstream_metrics::{UpstreamLoad, UpstreamScraper};
+pub use upstream_metrics::{KvCacheReadings, UpstreamLoad, UpstreamScraper};

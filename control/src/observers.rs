@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::GpuConfig;
 use crate::gpu::GpuWatcher;
 use crate::store::SnapshotStore;
-use crate::upstream_metrics::UpstreamScraper;
+use crate::upstream_metrics::{KvCacheReadings, UpstreamScraper};
 
 /// `None` where a watcher is not running (the API then says so).
 #[derive(Clone, Default)]
@@ -21,15 +21,17 @@ pub struct Observers {
 }
 
 impl Observers {
-    /// Both watchers, their families registered in `registry`. The GPU
-    /// settings are read once: changing them needs a restart.
+    /// Both watchers, their families registered in `registry`; the
+    /// upstream scrape publishes its KV-cache readings to `kv_cache`. The
+    /// GPU settings are read once: changing them needs a restart.
     pub fn new(
         gpu: GpuConfig,
         registry: &prometheus::Registry,
+        kv_cache: Arc<KvCacheReadings>,
     ) -> Result<Observers, prometheus::Error> {
         Ok(Observers {
             gpu: Some(GpuWatcher::new(gpu, registry)?),
-            upstreams: Some(UpstreamScraper::new(registry)?),
+            upstreams: Some(UpstreamScraper::publishing(registry, kv_cache)?),
         })
     }
 

@@ -207,7 +207,11 @@ impl ControlPlane {
             None => None,
         };
         let auth = Arc::new(Auth::new(token_sources, tokens, shared.metrics.registry())?);
-        let observers = Observers::new(config.gpu, shared.metrics.registry())?;
+        let observers = Observers::new(
+            config.gpu,
+            shared.metrics.registry(),
+            shared.kv_cache.clone(),
+        )?;
         let (store, rollouts) = start_store(config, state_dir.as_deref(), &shared, &observers);
         let toxiproxy = match (config_toxiproxy, options.tcp_listeners) {
             (Some((addr, ttl)), Some(listeners)) => {

@@ -16,6 +16,7 @@ use crate::recorder::Recorder;
 use crate::runtimes::Runtimes;
 use crate::state::StateSignal;
 use crate::stats::Stats;
+use crate::upstream_metrics::KvCacheReadings;
 
 #[derive(Clone)]
 pub struct Shared {
@@ -37,6 +38,9 @@ pub struct Shared {
     pub(crate) feedback: Arc<FeedbackQueue>,
     /// The live clusters' upstream connections `/metrics` reports.
     pub(crate) connections: Arc<OpenConnections>,
+    /// Each scraped endpoint's latest KV-cache ratio (the upstream scrape
+    /// writes it, each request reads its endpoint's).
+    pub kv_cache: Arc<KvCacheReadings>,
 }
 
 impl Shared {
@@ -53,6 +57,7 @@ impl Shared {
             mirror_diffs: Arc::new(MirrorDiffs::default()),
             state: Arc::default(),
             feedback: Arc::default(),
+            kv_cache: Arc::default(),
         })
     }
 }

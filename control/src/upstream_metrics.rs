@@ -8,12 +8,15 @@
 //! `metrics_interval`, each endpoint over plain HTTP/1.1 with a 2 s bound.
 //! Clusters with upstream TLS are skipped (said once): this task carries no
 //! TLS client, and a plain request to a TLS port would only count errors.
+//! After each round the endpoints' KV-cache ratios are published for the
+//! data plane ([`KvCacheReadings`]).
 
 mod families;
 mod parse;
+mod readings;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,6 +37,7 @@ use crate::store::SnapshotStore;
 use families::Families;
 pub(crate) use families::WAITING_METRIC;
 use parse::EndpointLoad;
+pub use readings::KvCacheReadings;
 
 /// Bounds one scrape: connect, answer and body together.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -41,8 +45,9 @@ const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_METRICS_BYTES: usize = 8 * 1024 * 1024;
 /// How often the cluster list is re-read when nothing is due sooner.
 const RECHECK: Duration = Duration::from_secs(1);
-/// Validation refuses 0; this keeps a zero interval from spinning.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// A model server is scraped at most once a second (validation refuses a
+/// shorter `metrics_interval`; this holds whatever config got through).
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A cluster's load, over the endpoints whose last scrape succeeded:
 /// requests running and waiting summed, the KV-cache ratio the largest.
@@ -62,12 +67,17 @@ struct EndpointState {
     scraped_at_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// The address scraped, the key the data plane looks readings up by.
+    #[serde(skip)]
+    addr: SocketAddr,
 }
 
 pub struct UpstreamScraper {
     families: Families,
     /// cluster → endpoint → its last scrape. Control plane only.
     latest: Mutex<BTreeMap<String, BTreeMap<String, EndpointState>>>,
+    /// The KV-cache ratios of the endpoints up, published after each round.
+    readings: Arc<KvCacheReadings>,
 }
 
 /// One endpoint to scrape.
@@ -76,6 +86,7 @@ struct Target {
     cluster: String,
     /// The `endpoint` label: `ip:port`, or `host:port` as configured.
     endpoint: String,
+    addr: SocketAddr,
     uri: Uri,
     host: Option<HeaderValue>,
 }
@@ -88,12 +99,28 @@ struct Plan {
 }
 
 impl UpstreamScraper {
-    /// Registers the `sluice_upstream_*` families in `registry`.
+    /// Registers the `sluice_upstream_*` families in `registry`; its KV
+    /// readings are published to a table of its own.
     pub fn new(registry: &Registry) -> Result<Arc<UpstreamScraper>, prometheus::Error> {
+        UpstreamScraper::publishing(registry, Arc::default())
+    }
+
+    /// As [`UpstreamScraper::new`], publishing the KV readings to `readings`
+    /// (the one the data plane reads, in [`crate::Shared`]).
+    pub fn publishing(
+        registry: &Registry,
+        readings: Arc<KvCacheReadings>,
+    ) -> Result<Arc<UpstreamScraper>, prometheus::Error> {
         Ok(Arc::new(UpstreamScraper {
             families: Families::new(registry)?,
             latest: Mutex::new(BTreeMap::new()),
+            readings,
         }))
+    }
+
+    /// The table the KV readings are published to.
+    pub fn readings(&self) -> &Arc<KvCacheReadings> {
+        &self.readings
     }
 
     /// The latest load of `cluster`; `None` when it is not scraped or no
@@ -170,6 +197,7 @@ impl UpstreamScraper {
                     },
                 }
             }
+            self.publish();
 
             let next_due = plan
                 .clusters
@@ -204,6 +232,7 @@ impl UpstreamScraper {
                     load,
                     scraped_at_ms: now_ms(),
                     error: None,
+                    addr: target.addr,
                 }
             }
             Err(error) => {
@@ -220,10 +249,30 @@ impl UpstreamScraper {
                     load: EndpointLoad::default(),
                     scraped_at_ms: now_ms(),
                     error: Some(error),
+                    addr: target.addr,
                 }
             }
         };
         endpoints.insert(target.endpoint.clone(), state);
+    }
+
+    /// Hands the data plane the KV-cache ratio of every endpoint whose last
+    /// scrape succeeded and served one.
+    fn publish(&self) {
+        let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        let table = latest
+            .iter()
+            .map(|(cluster, endpoints)| {
+                let ratios = endpoints
+                    .values()
+                    .filter(|s| s.up)
+                    .filter_map(|s| Some((s.addr, s.load.kv_cache_usage?)))
+                    .collect();
+                (cluster.clone(), ratios)
+            })
+            .collect();
+        drop(latest);
+        self.readings.publish(table);
     }
 
     /// Drops the series and memory of endpoints no longer scraped.
@@ -310,6 +359,7 @@ fn target(cluster: &str, e: &Endpoint, path: &str) -> Option<Target> {
     Some(Target {
         cluster: cluster.to_string(),
         endpoint,
+        addr: e.addr,
         uri,
         host,
     })

@@ -99,7 +99,8 @@ pub use lineage::{
 };
 pub use load::{
     classify as classify_load, run_id as load_run_id, Cidr, LoadMark, Source, Stripped,
-    LOAD_HEADER, MAX_RUN_ID, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER, SERVED_VERSION_HEADER,
+    KVCACHE_RATIO_HEADER, LOAD_HEADER, MAX_RUN_ID, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
+    SERVED_VERSION_HEADER,
 };
 pub use load_run::{LoadRun, LoadRunState, LoadRunThreshold};
 pub use matcher::{HeaderMatch, Matcher, ModelGlob, RequestParts, RequestView};

@@ -16,6 +16,9 @@ pub const SERVED_VERSION_HEADER: &str = "x-sluice-version";
 /// Beside them: the lineage id of that cluster version, so a run's
 /// lineage names the model it measured.
 pub const SERVED_LINEAGE_HEADER: &str = "x-sluice-lineage";
+/// Beside them, when the upstream scrape has a reading: the KV-cache usage
+/// (0..1) of the endpoint that served it, as last scraped (`kvcache_ratio`).
+pub const KVCACHE_RATIO_HEADER: &str = "x-sluice-kvcache-ratio";
 /// The longest run id believed.
 pub const MAX_RUN_ID: usize = 64;
 

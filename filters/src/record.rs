@@ -78,6 +78,10 @@ pub struct RequestRecord<'a> {
     /// A gRPC call's method, `package.Service/Method` (`unknown` for a path
     /// that is not one); `None` for other requests.
     pub grpc_method: Option<&'a str>,
+    /// The KV-cache usage (0..1) of the endpoint that served it, as the
+    /// upstream scrape last read it; `None` when unknown (not scraped, the
+    /// last scrape failed, or the server has no such gauge).
+    pub kvcache_ratio: Option<f64>,
 }
 
 impl RequestRecord<'_> {

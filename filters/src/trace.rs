@@ -95,6 +95,10 @@ pub struct TraceLine {
     /// A gRPC call's `grpc-status` (the upstream's or sluice's own error's);
     /// absent when unknown: not a gRPC call, or a call that ended without one.
     pub grpc_status: Option<u32>,
+    /// The KV-cache usage (0..1) of the endpoint that served the request,
+    /// as the upstream scrape last read it; absent when unknown, and in
+    /// lines written before it existed.
+    pub kvcache_ratio: Option<f64>,
 }
 
 /// A body kept in the line as JSON, not as an escaped string.
@@ -206,6 +210,7 @@ impl TraceLine {
                 .map(Body),
             grpc_method: record.grpc_method.map(str::to_owned),
             grpc_status: record.grpc_status,
+            kvcache_ratio: record.kvcache_ratio,
         }
     }
 
@@ -241,6 +246,12 @@ impl TraceLine {
             .find(|(_, ms)| !ms.is_finite() || **ms < 0.0)
         {
             return Err(format!("gaps_ms[{i}]: {ms} is not a time (ms >= 0)"));
+        }
+        if let Some(r) = self
+            .kvcache_ratio
+            .filter(|r| !(r.is_finite() && (0.0..=1.0).contains(r)))
+        {
+            return Err(format!("kvcache_ratio: {r} is not a ratio (0..=1)"));
         }
         if let Some(wall) = &self.arrival {
             parse_wall_clock(wall).map_err(|e| format!("arrival: {e}"))?;

@@ -115,6 +115,9 @@ pub(crate) fn line(r: &RequestRecord<'_>) -> String {
     if let Some(code) = r.grpc_status {
         v.insert("grpc_status".into(), code.into());
     }
+    if let Some(ratio) = r.kvcache_ratio {
+        v.insert("kvcache_ratio".into(), ratio.into());
+    }
     let u = &r.upstream;
     for (name, at) in [
         ("upstream_peer_ms", u.peer),

@@ -594,6 +594,7 @@ impl ProxyHttp for HttpProxy {
                 cluster.endpoints.restore(i);
             }
         }
+        ctx.read_kvcache_ratio(&self.shared.kv_cache);
         upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
         load::on_response(upstream_response, ctx)?;
         if let Some(rate) = &ctx.rate_headers {

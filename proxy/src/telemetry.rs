@@ -271,6 +271,8 @@ pub struct FinishedRequest<'a> {
     pub prompt_fingerprint: Option<&'a str>,
     /// The `sluice load` run, for load traffic (a server span attribute).
     pub load_run: Option<&'a str>,
+    /// The serving endpoint's KV-cache ratio as last scraped (`sluice.kvcache_ratio`).
+    pub kvcache_ratio: Option<f64>,
     /// A short, low-cardinality error kind when the request failed.
     pub error: Option<&'a str>,
     /// A gRPC call's `rpc.*` attributes; `None` for any other request.

@@ -29,25 +29,31 @@ impl LlamaServer {
     /// With `temperature`, requests that name none sample at it (the
     /// server's default is 0.8).
     pub(crate) fn start_with(python: &Path, temperature: Option<f32>) -> LlamaServer {
-        Self::spawn(python, temperature, false, None)
+        Self::spawn(python, temperature, false, &[])
     }
 
     /// At temperature 0, with a drifted prompt template: `system` as the
     /// system turn and after each user message (`llama_server.py --system`).
     pub(crate) fn start_with_system(python: &Path, system: &str) -> LlamaServer {
-        Self::spawn(python, Some(0.0), false, Some(system))
+        Self::spawn(python, Some(0.0), false, &["--system".into(), system.into()])
     }
 
     /// The same model serving `/v1/embeddings`.
     pub(crate) fn start_embedder(python: &Path) -> LlamaServer {
-        Self::spawn(python, None, true, None)
+        Self::spawn(python, None, true, &[])
     }
 
+    /// One slot with `n_ctx` tokens of context: a prompt past it is refused.
+    pub(crate) fn start_with_context(python: &Path, n_ctx: u32) -> LlamaServer {
+        Self::spawn(python, None, false, &[format!("--ctx={n_ctx}")])
+    }
+
+    /// `extra`: the script's options (`--system TEXT`, `--ctx=N`).
     fn spawn(
         python: &Path,
         temperature: Option<f32>,
         embedding: bool,
-        system: Option<&str>,
+        extra: &[String],
     ) -> LlamaServer {
         let port = free_port();
         let mut child = Command::new(python)
@@ -55,7 +61,7 @@ impl LlamaServer {
             .arg(port.to_string())
             .args(temperature.map(|t| t.to_string()))
             .args(embedding.then_some("--embedding"))
-            .args(system.map(|s| ["--system", s]).into_iter().flatten())
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -90,7 +96,7 @@ async fn token_timing_and_usage_match_a_real_llama_cpp_server() {
             "llama",
             "llm",
             [format!("127.0.0.1:{}", server.port)],
-            "version: smollm2, metrics_path: /metrics, metrics_interval: 200ms",
+            "version: smollm2, metrics_path: /metrics, metrics_interval: 1s",
         )
         .route("chat", "llama: 100")
         .start();

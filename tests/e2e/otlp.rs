@@ -107,6 +107,7 @@ async fn spans_reach_the_collector_in_the_clients_trace() {
             ttft: Some(Duration::from_millis(120)),
             prompt_fingerprint: Some("9f86d081884c7d65"),
             load_run: Some("load-00000000000000aa"),
+            kvcache_ratio: None,
             error: None,
             grpc: None,
             attempts: &attempts,

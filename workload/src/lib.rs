@@ -46,6 +46,10 @@ pub use lineage::{
     LINEAGE_DIR, LINEAGE_DIR_ENV,
 };
 pub use load::{
+    context_limit, mentions_context_limit, ContextLimit, ContextSweep, LimitReason, SweepResult,
+    SweepStage, TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,
+};
+pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,
     run_mixed, run_replay, sized_prompt, summarize, trace_prompts, Answer, AnswerTap, Body, Bound,
     Cache, Data, Dispatch, Dist, Ended, EngineError, Failure, Goodput, GroupSummary, GrpcReply,
@@ -64,9 +68,9 @@ pub use report::{
     Baseline, CandidateCurve, Capacity, Cdf, Dist as ReportDist, DistDiff, FitCandidate,
     Group as ReportGroup, Health as LayerHealth, Input as ReportInput, Interval, Layer,
     Lineage as ReportLineage, MannWhitney, Metric, MetricDiff, Options as ReportOptions, Report,
-    Row, Run, Saved, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst, ARRIVAL_FIT_VERSION,
-    DEFAULT_METRICS, GRPC_SUCCESS_MIN_PCT, HIST_MEASURES, LEVEL, REPORT_VERSION, RESAMPLES, SEED,
-    SLOW_QUANTILE, STATISTICS,
+    Row, Run, Saved, StageRow, StageSpan, StepGroup, StepRow, Timeline, Totals, Worst,
+    ARRIVAL_FIT_VERSION, DEFAULT_METRICS, GRPC_SUCCESS_MIN_PCT, HIST_MEASURES, LEVEL,
+    REPORT_VERSION, RESAMPLES, SEED, SLOW_QUANTILE, STATISTICS,
 };
 pub use trace::{
     convert, for_each_row, prompt_of, quantised_warning, Converted, Format, Lengths, PromptField,

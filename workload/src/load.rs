@@ -10,7 +10,10 @@ mod scenario;
 mod schedule;
 mod summary;
 
-pub use client::{connector as http_connector, Cache, Failure, GrpcReply, Outcome, LOAD_HEADER};
+pub use client::{
+    connector as http_connector, mentions_context_limit, Cache, Failure, GrpcReply, Outcome,
+    LOAD_HEADER,
+};
 pub use engine::{
     run, run_mixed, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram,
     LiveMeasures, RunOptions, RunOutput, LIVE_RELATIVE_ERROR,
@@ -24,9 +27,10 @@ pub use replay::{
 pub(crate) use replay::{recorded as recorded_request, unit as seeded_unit};
 pub(crate) use scenario::recorded_step;
 pub use scenario::{
-    parse_sla, Body, Data, Dist, Ended, JsonPath, ReplaySource, Scenario, Service, Sessions, Step,
-    Target, Template, TraceData, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS,
-    REPLAY_STEP,
+    context_limit, parse_sla, Body, ContextLimit, ContextSweep, Data, Dist, Ended, JsonPath,
+    LimitReason, ReplaySource, Scenario, Service, Sessions, Step, SweepResult, SweepStage, Target,
+    Template, TraceData, When, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT, QUANTILE_PROBS, REPLAY_STEP,
+    TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,
 };
 pub use schedule::{
     mean_gap_s, Intended, Plan, Process, Schedule, ScheduleError, Segment, Shard, MAX_ARRIVALS,

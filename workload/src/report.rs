@@ -10,6 +10,7 @@ mod html;
 mod input;
 mod layers;
 mod series;
+mod stages;
 mod stats;
 mod store;
 mod svg;
@@ -25,6 +26,7 @@ pub use html::render_page as render_html;
 pub use input::{parse_json, read_run, Dist, Group, Row, Run, StepGroup, HIST_MEASURES};
 pub use layers::{Attribution, Health, Layer, Worst, GRPC_SUCCESS_MIN_PCT, SLOW_QUANTILE};
 pub use series::{StageSpan, Timeline};
+pub use stages::StageRow;
 pub use stats::{
     bootstrap_quantile_diff, mann_whitney, two_proportions, two_rates, Interval, MannWhitney,
     LEVEL, RESAMPLES, SEED,
@@ -233,6 +235,11 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline_note: Option<String>,
     pub steps: Vec<StepRow>,
+    /// Each stage's TTFT beside its KV-cache pressure.
+    pub stages: Vec<StageRow>,
+    /// A context sweep's stages against their prompt length, and its limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_sweep: Option<crate::load::SweepResult>,
     pub baseline: Option<Baseline>,
     pub attribution: Attribution,
     pub capacity: Option<Capacity>,
@@ -378,6 +385,8 @@ pub fn build(input: &Input, baseline: Option<&Input>, options: &Options) -> Repo
                 }
             })
             .collect(),
+        stages: stages::rows(run),
+        context_sweep: run.context_sweep.clone(),
         baseline,
         attribution,
         capacity: match input {

@@ -108,6 +108,7 @@ fn line_cost(args: &Args, redactor: &Redactor, path: &str, body: Option<&[u8]>) 
         load_run: None,
         grpc_status: None,
         grpc_method: None,
+        kvcache_ratio: None,
     };
     per_call(args, || {
         let input = TraceInput {

@@ -51,7 +51,7 @@ impl Server {
         let observers = match observe {
             true => {
                 let gpu = store.load().config.gpu;
-                Observers::new(gpu, shared.metrics.registry()).unwrap()
+                Observers::new(gpu, shared.metrics.registry(), shared.kv_cache.clone()).unwrap()
             }
             false => Observers::default(),
         };

@@ -200,11 +200,7 @@ fn clusters(raw: &[RawCluster], errs: &mut Errors) -> Vec<ClusterConfig> {
                 protocol: protocol(&at, c, errs),
                 timeouts: timeouts(&at, c.timeouts.as_ref(), errs),
                 metrics_path: metrics_path(&at, c, errs),
-                metrics_interval: errs.duration(
-                    format!("{at}.metrics_interval"),
-                    c.metrics_interval.as_deref(),
-                    Duration::from_secs(5),
-                ),
+                metrics_interval: metrics_interval(&at, c, errs),
                 cost: c.cost.as_ref().and_then(|p| price(&at, p, errs)),
                 outlier_detection: c
                     .outlier_detection
@@ -277,6 +273,27 @@ fn endpoint(path: String, text: &str, errs: &mut Errors) -> Option<Endpoint> {
             None
         }
     }
+}
+
+/// At least 1 s: a model server is scraped at most once a second, and
+/// what its KV-cache ratio says per request is never fresher than that.
+fn metrics_interval(at: &str, c: &RawCluster, errs: &mut Errors) -> Duration {
+    let path = format!("{at}.metrics_interval");
+    let interval = errs.duration(
+        path.clone(),
+        c.metrics_interval.as_deref(),
+        Duration::from_secs(5),
+    );
+    if interval < Duration::from_secs(1) {
+        errs.push(
+            path,
+            format!(
+                "must be at least 1s (a model server is scraped at most once a second), found {}",
+                sluice_filters::format_duration(interval)
+            ),
+        );
+    }
+    interval
 }
 
 fn metrics_path(at: &str, c: &RawCluster, errs: &mut Errors) -> Option<String> {

@@ -72,6 +72,8 @@ pub struct Captured {
     pub status: u16,
     /// A gRPC call's `grpc-status`, when one came.
     pub grpc_status: Option<u32>,
+    /// The serving endpoint's KV-cache usage, when scraped.
+    pub kvcache_ratio: Option<f64>,
     /// When the request arrived, on the data plane's clock.
     pub arrived: Instant,
     pub arrived_wall: SystemTime,
@@ -159,6 +161,7 @@ impl Captured {
             operation: record.operation,
             status: record.status,
             grpc_status: record.grpc_status,
+            kvcache_ratio: record.kvcache_ratio,
             arrived: arrived.0,
             arrived_wall: arrived.1,
             e2e: record.e2e,
@@ -211,6 +214,7 @@ impl Captured {
             load_run: self.optional(Text::LoadRun),
             grpc_status: self.grpc_status,
             grpc_method: self.optional(Text::GrpcMethod),
+            kvcache_ratio: self.kvcache_ratio,
         }
     }
 }

@@ -92,6 +92,7 @@ fn captured(
         // Request 4 is a gRPC call answered UNAVAILABLE.
         grpc_status: (id == 4).then_some(14),
         grpc_method: (id == 4).then_some("test.Svc/Echo"),
+        kvcache_ratio: (id == 4).then_some(0.25),
     };
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"mail me at ann{id}@example.com"}}]}}"#
@@ -154,6 +155,9 @@ fn writes_one_redacted_line_per_request_with_think_times() {
         .collect();
     let none = (None, None);
     assert_eq!(grpc, [none, none, none, (Some("test.Svc/Echo"), Some(14))]);
+    // The serving endpoint's KV-cache reading reaches the line; unknown is absent.
+    let kv: Vec<Option<f64>> = lines.iter().map(|l| l.kvcache_ratio).collect();
+    assert_eq!(kv, [None, None, None, Some(0.25)]);
     assert_eq!(lines[0].messages, Some(1));
     assert!(lines[0].input_tokens_estimated);
     let text = std::fs::read_to_string(dir.trace()).unwrap();

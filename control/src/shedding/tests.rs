@@ -271,7 +271,7 @@ async fn the_model_servers_queue_gauge_sheds_and_its_fall_restores() {
     let yaml = format!(
         "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
          clusters:\n  - {{ name: vllm, kind: llm, endpoints: [{}], metrics_path: /metrics, \
-         metrics_interval: 50ms }}\n\
+         metrics_interval: 1s }}\n\
          routes:\n  - {{ name: chat, listener: public, split: {{ vllm: 100 }}, \
          shedding: {{ priority: {{ levels: [interactive, batch] }}, bounds: {{ queue: 16 }}, \
          interval: 50ms, hold: 200ms, restore_steps: 1 }} }}\n",

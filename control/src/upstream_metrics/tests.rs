@@ -140,12 +140,12 @@ fn config(vllm: &[SocketAddr], llama: Option<SocketAddr>) -> String {
     };
     let mut yaml = format!(
         "listeners:\n  - {{ name: public, listen: 127.0.0.1:18080, protocol: http }}\n\
-         clusters:\n  - {{ name: vllm, kind: llm, endpoints: [{}], metrics_path: /metrics, metrics_interval: 50ms }}\n",
+         clusters:\n  - {{ name: vllm, kind: llm, endpoints: [{}], metrics_path: /metrics, metrics_interval: 1s }}\n",
         list(vllm)
     );
     if let Some(addr) = llama {
         yaml += &format!(
-            "  - {{ name: llama, kind: llm, endpoints: [{addr}], metrics_path: /metrics, metrics_interval: 50ms }}\n"
+            "  - {{ name: llama, kind: llm, endpoints: [{addr}], metrics_path: /metrics, metrics_interval: 1s }}\n"
         );
     }
     yaml += "routes:\n  - { name: chat, listener: public, split: { vllm: 100 } }\n";
@@ -185,6 +185,17 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
         scraper.latest("vllm").is_some() && scraper.latest("llama").is_some()
     })
     .await;
+    // The data plane's table: each endpoint's own ratio (vLLM's largest
+    // engine), none for the dead one.
+    let readings = scraper.readings().clone();
+    eventually("the KV readings published", || {
+        readings.ratio("llama", llama.addr).is_some()
+    })
+    .await;
+    assert_eq!(readings.ratio("vllm", vllm.addr), Some(0.42));
+    assert_eq!(readings.ratio("llama", llama.addr), Some(0.25));
+    assert_eq!(readings.ratio("vllm", dead), None);
+    assert_eq!(readings.ratio("vllm", llama.addr), None);
 
     let text = shared.metrics.encode();
     let v = vllm.addr;
@@ -241,6 +252,10 @@ async fn scrapes_vllm_and_llamacpp_and_counts_dead_endpoints() {
         scraper.latest("llama").is_none() && !shared.metrics.encode().contains("cluster=\"llama\"")
     })
     .await;
+    eventually("llama's KV reading withdrawn", || {
+        readings.ratio("llama", llama.addr).is_none()
+    })
+    .await;
 
     crate::testing::stop(&cancel, task).await;
 }
@@ -263,4 +278,19 @@ fn plan_takes_llm_clusters_with_a_metrics_path_only() {
     assert_eq!(targets[0].host, None);
     assert_eq!(targets[1].endpoint, "localhost:8001");
     assert_eq!(targets[1].host.as_ref().unwrap(), "localhost:8001");
+}
+
+#[test]
+fn a_scrape_more_often_than_once_a_second_is_refused() {
+    let yaml = config(&["127.0.0.1:8000".parse().unwrap()], None)
+        .replace("metrics_interval: 1s", "metrics_interval: 500ms");
+    let errors = Config::from_yaml(&yaml).unwrap_err();
+    let texts: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            "clusters[0].metrics_interval: must be at least 1s (a model server is scraped at most \
+          once a second), found 500ms"
+        ]
+    );
 }

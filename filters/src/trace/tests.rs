@@ -49,6 +49,7 @@ fn record<'a>(tokens: &'a TokenOutcome) -> RequestRecord<'a> {
         load_run: Some("load-00000000000000ff"),
         grpc_status: None,
         grpc_method: None,
+        kvcache_ratio: None,
     }
 }
 
@@ -299,4 +300,29 @@ fn a_grpc_call_carries_its_method_and_status_and_others_neither() {
     // Lines written before the fields existed read as unknown.
     let old = parse_line(r#"{"v":1,"request_id":"r1","arrival_us":5}"#).unwrap();
     assert_eq!((old.grpc_method, old.grpc_status), (None, None));
+}
+
+#[test]
+fn the_kvcache_ratio_round_trips_and_old_lines_read_as_unknown() {
+    let tokens = outcome(Some(21));
+    let mut record = record(&tokens);
+    record.kvcache_ratio = Some(0.375);
+    let line = TraceLine::from_record(&input(&record, Bodies::None), &redactor(b"k"));
+    assert_eq!(line.kvcache_ratio, Some(0.375));
+    let json = line.to_json();
+    assert!(json.contains(r#""kvcache_ratio":0.375"#), "{json}");
+    assert_eq!(parse_line(&json), Ok(line));
+
+    // Unknown: not written at all.
+    record.kvcache_ratio = None;
+    let json = TraceLine::from_record(&input(&record, Bodies::None), &redactor(b"k")).to_json();
+    assert!(!json.contains("kvcache_ratio"), "{json}");
+    // A line written before the field existed reads as unknown.
+    let old = parse_line(r#"{"v":1,"request_id":"r1","arrival_us":5}"#).unwrap();
+    assert_eq!(old.kvcache_ratio, None);
+    // A value that is no ratio is refused, named.
+    assert_eq!(
+        parse_line(r#"{"v":1,"request_id":"r1","arrival_us":5,"kvcache_ratio":1.5}"#),
+        Err("kvcache_ratio: 1.5 is not a ratio (0..=1)".to_owned())
+    );
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use sluice_control::{Admission, ClusterRuntime, RouteLimits, Snapshot};
+use sluice_control::{Admission, ClusterRuntime, KvCacheReadings, RouteLimits, Snapshot};
 use sluice_filters::{
     BreakerSlot, Failure, Operation, RateHeaders, RequestInfo, Source, TokenMeter, TokenOutcome,
     UpstreamTiming,
@@ -95,6 +95,9 @@ pub(crate) struct RequestCtx {
     /// The HTTP status an injected gRPC `abort` counts as in outcomes (the
     /// client got HTTP 200 and a `grpc-status`).
     pub injected_status: Option<u16>,
+    /// The serving endpoint's KV-cache ratio as last scraped, read once
+    /// when its answer's head arrives (or at the end, if none did).
+    pub kvcache_ratio: Option<f64>,
     _inflight: InflightGuard,
 }
 
@@ -143,6 +146,7 @@ impl RequestCtx {
             grpc_timeout: None,
             grpc_status: None,
             injected_status: None,
+            kvcache_ratio: None,
             _inflight: inflight,
         }
     }
@@ -189,6 +193,21 @@ impl RequestCtx {
         } else {
             Source::User
         }
+    }
+
+    /// Reads the current endpoint's KV-cache ratio from the scrape's
+    /// published table (lock-free; skipped for a cluster not scraped).
+    pub(crate) fn read_kvcache_ratio(&mut self, readings: &KvCacheReadings) {
+        let Some(cluster) = self.cluster() else {
+            return;
+        };
+        if cluster.config.metrics_path.is_none() {
+            return;
+        }
+        let Some(endpoint) = self.endpoint.and_then(|i| cluster.config.endpoints.get(i)) else {
+            return;
+        };
+        self.kvcache_ratio = readings.ratio(&cluster.config.name, endpoint.addr);
     }
 
     pub(crate) fn route_name(&self) -> Option<&str> {

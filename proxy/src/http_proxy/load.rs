@@ -6,8 +6,8 @@
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use sluice_filters::{
-    classify_load, LoadMark, Metrics, LOAD_HEADER, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
-    SERVED_VERSION_HEADER,
+    classify_load, LoadMark, Metrics, KVCACHE_RATIO_HEADER, LOAD_HEADER, SERVED_CLUSTER_HEADER,
+    SERVED_LINEAGE_HEADER, SERVED_VERSION_HEADER,
 };
 
 use super::RequestCtx;
@@ -34,7 +34,9 @@ pub(super) fn on_request(session: &mut Session, ctx: &mut RequestCtx, metrics: &
 }
 
 /// On the answer to a labelled request: which cluster and version served
-/// it, for the run's lineage. Other clients' answers are left as they were.
+/// it, for the run's lineage, and the serving endpoint's KV-cache ratio
+/// when the scrape has one, so that the run records it per request. Other
+/// clients' answers are left as they were.
 pub(super) fn on_response(resp: &mut ResponseHeader, ctx: &RequestCtx) -> pingora::Result<()> {
     if ctx.load_run.is_none() {
         return Ok(());
@@ -43,6 +45,9 @@ pub(super) fn on_response(resp: &mut ResponseHeader, ctx: &RequestCtx) -> pingor
         resp.insert_header(SERVED_CLUSTER_HEADER, cluster.config.name.as_str())?;
         resp.insert_header(SERVED_VERSION_HEADER, cluster.config.version.as_str())?;
         resp.insert_header(SERVED_LINEAGE_HEADER, cluster.lineage_id.as_str())?;
+    }
+    if let Some(ratio) = ctx.kvcache_ratio {
+        resp.insert_header(KVCACHE_RATIO_HEADER, ratio.to_string())?;
     }
     Ok(())
 }

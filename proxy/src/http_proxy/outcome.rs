@@ -12,6 +12,11 @@ use super::{HttpProxy, RequestCtx};
 use crate::telemetry::{FinishedRequest, GrpcCall};
 
 pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeader, status: u16) {
+    // An answer's head read it; a request that got none (a faulted stream,
+    // a failed attempt) reads it now, from its last endpoint.
+    if ctx.kvcache_ratio.is_none() {
+        ctx.read_kvcache_ratio(&proxy.shared.kv_cache);
+    }
     let (method, path) = (req.method.as_str(), req.uri.path());
     let recording = ctx.recording.take();
     let e2e = ctx.started.elapsed();
@@ -50,6 +55,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
         load_run: ctx.load_run.as_deref(),
         grpc_status: ctx.grpc_status,
         grpc_method,
+        kvcache_ratio: ctx.kvcache_ratio,
     };
     let source = ctx.source();
     if let Some(method) = grpc_method {
@@ -148,6 +154,7 @@ pub(super) fn record(proxy: &HttpProxy, ctx: &mut RequestCtx, req: &RequestHeade
                 ttft: tokens.and_then(TokenOutcome::ttft),
                 prompt_fingerprint: record.prompt_fingerprint,
                 load_run: record.load_run,
+                kvcache_ratio: record.kvcache_ratio,
                 error: ctx.failure.map(Failure::reason),
                 grpc: ctx.grpc.then(|| {
                     let (service, method) = sluice_filters::grpc_method(path).unwrap_or(("", ""));

@@ -46,6 +46,8 @@ pub(super) const SLUICE_CLUSTER_LINEAGE_ID: &str = "sluice.cluster.lineage_id";
 pub(super) const SLUICE_PROMPT_FINGERPRINT: &str = "sluice.prompt_fingerprint";
 /// The `sluice load` run of load traffic (`x-sluice-load` from a trusted peer).
 pub(super) const SLUICE_LOAD_RUN: &str = "sluice.load_run";
+/// The serving endpoint's KV-cache usage (0..1) as the upstream scrape last read it.
+pub(super) const SLUICE_KVCACHE_RATIO: &str = "sluice.kvcache_ratio";
 /// 1-based number of the attempt within its request.
 pub(super) const SLUICE_ATTEMPT: &str = "sluice.attempt";
 
@@ -90,6 +92,9 @@ pub(super) fn build(
     }
     if let Some(run) = request.load_run {
         push_str(&mut attributes, SLUICE_LOAD_RUN, run);
+    }
+    if let Some(ratio) = request.kvcache_ratio {
+        attributes.push(KeyValue::new(SLUICE_KVCACHE_RATIO, ratio));
     }
     if let Some(call) = &request.grpc {
         push_grpc(&mut attributes, call);

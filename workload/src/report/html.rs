@@ -8,9 +8,11 @@ use super::{Cdf, Health, MetricDiff, Report};
 
 mod arrivals;
 mod capacity;
+mod stages;
 
 use arrivals::arrivals;
 use capacity::capacity;
+use stages::stages;
 
 const CSS: &str = include_str!("page.css");
 
@@ -436,6 +438,7 @@ pub fn render_page(r: &Report) -> String {
         arrivals(&mut s, a);
     }
     details(&mut s, r);
+    stages(&mut s, r);
     tables(&mut s, r);
     let _ = writeln!(
         s,

@@ -178,6 +178,8 @@ pub struct Run {
     /// The fit of the scenario's `from_model:` (`arrival_fit`); `None` in
     /// other runs and in files from before it.
     pub arrival_fit: Option<super::AttachedFit>,
+    /// The scenario's `context_sweep` result; `None` in other runs.
+    pub context_sweep: Option<crate::load::SweepResult>,
 }
 
 impl Run {
@@ -354,6 +356,12 @@ pub fn read_run(v: &Value) -> Result<Run, String> {
         arrival_fit: match v.get("arrival_fit") {
             None | Some(Value::Null) => None,
             Some(f) => Some(super::attach::read_arrival_fit(f, "arrival_fit.")?),
+        },
+        context_sweep: match v.get("context_sweep") {
+            None | Some(Value::Null) => None,
+            Some(c) => {
+                Some(serde_json::from_value(c.clone()).map_err(|e| format!("context_sweep: {e}"))?)
+            }
         },
     })
 }

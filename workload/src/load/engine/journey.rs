@@ -81,7 +81,11 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             // Sizes are drawn for prompt steps only (they alone send them).
             let (content, max_tokens) = match &step.body {
                 Body::Prompt(t) => {
-                    let (tokens, max_tokens) = draw_lengths(step, &mut rng);
+                    let (mut tokens, max_tokens) = draw_lengths(step, &mut rng);
+                    // A context sweep sizes the llm prompts by the stage.
+                    if let (Some(c), Service::Llm) = (&scenario.context_sweep, step.service) {
+                        tokens = Some(c.input_tokens(arrival.stage));
+                    }
                     let text = t.render(&vars);
                     let seed = scenario.plan.seed;
                     let content = step_prompt(step, text, tokens, seed, &mut rng);
@@ -116,6 +120,7 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
                     h.push(json!({"role": "assistant", "content": answer}));
                 }
             }
+            outcome.truncated |= cut_by_length(&outcome, max_tokens);
             absorb(step, &body, outcome.failure.is_none(), &mut vars);
             ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
             ctx.live.done.fetch_add(1, Ordering::AcqRel);
@@ -130,6 +135,20 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             // The receiver lives as long as the run.
             let _ = ctx.records.send(outcome);
         }
+    }
+}
+
+/// `finish_reason: length` short of the request's `max_tokens`: the
+/// model's context, not the request, ended the answer (one that asked for
+/// no `max_tokens` was cut by nothing else).
+fn cut_by_length(outcome: &Outcome, max_tokens: Option<u64>) -> bool {
+    if outcome.finish_reason.as_deref() != Some("length") {
+        return false;
+    }
+    match (max_tokens, outcome.output_tokens) {
+        (Some(max), Some(n)) => n < max,
+        (Some(_), None) => false,
+        (None, _) => true,
     }
 }
 

@@ -34,6 +34,18 @@ pub(crate) struct RawScenario {
     /// of the requests it builds for rows without a body.
     #[serde(default)]
     pub(crate) replay_step: Option<RawReplayStep>,
+    /// Grows the llm steps' prompts stage by stage.
+    #[serde(default)]
+    pub(crate) context_sweep: Option<RawContextSweep>,
+}
+
+/// `context_sweep: { from: 256, to: 4096, steps: 8 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawContextSweep {
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) steps: u64,
 }
 
 /// `replay_step:`, the keys of a step that a replay's one step takes.

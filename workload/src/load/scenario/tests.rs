@@ -354,6 +354,7 @@ mod fulllink;
 mod grpc;
 mod model;
 mod prompt;
+mod sweep;
 
 #[test]
 fn a_price_table_reads_and_a_bad_one_is_named_by_path() {

@@ -17,6 +17,7 @@ mod grpc;
 mod plan;
 mod replay;
 mod steps;
+mod sweep;
 
 pub(crate) use replay::step as recorded_step;
 pub use replay::REPLAY_STEP;
@@ -138,6 +139,14 @@ pub(crate) fn validate(
     ] {
         redis_secrets(list, name, env, &mut e);
     }
+    let context_sweep = raw
+        .context_sweep
+        .as_ref()
+        .and_then(|c| sweep::sweep(c, &raw, &steps, &mut e));
+    let plan = match (plan, context_sweep) {
+        (Some(plan), Some(c)) => Some(sweep::staged(plan, c)),
+        (plan, _) => plan,
+    };
     let thresholds = thresholds(&raw.thresholds, "thresholds", &mut e);
     let cost = raw.cost.as_ref().and_then(|c| match c.validate("cost") {
         Ok(price) => Some(price),
@@ -161,6 +170,7 @@ pub(crate) fn validate(
             from_model: model.file,
             cost,
             replay,
+            context_sweep,
         }),
         _ => Err(PathErrors(e.0)),
     }

@@ -47,6 +47,12 @@ pub(crate) struct Group {
     pub(crate) cache_misses: u64,
     /// Failed grpc calls by their `grpc-status`.
     pub(crate) grpc_errors: BTreeMap<u32, u64>,
+    /// Answers cut by the model's context (see `Outcome::truncated`).
+    pub(crate) truncated: u64,
+    /// The KV-cache ratios the proxy reported: how many, their sum, the largest.
+    pub(crate) kv_samples: u64,
+    pub(crate) kv_sum: f64,
+    pub(crate) kv_max: f64,
 }
 
 /// One group as written to the result file.
@@ -73,6 +79,14 @@ pub struct GroupSummary {
     /// status (`{"14": 3}`); counted in `failed` (8 in `rate_limited`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc_errors: BTreeMap<String, u64>,
+    /// Answers cut by the model's context: `finish_reason: length` before
+    /// `max_tokens`, or an error saying the prompt is past the context.
+    pub truncated: u64,
+    /// Requests whose answer carried the serving endpoint's KV-cache ratio
+    /// (a sluice proxy's `x-sluice-kvcache-ratio`); their mean and largest
+    /// are `mean_kvcache_ratio` and `max_kvcache_ratio`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kvcache_ratio_samples: u64,
     /// The output counts are counted chunks for some answers (no usage).
     pub output_tokens_estimated: bool,
     /// `request_throughput`, `mean_ttft_ms`, `p99_itl_ms`, …
@@ -104,6 +118,10 @@ impl Group {
             cache_hits: 0,
             cache_misses: 0,
             grpc_errors: BTreeMap::new(),
+            truncated: 0,
+            kv_samples: 0,
+            kv_sum: 0.0,
+            kv_max: 0.0,
         }
     }
 
@@ -119,6 +137,12 @@ impl Group {
         let lag = o.sent_us.saturating_sub(o.intended_us);
         self.late += u64::from(lag > LATE_US);
         self.record(6, lag);
+        self.truncated += u64::from(o.truncated);
+        if let Some(r) = o.kvcache_ratio {
+            self.kv_samples += 1;
+            self.kv_sum += r;
+            self.kv_max = self.kv_max.max(r);
+        }
         match o.failure {
             Some(Failure::RateLimited) => self.rate_limited += 1,
             Some(f) => {
@@ -195,6 +219,14 @@ impl Group {
         let optional = |key: &str| v.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
         g.cache_hits = optional("cache_hits");
         g.cache_misses = optional("cache_misses");
+        // Absent from result files written before them: none.
+        g.truncated = optional("truncated");
+        g.kv_samples = optional("kvcache_ratio_samples");
+        let metric = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
+        if g.kv_samples > 0 {
+            g.kv_sum = metric("mean_kvcache_ratio").unwrap_or(0.0) * g.kv_samples as f64;
+            g.kv_max = metric("max_kvcache_ratio").unwrap_or(0.0);
+        }
         // Absent without grpc errors (and before grpc steps).
         if let Some(errors) = v.get("grpc_errors").and_then(serde_json::Value::as_object) {
             for (code, n) in errors {
@@ -245,6 +277,10 @@ impl Group {
         self.good += other.good;
         self.cache_hits += other.cache_hits;
         self.cache_misses += other.cache_misses;
+        self.truncated += other.truncated;
+        self.kv_samples += other.kv_samples;
+        self.kv_sum += other.kv_sum;
+        self.kv_max = self.kv_max.max(other.kv_max);
         for (code, n) in &other.grpc_errors {
             *self.grpc_errors.entry(*code).or_insert(0) += n;
         }
@@ -275,6 +311,13 @@ impl Group {
             "total_token_throughput".to_owned(),
             per_s(self.output_tokens + self.input_tokens),
         );
+        if self.kv_samples > 0 {
+            metrics.insert(
+                "mean_kvcache_ratio".to_owned(),
+                self.kv_sum / self.kv_samples as f64,
+            );
+            metrics.insert("max_kvcache_ratio".to_owned(), self.kv_max);
+        }
         let mut histograms = BTreeMap::new();
         for (name, h) in MEASURES.iter().zip(&self.hists) {
             if h.is_empty() {
@@ -317,9 +360,15 @@ impl Group {
                 .iter()
                 .map(|(code, n)| (code.to_string(), *n))
                 .collect(),
+            truncated: self.truncated,
+            kvcache_ratio_samples: self.kv_samples,
             output_tokens_estimated: self.output_tokens_estimated,
             metrics,
             histograms,
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -119,6 +119,16 @@ pub fn merge_runs(runs: &[Value]) -> Result<Value, String> {
             })
             .collect(),
     );
+    // A sweep is judged again on the merged stages.
+    if let Some(c) = first.get("context_sweep") {
+        let number = |key: &str| c.get(key).and_then(Value::as_u64);
+        let (Some(from), Some(to), Some(steps)) = (number("from"), number("to"), number("steps"))
+        else {
+            return Err("context_sweep: `from`, `to` or `steps` is missing".to_owned());
+        };
+        let sweep = crate::load::ContextSweep { from, to, steps };
+        out["context_sweep"] = json!(super::sweep::sweep_result(sweep, &stages));
+    }
     let mut dispatch = serde_json::Map::new();
     for key in [
         "journeys",
