@@ -35,7 +35,12 @@ impl LlamaServer {
     /// At temperature 0, with a drifted prompt template: `system` as the
     /// system turn and after each user message (`llama_server.py --system`).
     pub(crate) fn start_with_system(python: &Path, system: &str) -> LlamaServer {
-        Self::spawn(python, Some(0.0), false, &["--system".into(), system.into()])
+        Self::spawn(
+            python,
+            Some(0.0),
+            false,
+            &["--system".into(), system.into()],
+        )
     }
 
     /// The same model serving `/v1/embeddings`.
