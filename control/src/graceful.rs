@@ -1,10 +1,15 @@
 //! Serving one hyper connection until shutdown, then closing it gracefully:
-//! the control API and the mock LLM server stop their connections this way.
+//! the control API and the mock LLM server stop their connections this way;
+//! and the accept loop of the control plane's own listeners (the control API,
+//! Toxiproxy's API).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper_util::server::graceful::GracefulConnection;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 /// Drives `conn` to its end. If `cancel` fires first the connection is
 /// closed gracefully (an idle keep-alive connection at once, a busy one
@@ -23,6 +28,32 @@ pub async fn serve_until_cancelled<C: GracefulConnection>(
             match grace {
                 Some(grace) => tokio::time::timeout(grace, conn).await.unwrap_or(Ok(())),
                 None => conn.await,
+            }
+        }
+    }
+}
+
+/// The next connection on `listener`, or `None` once `cancel` fires. An
+/// accept that fails (out of descriptors and the like) is logged as
+/// `what`'s and retried after 100 ms rather than in a spin.
+pub(crate) async fn accept_until_cancelled(
+    listener: &TcpListener,
+    cancel: &CancellationToken,
+    what: &str,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            () = cancel.cancelled() => return None,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok(conn) => return Some(conn),
+            Err(e) => {
+                warn!(error = %e, "{what} accept failed");
+                tokio::select! {
+                    () = cancel.cancelled() => return None,
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
             }
         }
     }

@@ -116,3 +116,37 @@ impl Drop for MetricsServer {
         self.task.abort();
     }
 }
+
+/// The rollout the rollout unit tests start from: `chat-v2` moving route
+/// `chat` from cluster `a` to `b` in steps 1, 5, 20, 50, 100 with 30 s
+/// holds, judged on `gates` every 250 ms over 10 s windows of at least 100
+/// requests, rolled back after two breaches; local mode.
+pub(crate) fn rollout_config(gates: crate::config::Gates) -> crate::config::RolloutConfig {
+    crate::config::RolloutConfig {
+        name: "chat-v2".into(),
+        route: "chat".into(),
+        stable: "a".into(),
+        canary: "b".into(),
+        steps: vec![1, 5, 20, 50, 100],
+        hold: Duration::from_secs(30),
+        min_requests: 100,
+        interval: Duration::from_millis(250),
+        window: Duration::from_secs(10),
+        consecutive: 2,
+        on_breach: crate::config::OnBreach::Rollback,
+        on_restart: crate::config::OnRestart::Continue,
+        gates,
+        source: None,
+        targets: Vec::new(),
+        discovery: None,
+        reconcile_interval: Duration::from_secs(5),
+        fanout: crate::config::Fanout {
+            concurrency: 64,
+            timeout: Duration::from_secs(2),
+        },
+        target_token_env: "SLUICE_ADMIN_TOKEN".into(),
+        canary_price: None,
+        plan: None,
+        p99_vs_stable_above_rps: None,
+    }
+}

@@ -20,9 +20,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
-use crate::graceful::serve_until_cancelled;
+use crate::graceful::{accept_until_cancelled, serve_until_cancelled};
 pub(crate) use proxies::Toxiproxy;
 
 /// What the Toxiproxy API needs of the data plane: tcp listeners it opens
@@ -52,21 +52,9 @@ pub(crate) async fn serve_toxiproxy(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "Toxiproxy API listening");
     }
-    loop {
-        let accepted = tokio::select! {
-            () = cancel.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                warn!(error = %e, "Toxiproxy API accept failed");
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                }
-            }
-        };
+    while let Some((stream, peer)) =
+        accept_until_cancelled(&listener, &cancel, "Toxiproxy API").await
+    {
         let api = api.clone();
         let cancel = cancel.clone();
         tracker.spawn(async move {

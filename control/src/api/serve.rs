@@ -15,10 +15,10 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::{AdminApi, PeerAddr};
-use crate::graceful::serve_until_cancelled;
+use crate::graceful::{accept_until_cancelled, serve_until_cancelled};
 
 /// How long a client may take to send a request's headers (and to finish
 /// a TLS handshake).
@@ -39,22 +39,8 @@ pub(crate) async fn serve_admin(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, tls = tls.is_some(), "control API listening");
     }
-    loop {
-        let accepted = tokio::select! {
-            () = cancel.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of descriptors and the like: back off rather than spin.
-                warn!(error = %e, "control API accept failed");
-                tokio::select! {
-                    () = cancel.cancelled() => break,
-                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                }
-            }
-        };
+    while let Some((stream, peer)) = accept_until_cancelled(&listener, &cancel, "control API").await
+    {
         let api = api.clone();
         let cancel = cancel.clone();
         let tls = tls.clone();

@@ -6,35 +6,14 @@
 use sluice_filters::DriftReading;
 
 use super::*;
-use crate::config::{OnBreach, OnRestart, RolloutConfig};
+use crate::config::RolloutConfig;
 
 fn config(gate: Gate, bound: f64) -> RolloutConfig {
     RolloutConfig {
-        name: "chat-v2".into(),
-        route: "chat".into(),
-        stable: "a".into(),
-        canary: "b".into(),
         steps: vec![1, 100],
-        hold: Duration::from_secs(30),
         min_requests: 10,
-        interval: Duration::from_millis(250),
-        window: Duration::from_secs(10),
         consecutive: 1,
-        on_breach: OnBreach::Rollback,
-        on_restart: OnRestart::Continue,
-        gates: Gates::from([(gate, bound)]),
-        source: None,
-        targets: Vec::new(),
-        discovery: None,
-        reconcile_interval: Duration::from_secs(5),
-        fanout: crate::config::Fanout {
-            concurrency: 64,
-            timeout: Duration::from_secs(2),
-        },
-        target_token_env: "SLUICE_ADMIN_TOKEN".into(),
-        canary_price: None,
-        plan: None,
-        p99_vs_stable_above_rps: None,
+        ..crate::testing::rollout_config(Gates::from([(gate, bound)]))
     }
 }
 

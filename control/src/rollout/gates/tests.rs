@@ -8,36 +8,15 @@ use std::collections::BTreeMap;
 use sluice_filters::ModelPrice;
 
 use super::*;
-use crate::config::{OnBreach, OnRestart, RolloutConfig};
+use crate::config::RolloutConfig;
 use crate::stats::{Sample, Stats, TokenSample};
 
 fn config(price: Option<Price>, bound: f64) -> RolloutConfig {
     RolloutConfig {
-        name: "chat-v2".into(),
-        route: "chat".into(),
-        stable: "a".into(),
-        canary: "b".into(),
         steps: vec![1, 100],
-        hold: Duration::from_secs(30),
-        min_requests: 100,
-        interval: Duration::from_millis(250),
-        window: Duration::from_secs(10),
         consecutive: 1,
-        on_breach: OnBreach::Rollback,
-        on_restart: OnRestart::Continue,
-        gates: Gates::from([(Gate::CostPer1kMax, bound)]),
-        source: None,
-        targets: Vec::new(),
-        discovery: None,
-        reconcile_interval: Duration::from_secs(5),
-        fanout: crate::config::Fanout {
-            concurrency: 64,
-            timeout: Duration::from_secs(2),
-        },
-        target_token_env: "SLUICE_ADMIN_TOKEN".into(),
         canary_price: price,
-        plan: None,
-        p99_vs_stable_above_rps: None,
+        ..crate::testing::rollout_config(Gates::from([(Gate::CostPer1kMax, bound)]))
     }
 }
 

@@ -5,37 +5,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{Gate, Gates, OnRestart, Unit};
+use crate::config::{Gate, Gates, Unit};
 use crate::stats::{Sample, Stats, StatsKey, TokenSample, WindowView};
 
 fn config(gates: Gates) -> RolloutConfig {
-    RolloutConfig {
-        name: "chat-v2".into(),
-        route: "chat".into(),
-        stable: "a".into(),
-        canary: "b".into(),
-        steps: vec![1, 5, 20, 50, 100],
-        hold: Duration::from_secs(30),
-        min_requests: 100,
-        interval: Duration::from_millis(250),
-        window: Duration::from_secs(10),
-        consecutive: 2,
-        on_breach: OnBreach::Rollback,
-        on_restart: OnRestart::Continue,
-        gates,
-        source: None,
-        targets: Vec::new(),
-        discovery: None,
-        reconcile_interval: Duration::from_secs(5),
-        fanout: crate::config::Fanout {
-            concurrency: 64,
-            timeout: Duration::from_secs(2),
-        },
-        target_token_env: "SLUICE_ADMIN_TOKEN".into(),
-        canary_price: None,
-        plan: None,
-        p99_vs_stable_above_rps: None,
-    }
+    crate::testing::rollout_config(gates)
 }
 
 fn ttft_gate(ms: u64) -> Gates {
