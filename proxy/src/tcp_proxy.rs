@@ -176,8 +176,11 @@ impl TcpProxy {
             .with_label_values(&[self.listener.as_str()]);
         active.inc();
         if let Some(upstream) = self.connect().await {
-            let fault = toxic::pick(&self.store.load(), &self.listener, cluster);
-            let (mut downstream, mut upstream) = toxic::wrap(downstream, upstream, fault);
+            let snapshot = self.store.load();
+            let fault = toxic::pick(&snapshot, &self.listener, cluster);
+            let late = toxic::Late::new(self.store.clone(), &self.listener, cluster, snapshot);
+            let (mut downstream, mut upstream) =
+                toxic::wrap(downstream, upstream, fault, Some(late));
             // The pump shuts down each write side when its read side reaches
             // EOF, which is exactly the half-close a client expects.
             let pumped = match self.resp_handles() {

@@ -77,7 +77,7 @@ async fn ping(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResul
     Ok(started.elapsed())
 }
 
-/// Round trips of `n` PINGs on a new connection (a toxic is chosen per connection).
+/// Round trips of `n` PINGs on a new connection.
 async fn pings(addr: SocketAddr, n: usize) -> Vec<Duration> {
     let mut conn = connect(addr).await.unwrap();
     let mut trips = Vec::new();
@@ -108,13 +108,24 @@ async fn toxiproxy_node_client_drives_latency_down_up_and_reset() {
 
     // Through the proxy, untouched: the PINGs reach the real Redis, quickly.
     assert!(median(pings(proxy, 5).await) < Duration::from_millis(150));
+    // A client connected before the toxic, as a pooled one is.
+    let mut pooled = connect(proxy).await.unwrap();
+    assert!(ping(&mut pooled).await.unwrap() < Duration::from_millis(150));
 
-    // latency 200 ms downstream: every answer waits at least that long.
+    // latency 200 ms downstream: every answer waits at least that long, on
+    // new connections and on the one already open (as Toxiproxy does).
     let toxic = client(&api, "latency", &["redis", "200"]).await;
     assert_eq!(toxic["name"], "latency_downstream");
     assert_eq!(toxic["attributes"]["latency"], 200);
     for trip in pings(proxy, 3).await {
         assert!(trip >= Duration::from_millis(200), "{trip:?}");
+    }
+    for _ in 0..3 {
+        let trip = ping(&mut pooled).await.unwrap();
+        assert!(
+            trip >= Duration::from_millis(200),
+            "open connection: {trip:?}"
+        );
     }
     // The toxic is an experiment like any other, on the proxy's listener, audited.
     let admin = Admin::new(&sluice);
@@ -134,9 +145,15 @@ async fn toxiproxy_node_client_drives_latency_down_up_and_reset() {
         .count();
     assert!(toxiproxy_events >= 2, "{events}");
 
-    // Removed: fast again.
+    // Removed: fast again, the open connection too.
     client(&api, "remove-toxic", &["redis", "latency_downstream"]).await;
     assert!(median(pings(proxy, 5).await) < Duration::from_millis(150));
+    let mut after = Vec::new();
+    for _ in 0..5 {
+        after.push(ping(&mut pooled).await.unwrap());
+    }
+    assert!(median(after) < Duration::from_millis(150));
+    drop(pooled);
 
     // Down: the open connection is closed and a new one refused.
     let mut open = connect(proxy).await.unwrap();

@@ -2,19 +2,24 @@
 //! wrapper, so that they compose with any copy loop. Every toxic acts on the
 //! bytes *read* from the stream it wraps: the client's stream for direction
 //! `upstream` (bytes going to the server), the server's for `downstream`.
-//! Writes pass through. A toxic is chosen once per connection; once its
-//! experiment expires or is removed, the connection goes back to plain
+//! Writes pass through. A toxic is chosen when a connection opens; an
+//! experiment added while it is open is tried for it once (its `percent`
+//! rolled once, Toxiproxy's `toxicity`) and, when it fires, taken up at the
+//! next read of the side it acts on, as Toxiproxy applies a toxic to the
+//! connections already open. One toxic acts at a time per connection. Once
+//! its experiment expires or is removed, the connection goes back to plain
 //! copying at its next read.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use sluice_control::{FaultGuard, FaultRuntime, Snapshot};
+use sluice_control::{FaultGuard, FaultRuntime, Snapshot, SnapshotStore};
 use sluice_filters::{Direction, FaultAction, FaultKind, FaultTarget, RequestView, Toxic};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{sleep, Instant, Sleep};
@@ -43,36 +48,34 @@ impl RequestView for NoRequest {
     }
 }
 
-/// The first tcp experiment that fires for a new connection on `listener`.
-pub(super) fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultGuard> {
-    let target = FaultTarget::<NoRequest> {
+/// The tcp experiments of a snapshot.
+fn tcp_faults(snapshot: &Snapshot) -> impl Iterator<Item = &Arc<FaultRuntime>> {
+    snapshot
+        .faults
+        .iter()
+        .filter(|f| f.experiment.action.kind() == FaultKind::Tcp)
+}
+
+fn target<'a>(listener: &'a str, cluster: &'a str) -> FaultTarget<'a, NoRequest> {
+    FaultTarget::<NoRequest> {
         listener,
         route: None,
         cluster: Some(cluster),
         model: None,
         request: None,
-    };
-    snapshot
-        .faults
-        .iter()
-        .filter(|f| f.experiment.action.kind() == FaultKind::Tcp)
-        .find_map(|f| f.try_fire(&target, rand::random::<u64>).ok())
+    }
 }
 
-/// Wraps both streams of a connection; only the one the toxic reads from
-/// (by its direction) gets it. Returns (client, server).
-pub(super) fn wrap<C, S>(
-    client: C,
-    server: S,
-    fault: Option<FaultGuard>,
-) -> (Toxicated<C>, Toxicated<S>) {
-    let Some(guard) = fault else {
-        return (Toxicated::plain(client), Toxicated::plain(server));
-    };
-    let FaultAction::Tcp(toxic) = guard.runtime().experiment.action.clone() else {
-        return (Toxicated::plain(client), Toxicated::plain(server));
-    };
-    let on_client = match &toxic {
+/// The first tcp experiment that fires for a new connection on `listener`.
+pub(super) fn pick(snapshot: &Snapshot, listener: &str, cluster: &str) -> Option<FaultGuard> {
+    let target = target(listener, cluster);
+    tcp_faults(snapshot).find_map(|f| f.try_fire(&target, rand::random::<u64>).ok())
+}
+
+/// Which stream of a connection a toxic reads from: 0 the client's, 1 the
+/// server's.
+fn side_of(toxic: &Toxic) -> usize {
+    let on_client = match toxic {
         Toxic::Latency { direction, .. }
         | Toxic::Bandwidth { direction, .. }
         | Toxic::Slicer { direction, .. }
@@ -80,22 +83,133 @@ pub(super) fn wrap<C, S>(
         // These end the client's connection: they watch its side.
         Toxic::SlowClose { .. } | Toxic::Timeout { .. } | Toxic::ResetPeer { .. } => true,
     };
-    if on_client {
-        (
-            Toxicated::new(client, toxic, guard),
-            Toxicated::plain(server),
-        )
-    } else {
-        (
-            Toxicated::plain(client),
-            Toxicated::new(server, toxic, guard),
-        )
+    usize::from(!on_client)
+}
+
+/// The experiments added while one connection is open. Each side asks at
+/// its reads while it has no toxic; a new snapshot is looked through once.
+pub(super) struct Late {
+    store: Arc<SnapshotStore>,
+    listener: String,
+    cluster: String,
+    /// The address of `state.seen` (held there, so never reused while
+    /// equal) and whether a side has a toxic waiting: a read with nothing
+    /// new takes no lock.
+    seen_at: AtomicUsize,
+    waiting: [AtomicBool; 2],
+    state: Mutex<LateState>,
+}
+
+struct LateState {
+    /// The snapshot last looked through.
+    seen: Arc<Snapshot>,
+    /// The experiments tried for this connection and still in the config
+    /// (held, so that a new one cannot reuse an old one's address).
+    tried: Vec<Arc<FaultRuntime>>,
+    /// A toxic that fired, waiting for its side's next read.
+    handed: [Option<(Toxic, FaultGuard)>; 2],
+}
+
+impl Late {
+    /// For a connection that opened on `at`: its experiments count as tried.
+    pub(super) fn new(
+        store: Arc<SnapshotStore>,
+        listener: &str,
+        cluster: &str,
+        at: Arc<Snapshot>,
+    ) -> Arc<Late> {
+        let tried = tcp_faults(&at).cloned().collect();
+        Arc::new(Late {
+            store,
+            listener: listener.to_owned(),
+            cluster: cluster.to_owned(),
+            seen_at: AtomicUsize::new(Arc::as_ptr(&at) as usize),
+            waiting: [AtomicBool::new(false), AtomicBool::new(false)],
+            state: Mutex::new(LateState {
+                seen: at,
+                tried,
+                handed: [None, None],
+            }),
+        })
     }
+
+    /// A toxic for `side` that fired since the connection opened.
+    fn take(&self, side: usize) -> Option<(Toxic, FaultGuard)> {
+        let now = self.store.load();
+        let waiting = self.waiting.get(side)?;
+        if Arc::as_ptr(&now) as usize == self.seen_at.load(Ordering::Acquire)
+            && !waiting.load(Ordering::Acquire)
+        {
+            return None;
+        }
+        // Poisoned only by a panic in here: no late toxics then.
+        let mut state = self.state.lock().ok()?;
+        if !Arc::ptr_eq(&state.seen, &now) {
+            let LateState { tried, handed, .. } = &mut *state;
+            tried.retain(|t| tcp_faults(&now).any(|f| Arc::ptr_eq(f, t)));
+            let target = target(&self.listener, &self.cluster);
+            for f in tcp_faults(&now) {
+                if tried.iter().any(|t| Arc::ptr_eq(t, f)) {
+                    continue;
+                }
+                tried.push(f.clone());
+                let Ok(guard) = f.try_fire(&target, rand::random::<u64>) else {
+                    continue;
+                };
+                let FaultAction::Tcp(toxic) = guard.runtime().experiment.action.clone() else {
+                    continue;
+                };
+                let to = side_of(&toxic);
+                if handed[to].is_none() {
+                    handed[to] = Some((toxic, guard));
+                    self.waiting[to].store(true, Ordering::Release);
+                }
+            }
+            self.seen_at
+                .store(Arc::as_ptr(&now) as usize, Ordering::Release);
+            state.seen = now;
+        }
+        waiting.store(false, Ordering::Release);
+        state.handed.get_mut(side)?.take()
+    }
+}
+
+/// Wraps both streams of a connection; only the one the toxic reads from
+/// (by its direction) gets it. With `late`, each side takes up a toxic
+/// added while the connection is open. Returns (client, server).
+pub(super) fn wrap<C, S>(
+    client: C,
+    server: S,
+    fault: Option<FaultGuard>,
+    late: Option<Arc<Late>>,
+) -> (Toxicated<C>, Toxicated<S>) {
+    let mut toxics = [None, None];
+    if let Some(guard) = fault {
+        if let FaultAction::Tcp(toxic) = guard.runtime().experiment.action.clone() {
+            let side = side_of(&toxic);
+            toxics[side] = Some(Active::new(toxic, guard));
+        }
+    }
+    let [on_client, on_server] = toxics;
+    (
+        Toxicated {
+            inner: client,
+            toxic: on_client,
+            late: late.clone().map(|l| (l, 0)),
+        },
+        Toxicated {
+            inner: server,
+            toxic: on_server,
+            late: late.map(|l| (l, 1)),
+        },
+    )
 }
 
 pub(super) struct Toxicated<S> {
     inner: S,
     toxic: Option<Active>,
+    /// Where a toxic added later comes from, and this stream's side.
+    late: Option<(Arc<Late>, usize)>,
 }
 
 struct Active {
@@ -114,31 +228,26 @@ struct Active {
     deadline: Option<Pin<Box<Sleep>>>,
 }
 
-impl<S> Toxicated<S> {
-    fn plain(inner: S) -> Self {
-        Self { inner, toxic: None }
-    }
-
-    fn new(inner: S, toxic: Toxic, guard: FaultGuard) -> Self {
+impl Active {
+    fn new(toxic: Toxic, guard: FaultGuard) -> Active {
         let deadline = match &toxic {
             Toxic::Timeout { timeout } if !timeout.is_zero() => Some(Box::pin(sleep(*timeout))),
             Toxic::ResetPeer { timeout } => Some(Box::pin(sleep(*timeout))),
             _ => None,
         };
-        Self {
-            inner,
-            toxic: Some(Active {
-                toxic,
-                guard,
-                pending: BytesMut::new(),
-                wait: None,
-                passed: 0,
-                eof: false,
-                deadline,
-            }),
+        Active {
+            toxic,
+            guard,
+            pending: BytesMut::new(),
+            wait: None,
+            passed: 0,
+            eof: false,
+            deadline,
         }
     }
+}
 
+impl<S> Toxicated<S> {
     fn runtime(&self) -> Option<&Arc<FaultRuntime>> {
         self.toxic.as_ref().map(|a| a.guard.runtime())
     }
@@ -151,6 +260,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for Toxicated<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        if this.toxic.is_none() {
+            if let Some((late, side)) = &this.late {
+                this.toxic = late
+                    .take(*side)
+                    .map(|(toxic, guard)| Active::new(toxic, guard));
+            }
+        }
         // An experiment removed or expired stops acting on its connections,
         // once what it already held back has gone.
         let stopped = this.runtime().is_some_and(|r| !r.still_on());
