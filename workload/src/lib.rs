@@ -5,7 +5,7 @@
 //! depends on `sluice-proxy` or pingora: `tests/e2e/layout.rs` fails if it does.
 //!
 //! Pure models first (they take data and an RNG), then the thin drivers
-//! (timer thread, clients, writers). So far: trace files, their
+//! (dispatcher, clients, writers). So far: trace files, their
 //! statistics, and the fit of a workload model to a trace.
 
 mod capacity;

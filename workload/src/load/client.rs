@@ -13,8 +13,6 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as Pool;
-use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
@@ -24,6 +22,7 @@ use sluice_filters::{
 };
 
 mod grpc;
+mod pool;
 mod resp;
 
 pub(crate) use grpc::Grpc;
@@ -172,9 +171,8 @@ pub fn mentions_context_limit(body: &[u8]) -> bool {
 }
 
 /// The keep-alive pool and the run's id.
-#[derive(Clone)]
 pub(crate) struct Client {
-    pool: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    pool: pool::Pool,
     run_id: HeaderValue,
 }
 
@@ -246,11 +244,8 @@ fn tcp() -> HttpConnector {
 
 impl Client {
     pub(crate) fn new(run_id: &str, ca_certs: &[Vec<u8>]) -> Result<Client, String> {
-        let pool = Pool::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector(ca_certs)?);
         Ok(Client {
-            pool,
+            pool: pool::Pool::new(connector(ca_certs)?),
             run_id: HeaderValue::from_str(run_id)
                 .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
         })
@@ -284,10 +279,19 @@ impl Client {
         out: &mut Outcome,
         kept: &mut Vec<u8>,
     ) -> Result<(), ()> {
+        let uri: http::Uri = call.uri.parse().map_err(|_| ())?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(());
+        };
+        let origin = format!("{scheme}://{authority}");
+        // HTTP/1.1 wants the origin form on the request line and the
+        // authority in `Host`.
+        let target = uri.path_and_query().map_or("/", |p| p.as_str());
         let mut request = traced(
             Request::builder()
                 .method(call.method.clone())
-                .uri(&call.uri),
+                .uri(target)
+                .header(http::header::HOST, authority.as_str()),
             &call,
             &self.run_id,
             out,
@@ -300,7 +304,20 @@ impl Client {
             None => Full::new(Bytes::new()),
         };
         let request = request.body(body).map_err(|_| ())?;
-        let response = self.pool.request(request).await.map_err(|_| ())?;
+        let (mut sender, reused) = self.pool.take(&origin, &uri).await?;
+        let response = match sender.try_send_request(request).await {
+            Ok(response) => response,
+            // An idle connection the server closed before it took the
+            // request: the request was not sent, so it goes once more on a
+            // new connection (what a keep-alive client owes its caller).
+            Err(mut e) => match (reused, e.take_message()) {
+                (true, Some(request)) => {
+                    sender = self.pool.connect(&uri).await?;
+                    sender.send_request(request).await.map_err(|_| ())?
+                }
+                _ => return Err(()),
+            },
+        };
         let status = response.status().as_u16();
         out.status = Some(status);
         out.failure = match status {
@@ -330,8 +347,10 @@ impl Client {
         let mut meter = TokenMeter::new(Dialect::detect(&call.path, content_type.as_deref()));
         let mut body = response.into_body();
         let mut last_content: Option<u64> = None;
+        let mut ended = false;
         for _ in 0..MAX_CHUNKS {
             let Some(frame) = body.frame().await else {
+                ended = true;
                 break;
             };
             let frame = frame.map_err(|_| ())?;
@@ -355,6 +374,10 @@ impl Client {
                 out.first_content_us.get_or_insert(at_us);
                 last_content = Some(at_us);
             }
+        }
+        if ended {
+            // Read to its end: the connection can carry the next request.
+            self.pool.give(&origin, sender);
         }
         let summary = meter.finish(sent.elapsed());
         out.input_tokens = summary.input_tokens;

@@ -110,13 +110,18 @@ async fn the_client_speaks_http_1_1_to_a_server_that_offers_h2() {
     let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
     let cert = certified.cert.der().to_vec();
     let addr = tls_server(cert.clone(), certified.key_pair.serialize_der()).await;
-    let connector = connector(&[cert]).unwrap();
-    let pool: Pool<_, Full<Bytes>> = Pool::builder(TokioExecutor::new()).build(connector);
-    let url = format!("https://127.0.0.1:{}/", addr.port());
-    let response = pool
-        .request(Request::get(url).body(Full::new(Bytes::new())).unwrap())
-        .await
+    let pool = super::pool::Pool::new(connector(&[cert]).unwrap());
+    let url: http::Uri = format!("https://127.0.0.1:{}/", addr.port())
+        .parse()
         .unwrap();
+    let origin = format!("https://127.0.0.1:{}", addr.port());
+    let (mut sender, reused) = pool.take(&origin, &url).await.unwrap();
+    assert!(!reused);
+    let request = Request::get("/")
+        .header(http::header::HOST, format!("127.0.0.1:{}", addr.port()))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.version(), http::Version::HTTP_11);
     // It offers no ALPN, so an h2-capable server keeps to HTTP/1.1.
     assert_eq!(response.headers()["x-alpn"], "");
@@ -173,3 +178,4 @@ fn a_ca_file_must_hold_pem_certificates() {
 }
 
 mod grpc;
+mod pool;
