@@ -90,12 +90,10 @@ impl Traffic {
 }
 
 /// Sends `request` (a clone of a built one) and reads the answer to its end.
-fn send(request: Option<reqwest::RequestBuilder>) -> impl Future<Output = ()> + Send {
-    async move {
-        let request = request.expect("a request without a streamed body clones");
-        if let Ok(answer) = request.send().await {
-            let _ = answer.bytes().await;
-        }
+async fn send(request: Option<reqwest::RequestBuilder>) {
+    let request = request.expect("a request without a streamed body clones");
+    if let Ok(answer) = request.send().await {
+        let _ = answer.bytes().await;
     }
 }
 
