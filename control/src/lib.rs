@@ -25,6 +25,7 @@ mod observers;
 mod plane;
 mod recorder;
 mod reload;
+mod reloads;
 mod rollout;
 mod runtimes;
 mod shared;

@@ -42,11 +42,12 @@ fn apply_read(
     };
     // Parse errors go through the store too, so that they are counted and
     // logged exactly like validation errors.
-    let snapshot = store.apply(source, ACTION, move |raw| {
+    let result = store.apply(source, ACTION, move |raw| {
         *raw = parsed?;
         Ok(())
-    })?;
-    Ok(snapshot.version)
+    });
+    store.count_reload(source, result.is_ok());
+    Ok(result?.version)
 }
 
 fn file_error(path: &Path, message: String) -> ConfigErrors {

@@ -13,6 +13,7 @@ use crate::events::EventLog;
 use crate::feedback::FeedbackQueue;
 use crate::mirror::MirrorDiffs;
 use crate::recorder::Recorder;
+use crate::reloads::ConfigReloads;
 use crate::runtimes::Runtimes;
 use crate::state::StateSignal;
 use crate::stats::Stats;
@@ -41,6 +42,8 @@ pub struct Shared {
     /// Each scraped endpoint's latest KV-cache ratio (the upstream scrape
     /// writes it, each request reads its endpoint's).
     pub kv_cache: Arc<KvCacheReadings>,
+    /// `sluice_config_reloads_total`: whole configs loaded after the start.
+    pub(crate) reloads: Arc<ConfigReloads>,
 }
 
 impl Shared {
@@ -51,6 +54,7 @@ impl Shared {
             recorder: Recorder::new(metrics.registry())?,
             runtimes: Runtimes::new(metrics.registry())?,
             connections: OpenConnections::new(metrics.registry())?,
+            reloads: ConfigReloads::new(metrics.registry())?,
             metrics,
             stats: Stats::new(),
             events: Arc::new(EventLog::default()),

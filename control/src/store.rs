@@ -55,6 +55,12 @@ impl SnapshotStore {
         })
     }
 
+    /// Counts a whole config loaded after the start (a file reload,
+    /// `PUT /v1/config`) in `sluice_config_reloads_total`.
+    pub(crate) fn count_reload(&self, source: &str, applied: bool) {
+        self.shared.reloads.count(source, applied);
+    }
+
     /// The config as last loaded whole, without the run-time changes.
     pub(crate) fn base(&self) -> Arc<RawConfig> {
         self.base.load_full()

@@ -1,28 +1,34 @@
 //! The Grafana dashboard `deploy/grafana/sluice.json` against a real Prometheus: it
 //! scrapes a sluice under traffic that exercises every row (streaming chats on two
-//! versions, a rollout that rolls back, a fault experiment, a mirror, a Redis listener),
-//! then every panel's query, with the variables substituted the way Grafana does, must
-//! parse and return a series with a value.
+//! versions, a rollout that rolls back, a fleet rollout whose target drifts, a fault
+//! experiment, a mirror, a Redis listener, a breaker that overflows, an endpoint ejected,
+//! a rate limit with a Redis store, gRPC calls, traces exported to a real collector, a
+//! config file reloaded), then every panel's query and every annotation's, with the
+//! variables substituted the way Grafana does, must parse and return a series with a
+//! value.
+
+mod grpc_upstream;
+mod traffic;
+mod world;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use crate::harness::{listener, Admin, TestConfig};
-use crate::rollout::mock;
-use crate::support::{have, redis_available, require, workspace_root, Prometheus, RedisServer};
+use crate::otlp::collector::rotel_agent;
+use crate::support::{have, redis_available, require, workspace_root, Prometheus};
+use traffic::Traffic;
+use world::World;
 
 /// The rows the issue asks for, in the dashboard's order.
-const ROWS: [&str; 8] = [
+const ROWS: [&str; 10] = [
     "Routes",
     "Token timing per version",
     "Rollouts",
     "Faults",
+    "Reliability",
+    "Rate limits",
     "Mirror",
     "RESP",
     "GPU and model servers",
@@ -46,6 +52,23 @@ fn panels(dashboard: &Value) -> Vec<(String, &Value)> {
         }
     }
     out
+}
+
+/// Every annotation's name and query.
+fn annotations(dashboard: &Value) -> Vec<(&str, &str)> {
+    dashboard["annotations"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let name = a["name"].as_str().unwrap();
+            let expr = a["target"]["expr"].as_str();
+            (
+                name,
+                expr.unwrap_or_else(|| panic!("annotation {name}: no query")),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -89,6 +112,22 @@ fn the_dashboard_has_every_row_each_panel_a_query_on_the_datasource_variable() {
                 "{row} / {title}: {expr}"
             );
         }
+    }
+    // Rollbacks and config reloads marked on every panel, each where its counter rose.
+    let names: Vec<&str> = annotations(&dashboard).iter().map(|a| a.0).collect();
+    assert_eq!(names, ["Rollbacks", "Config reloads"]);
+    for (annotation, (name, expr)) in dashboard["annotations"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(annotations(&dashboard))
+    {
+        assert_eq!(annotation["datasource"]["uid"], "${datasource}", "{name}");
+        assert_eq!(annotation["enable"], true, "{name}");
+        assert!(
+            expr.contains("increase(") && expr.ends_with(" > 0"),
+            "{name}: {expr}"
+        );
     }
 }
 
@@ -170,150 +209,156 @@ async fn variables(
 }
 
 /// The queries that failed (did not parse, or answered no series with a number), each
-/// with why; and how many were run.
-async fn run_queries(prom: &Prometheus, dashboard: &Value) -> (Vec<String>, usize) {
+/// with why; and how many were run: panels' queries, annotations' queries.
+async fn run_queries(prom: &Prometheus, dashboard: &Value) -> (Vec<String>, usize, usize) {
     let variables = match variables(prom, dashboard).await {
         Ok(v) => v,
-        Err(e) => return (vec![e], 0),
+        Err(e) => return (vec![e], 0, 0),
     };
-    let mut failed = Vec::new();
-    let mut ran = 0;
+    let mut queries = Vec::new();
     for (row, panel) in panels(dashboard) {
+        let title = panel["title"].as_str().unwrap();
         for target in panel["targets"].as_array().unwrap() {
-            let expr = substitute(target["expr"].as_str().unwrap(), &variables);
-            ran += 1;
-            let answer = get(prom, "/api/v1/query", &[("query", &expr)]).await;
-            let result = answer["data"]["result"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let numbers = result
-                .iter()
-                .filter_map(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-                .filter(|v| v.is_finite())
-                .count();
-            if answer["status"] != "success" || numbers == 0 {
-                let title = panel["title"].as_str().unwrap();
-                failed.push(format!("{row} / {title}: {expr}\n  -> {answer}"));
-            }
+            queries.push((format!("{row} / {title}"), target["expr"].as_str().unwrap()));
         }
     }
-    (failed, ran)
+    let panel_queries = queries.len();
+    for (name, expr) in annotations(dashboard) {
+        queries.push((format!("annotation {name}"), expr));
+    }
+    let mut failed = Vec::new();
+    for (i, (what, expr)) in queries.iter().enumerate() {
+        let expr = substitute(expr, &variables);
+        let answer = if i < panel_queries {
+            get(prom, "/api/v1/query", &[("query", &expr)]).await
+        } else {
+            over_the_view(prom, &expr).await
+        };
+        let result = answer["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        // An instant vector's `value`, or a range's `values`.
+        let numbers = result
+            .iter()
+            .flat_map(|s| match s["values"].as_array() {
+                Some(values) => values.clone(),
+                None => vec![s["value"].clone()],
+            })
+            .filter_map(|v| v[1].as_str()?.parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .count();
+        if answer["status"] != "success" || numbers == 0 {
+            failed.push(format!("{what}: {expr}\n  -> {answer}"));
+        }
+    }
+    (failed, panel_queries, queries.len() - panel_queries)
 }
 
-/// One RESP command as an array of bulk strings; waits for its reply's first bytes.
-async fn resp(conn: &mut TcpStream, args: &[&str]) {
-    let mut out = format!("*{}\r\n", args.len());
-    for a in args {
-        out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+/// `expr` as Grafana runs an annotation's query: a range query over the view (the last
+/// 5 minutes), so an event is found wherever it is in the view, not only in the last
+/// `$__rate_interval`.
+async fn over_the_view(prom: &Prometheus, expr: &str) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (start, end) = ((now - 300).to_string(), now.to_string());
+    let query = [
+        ("query", expr),
+        ("start", &start),
+        ("end", &end),
+        ("step", "1"),
+    ];
+    get(prom, "/api/v1/query_range", &query).await
+}
+
+/// What the traffic must have made happen, not only exported at 0: each new panel's
+/// source, read from Prometheus; the ones not seen yet.
+const DRIVEN: [&str; 9] = [
+    "sum(sluice_circuit_breaker_overflow_total)",
+    "sum(sluice_outlier_ejections_total)",
+    r#"sum(sluice_ratelimit_decisions_total{result="limited"})"#,
+    "min(sluice_ratelimit_store_up)",
+    r#"sum(sluice_grpc_requests_total{grpc_status="0"})"#,
+    "sum(sluice_trace_spans_exported_total)",
+    "sum(sluice_fleet_drift_total)",
+    "sum(sluice_rollout_rollbacks_total)",
+    r#"sum(sluice_config_reloads_total{source="file", result="applied"})"#,
+];
+
+async fn not_driven_yet(prom: &Prometheus) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    for query in DRIVEN {
+        if !prom.query(query).await.is_some_and(|v| v > 0.0) {
+            missing.push(query);
+        }
     }
-    conn.write_all(out.as_bytes()).await.unwrap();
-    let mut buf = [0u8; 256];
-    let n = conn.read(&mut buf).await.unwrap();
-    assert!(n > 0, "redis closed the connection");
+    missing
+}
+
+/// Waits until Prometheus has scraped sluice once: the rollback and the reload must
+/// be seen to rise from 0, so nothing happens before.
+async fn first_scrape(prom: &Prometheus) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while prom.query("sluice_snapshot_version").await.is_none() {
+        assert!(Instant::now() < deadline, "prometheus never scraped sluice");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_panel_query_returns_series_from_a_real_prometheus() {
+    let rotel = rotel_agent();
     if !require(
-        "prometheus and redis-server",
-        have("prometheus") && redis_available(),
+        "prometheus, redis-server and rotel (.venv)",
+        have("prometheus") && redis_available() && rotel.is_some(),
     ) {
         return;
     }
-    let stable = mock("v1", 5).await;
-    // Slower than the gate: the rollout rolls back on live traffic.
-    let canary = mock("v2", 60).await;
-    let shadow = mock("v3", 5).await;
-    let redis = RedisServer::start().await.unwrap();
-    let sluice = TestConfig::http()
-        .listener("cache", "tcp", "cluster: redis")
-        // The mock serves no /metrics: the model-server row reads `up` 0 and scrape errors.
-        .cluster_with(
-            "stable",
-            "llm",
-            [stable.addr()],
-            "version: v1, metrics_path: /metrics",
-        )
-        .cluster_with("canary", "llm", [canary.addr()], "version: v2")
-        .cluster_with("shadow", "llm", [shadow.addr()], "version: v3")
-        .cluster("redis", "cache", [redis.addr()])
-        .route_with(
-            "chat",
-            "stable: 100, canary: 0",
-            "mirror: { cluster: shadow, percent: 100 }",
-        )
-        .section(
-            "rollouts",
-            "\n  - { name: chat-v2, route: chat, stable: stable, canary: canary, steps: [50, 100], \
-             hold: 1s, min_requests: 5, interval: 100ms, window: 2s, gates: { ttft_p95: 30ms } }",
-        )
-        .start();
-    let admin = Admin::new(&sluice);
+    let world = World::start(rotel.as_ref().unwrap()).await;
     let fault = json!({"id": "some-503", "percent": 10, "ttl": "5m", "match": {"route": "chat"},
         "action": {"abort": {"status": 503}}});
-    let (status, body) = admin.post("/v1/faults", fault.to_string()).await;
+    let (status, body) = world.admin.post("/v1/faults", fault.to_string()).await;
     assert_eq!(status, 201, "{body}");
-    let prom = Prometheus::start(&[sluice.admin_addr]).await;
-
-    // Traffic until the checks are done (bounded by the deadline below as well).
-    let stop = Arc::new(AtomicBool::new(false));
-    let url = format!("http://{}/v1/chat/completions", listener(&sluice, "public"));
-    let mut drivers = Vec::new();
-    for _ in 0..3 {
-        let (stop, url) = (stop.clone(), url.clone());
-        drivers.push(tokio::spawn(async move {
-            let client = reqwest::Client::new();
-            let body = json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}],
-                "stream": true});
-            let end = Instant::now() + Duration::from_secs(120);
-            while !stop.load(Ordering::Relaxed) && Instant::now() < end {
-                // An error shows as a query without data, and the test says which.
-                if let Ok(r) = client.post(&url).json(&body).send().await {
-                    let _ = r.bytes().await;
-                }
-            }
-        }));
-    }
-    let cache = listener(&sluice, "cache");
-    let stop_cache = stop.clone();
-    drivers.push(tokio::spawn(async move {
-        let end = Instant::now() + Duration::from_secs(120);
-        while !stop_cache.load(Ordering::Relaxed) && Instant::now() < end {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            // A connection each time: TCP bytes are counted when one closes.
-            let Ok(mut conn) = TcpStream::connect(cache).await else {
-                continue;
-            };
-            resp(&mut conn, &["SET", "k", "v"]).await;
-            resp(&mut conn, &["GET", "k"]).await;
-            resp(&mut conn, &["GET", "missing"]).await;
-            drop(conn);
-        }
-    }));
+    let prom = Prometheus::start(&[world.sluice.admin_addr]).await;
+    first_scrape(&prom).await;
+    let traffic = Traffic::start(&world.sluice);
 
     let dashboard = dashboard();
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (failed, ran) = loop {
-        let state = admin.get("/v1/rollouts/chat-v2").await.1["state"].clone();
-        let (failed, ran) = run_queries(&prom, &dashboard).await;
-        if state == "rolled_back" && failed.is_empty() || Instant::now() >= deadline {
+    let (mut reloaded, mut drifted) = (false, false);
+    let (failed, queries, marks, missing) = loop {
+        let state = world.admin.get("/v1/rollouts/chat-v2").await.1["state"].clone();
+        // After the rollback, not before: a reload mid-rollout moves its weights.
+        if state == "rolled_back" && !reloaded {
+            world.touch_config();
+            reloaded = true;
+        }
+        if !drifted {
+            drifted = world.drift_fleet().await;
+        }
+        let (failed, queries, marks) = run_queries(&prom, &dashboard).await;
+        let missing = not_driven_yet(&prom).await;
+        let done = state == "rolled_back" && failed.is_empty() && missing.is_empty();
+        if done || Instant::now() >= deadline {
             assert_eq!(state, "rolled_back");
-            break (failed, ran);
+            break (failed, queries, marks, missing);
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
-    stop.store(true, Ordering::Relaxed);
-    for d in drivers {
-        d.await.unwrap();
-    }
+    traffic.stop().await;
     assert!(
         failed.is_empty(),
-        "{} of {ran} queries failed:\n{}",
+        "{} of {} queries failed:\n{}",
         failed.len(),
+        queries + marks,
         failed.join("\n")
     );
+    assert!(missing.is_empty(), "not seen rising above 0: {missing:?}");
     let panels = panels(&dashboard).len();
-    assert!(ran >= panels, "{ran} queries for {panels} panels");
-    eprintln!("grafana: {panels} panels, {ran} queries run, all returning series");
+    assert!(queries >= panels, "{queries} queries for {panels} panels");
+    eprintln!(
+        "grafana: {panels} panels, {queries} queries and {marks} annotations run, all returning series"
+    );
 }

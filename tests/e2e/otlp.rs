@@ -2,7 +2,7 @@
 //! request arrive in the client's trace, the client span carries the id that was sent
 //! upstream in `traceparent`, and a collector that is down costs only counted drops.
 
-mod collector;
+pub(crate) mod collector;
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -331,6 +331,16 @@ async fn a_config_put_validates_then_swaps() {
     assert_eq!(body["hash"], json!(s.api.store.load().hash));
     let (_, routes) = s.json(Method::GET, "/v1/routes", "").await;
     assert_eq!(routes[0]["split"], json!({"a": 50, "b": 50}));
+
+    // Two rejected and one applied, each a reload from the API.
+    let (_, _, metrics) = s.call(Method::GET, "/metrics", None, "").await;
+    let metrics = String::from_utf8_lossy(&metrics);
+    for series in [
+        r#"sluice_config_reloads_total{result="applied",source="api"} 1"#,
+        r#"sluice_config_reloads_total{result="rejected",source="api"} 2"#,
+    ] {
+        assert!(metrics.contains(series), "{series} missing:\n{metrics}");
+    }
 }
 
 #[tokio::test]

@@ -95,6 +95,7 @@ pub(super) fn put_config(store: &SnapshotStore, body: &[u8]) -> ApiResponse {
         Ok(raw) => store.replace("api", raw),
         Err(errors) => store.apply("api", "replace config", move |_| Err(errors)),
     };
+    store.count_reload("api", result.is_ok());
     match result {
         Ok(snapshot) => respond::json(
             StatusCode::OK,

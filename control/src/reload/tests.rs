@@ -89,6 +89,16 @@ fn a_changed_file_is_applied_and_a_broken_one_rejected() {
             event("file", "rejected"),
         ]
     );
+    // Each counted as a reload too, the dashboard's annotation.
+    let text = shared.metrics.encode();
+    for series in [
+        r#"sluice_config_reloads_total{result="applied",source="file"} 1"#,
+        r#"sluice_config_reloads_total{result="rejected",source="file"} 2"#,
+        r#"sluice_config_reloads_total{result="rejected",source="sighup"} 1"#,
+        r#"sluice_config_reloads_total{result="applied",source="sighup"} 0"#,
+    ] {
+        assert!(text.contains(series), "{series} missing:\n{text}");
+    }
 }
 
 /// Lets the watcher run until the paused clock has moved `secs` seconds.

@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use crate::support::{self, free_port, Process, TempDir, WAIT_POLL};
 
 /// The `rotel-agent` binary that the pip package ships, if it is installed.
-pub(super) fn rotel_agent() -> Option<PathBuf> {
+pub(crate) fn rotel_agent() -> Option<PathBuf> {
     let python = support::python()?;
     let out = Command::new(python)
         .args([
@@ -31,7 +31,7 @@ pub(super) fn rotel_agent() -> Option<PathBuf> {
 }
 
 /// A running rotel agent; killed when dropped.
-pub(super) struct Collector {
+pub(crate) struct Collector {
     _child: Process,
     grpc: SocketAddr,
     output: Arc<Mutex<String>>,
@@ -41,7 +41,7 @@ pub(super) struct Collector {
 impl Collector {
     /// Starts rotel and waits until its gRPC port accepts. A port taken between
     /// [`free_port`] and rotel binding it is retried on new ports.
-    pub(super) async fn start(agent: &PathBuf) -> anyhow::Result<Collector> {
+    pub(crate) async fn start(agent: &PathBuf) -> anyhow::Result<Collector> {
         let mut last = None;
         for _ in 0..3 {
             match Self::try_start(agent).await {
@@ -123,7 +123,7 @@ impl Collector {
     }
 
     /// `http://127.0.0.1:PORT`, for `telemetry.otlp_endpoint`.
-    pub(super) fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://{}", self.grpc)
     }
 
