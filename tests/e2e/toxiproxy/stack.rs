@@ -13,7 +13,12 @@ const LATENCY: Duration = Duration::from_millis(150);
 
 /// Adds toxic `name` of `kind` on the downstream stream of proxy `redis`.
 async fn add(api: &str, name: &str, kind: &str, attributes: &str) {
-    let toxic = client(api, "toxic", &["redis", name, kind, "downstream", attributes]).await;
+    let toxic = client(
+        api,
+        "toxic",
+        &["redis", name, kind, "downstream", attributes],
+    )
+    .await;
     assert_eq!(toxic["name"], name, "{toxic}");
 }
 
@@ -77,7 +82,11 @@ async fn two_latency_toxics_add_up_and_come_off_one_at_a_time() {
 async fn get_time(proxy: SocketAddr, key: &str, size: usize) -> Duration {
     let mut conn = connect(proxy).await.unwrap();
     let started = Instant::now();
-    let value: Vec<u8> = redis::cmd("GET").arg(key).query_async(&mut conn).await.unwrap();
+    let value: Vec<u8> = redis::cmd("GET")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     let took = started.elapsed();
     assert_eq!(value.len(), size);
     took
@@ -103,7 +112,10 @@ async fn latency_and_bandwidth_toxics_both_act() {
     add(&api, "slow", "latency", r#"{"latency": 150, "jitter": 0}"#).await;
     add(&api, "thin", "bandwidth", r#"{"rate": 50}"#).await;
     let took = get_time(proxy, "big", size).await;
-    assert!(took >= LATENCY + transfer, "latency and bandwidth: {took:?}");
+    assert!(
+        took >= LATENCY + transfer,
+        "latency and bandwidth: {took:?}"
+    );
 
     // Latency off: PINGs are fast again, the large value still crawls.
     remove(&api, "slow").await;
