@@ -167,8 +167,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for Toxicated<S> {
         }
         // An experiment removed or expired stops acting on its connections,
         // once what it already held back has gone.
-        this.chain
-            .retain(|stage| stage.guard.runtime().still_on() || !stage.is_idle());
+        this.chain.retain_mut(|stage| {
+            if stage.guard.runtime().still_on() {
+                return true;
+            }
+            stage.draining = true;
+            !stage.is_idle()
+        });
         let mut through = Through {
             inner: &mut this.inner,
             stages: &mut this.chain,

@@ -50,6 +50,9 @@ pub(super) struct Stage {
     eof: bool,
     /// `timeout` / `reset_peer`: when the connection ends.
     deadline: Option<Pin<Box<Sleep>>>,
+    /// The experiment ended: hand on what is held, read nothing more, so
+    /// that a busy stream does not keep it alive.
+    pub(super) draining: bool,
 }
 
 impl Stage {
@@ -70,6 +73,7 @@ impl Stage {
             passed: 0,
             eof: false,
             deadline,
+            draining: false,
         }
     }
 
@@ -152,7 +156,7 @@ impl Stage {
         jitter: Duration,
     ) -> Poll<io::Result<()>> {
         let mut scratch = [0u8; CHUNK];
-        while !self.eof && self.held_bytes < LATENCY_HOLD {
+        while !self.eof && !self.draining && self.held_bytes < LATENCY_HOLD {
             let mut rb = ReadBuf::new(&mut scratch);
             match Pin::new(&mut *before).poll_read(cx, &mut rb) {
                 Poll::Pending => break,

@@ -164,3 +164,24 @@ async fn an_expired_stage_leaves_the_chain_and_the_other_stays() {
     assert_eq!(client.read(&mut buf).await.unwrap(), 3);
     assert_eq!(started.elapsed(), Duration::from_millis(30));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_ended_latency_on_a_busy_stream_stops_holding_bytes_back() {
+    let brief = guard_for(latency(100), Duration::from_millis(175));
+    let (mut client, mut far) = chained(vec![brief]);
+    let writer = tokio::spawn(async move {
+        for _ in 0..=10 {
+            far.write_all(b"tick").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let seen = reads(&mut client).await;
+    writer.await.unwrap();
+    // A chunk every 50 ms, each read ahead while the one before waits: the
+    // stage would never be empty. Ended, it stops reading ahead, hands on
+    // what it holds and leaves: the last tick comes as it is written.
+    assert_eq!(seen.iter().map(|(n, _)| n).sum::<usize>(), 44);
+    assert_eq!(seen[0].1, Duration::from_millis(100));
+    let (_, last) = seen[seen.len() - 1];
+    assert_eq!(last, Duration::from_millis(500), "{seen:?}");
+}
