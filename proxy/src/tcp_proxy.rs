@@ -177,10 +177,10 @@ impl TcpProxy {
         active.inc();
         if let Some(upstream) = self.connect().await {
             let snapshot = self.store.load();
-            let fault = toxic::pick(&snapshot, &self.listener, cluster);
+            let faults = toxic::pick(&snapshot, &self.listener, cluster);
             let late = toxic::Late::new(self.store.clone(), &self.listener, cluster, snapshot);
             let (mut downstream, mut upstream) =
-                toxic::wrap(downstream, upstream, fault, Some(late));
+                toxic::wrap(downstream, upstream, faults, Some(late));
             // The pump shuts down each write side when its read side reaches
             // EOF, which is exactly the half-close a client expects.
             let pumped = match self.resp_handles() {

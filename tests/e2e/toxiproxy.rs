@@ -1,6 +1,7 @@
 //! Toxiproxy's API spoken by sluice, driven by the real `toxiproxy-node-client` against a
 //! real `redis-server`: a proxy created at run time, a latency toxic felt by PINGs through
-//! it, down and up, reset, and a toxic that ends at `admin.toxiproxy_default_ttl`.
+//! it, down and up, reset, and a toxic that ends at `admin.toxiproxy_default_ttl`; toxics
+//! that stack on one proxy (`stack`).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -15,20 +16,32 @@ use crate::tcp;
 
 const CLIENT: &str = "toxiproxy-node-client";
 
+mod stack;
+
 /// Redis and a sluice serving Toxiproxy's API with `ttl` as the toxics' TTL; `None`
 /// (the test skips) without redis-server, node or the npm client.
 async fn redis_and_sluice(ttl: &str) -> Option<(RedisServer, Sluice, String)> {
+    redis_and_sluice_with(ttl, None).await
+}
+
+/// As [`redis_and_sluice`], with `faults` (a YAML flow list) as the config's experiments.
+async fn redis_and_sluice_with(
+    ttl: &str,
+    faults: Option<&str>,
+) -> Option<(RedisServer, Sluice, String)> {
     if !support::require("redis-server", support::redis_available())
         || !support::require(CLIENT, support::node_package_available(CLIENT))
     {
         return None;
     }
     let redis = RedisServer::start().await.unwrap();
-    let yaml = TestConfig::new()
-        .admin(format!(
-            "listen: 127.0.0.1:0, toxiproxy: 127.0.0.1:0, toxiproxy_default_ttl: {ttl}"
-        ))
-        .yaml();
+    let mut config = TestConfig::new().admin(format!(
+        "listen: 127.0.0.1:0, toxiproxy: 127.0.0.1:0, toxiproxy_default_ttl: {ttl}"
+    ));
+    if let Some(faults) = faults {
+        config = config.section("faults", faults);
+    }
+    let yaml = config.yaml();
     let sluice = harness::start(&yaml);
     let api = format!(
         "http://{}",

@@ -28,6 +28,19 @@ async function main() {
             });
             return toxic.toJson();
         }
+        case "toxic": {
+            // Any toxic, named, so that several stack on one proxy.
+            const [name, toxicName, type, stream, attributes] = args;
+            const proxy = await toxiproxy.get(name);
+            const toxic = await proxy.addToxic({
+                name: toxicName,
+                type,
+                stream,
+                toxicity: 1,
+                attributes: JSON.parse(attributes),
+            });
+            return toxic.toJson();
+        }
         case "remove-toxic": {
             const [name, toxicName] = args;
             const proxy = await toxiproxy.get(name);

@@ -11,12 +11,19 @@ use tokio::time::Instant;
 
 use super::*;
 
+mod chain;
+
 fn guard(toxic: Toxic) -> FaultGuard {
+    guard_for(toxic, Duration::from_secs(3600))
+}
+
+/// A fired experiment of `toxic` that expires after `ttl`.
+fn guard_for(toxic: Toxic, ttl: Duration) -> FaultGuard {
     let experiment = Experiment {
         id: "t".into(),
         matcher: FaultMatch::default(),
         percent: 100.0,
-        ttl: Duration::from_secs(3600),
+        ttl,
         max_active: None,
         halt_if: None,
         action: FaultAction::Tcp(toxic),
@@ -41,7 +48,7 @@ fn guard(toxic: Toxic) -> FaultGuard {
 fn client_side(toxic: Toxic) -> (Toxicated<DuplexStream>, DuplexStream) {
     let (near, far) = duplex(1 << 20);
     let (server_near, _server_far) = duplex(64);
-    let (client, _server) = wrap(near, server_near, Some(guard(toxic)), None);
+    let (client, _server) = wrap(near, server_near, vec![guard(toxic)], None);
     (client, far)
 }
 
@@ -157,7 +164,7 @@ async fn reset_peer_passes_bytes_until_its_timeout_then_resets_the_client() {
     let toxic = Toxic::ResetPeer {
         timeout: Duration::from_millis(50),
     };
-    let (mut client, _server) = wrap(near, server_near, Some(guard(toxic)), None);
+    let (mut client, _server) = wrap(near, server_near, vec![guard(toxic)], None);
     far.write_all(b"PING\r\n").await.unwrap();
     let mut buf = [0u8; 16];
     assert_eq!(client.read(&mut buf).await.unwrap(), 6);
@@ -186,7 +193,7 @@ async fn a_downstream_toxic_wraps_the_server_side_only() {
         jitter: Duration::ZERO,
         direction: Direction::Downstream,
     };
-    let (mut client, mut server) = wrap(client_near, server_near, Some(guard(toxic)), None);
+    let (mut client, mut server) = wrap(client_near, server_near, vec![guard(toxic)], None);
     client_far.write_all(b"up").await.unwrap();
     server_far.write_all(b"down").await.unwrap();
     let started = Instant::now();
