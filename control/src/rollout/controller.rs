@@ -22,15 +22,17 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::fleet::{DiscoveryStatus, Pusher, Targets};
-use super::gates::GateReading;
+use super::gates::{GateReading, Observation};
 use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
-use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
+use super::status::{CoverageStatus, RolloutEvent, RolloutStatus, SourceStatus, StepFigures};
 use crate::config::{OnRestart, RawRollout, RolloutConfig, RolloutSource};
 use crate::feedback::{self, Breach};
+use crate::mirror::PromptCoverage;
 use crate::shared::Shared;
 use crate::state::SavedController;
+use crate::stats::Measure;
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -83,6 +85,10 @@ struct Inner {
     /// The `seq` of the next event in the history (see `EventLineage`):
     /// events ever made, those that fell off the history included.
     seq: usize,
+    /// The current step's coverage, as of the last evaluation.
+    coverage: Option<CoverageStatus>,
+    /// Each step reached, by its 1-based number: the last evaluation there.
+    step_history: BTreeMap<usize, StepFigures>,
 }
 
 impl Cell {
@@ -156,6 +162,8 @@ impl Cell {
                 source_errors: BTreeMap::new(),
                 raw,
                 seq: 0,
+                coverage: None,
+                step_history: BTreeMap::new(),
             }),
             wake: Notify::new(),
             done: AtomicBool::new(false),
@@ -240,6 +248,8 @@ impl Cell {
             targets: inner.targets.status(),
             discovery: inner.discovery.clone(),
             plan: c.plan.clone(),
+            coverage: inner.coverage.clone(),
+            step_history: inner.step_history.values().cloned().collect(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
     }
@@ -351,18 +361,77 @@ impl Cell {
             }
         }
         inner.source_errors = gathered.errors();
-        let (readings, transition) = inner.policy.evaluate(now, &gathered.observation());
+        let coverage = snapshot
+            .route(&config.route)
+            .and_then(|r| r.mirror.as_ref())
+            .and_then(|m| m.coverage.clone());
+        let step = inner.policy.step();
+        let reading = coverage.as_ref().map(|c| coverage_status(c, step, &config));
+        let mut observation = gathered.observation();
+        if let Observation::Windows { coverage: c, .. } = &mut observation {
+            *c = coverage.as_ref().map(|c| c.reading(step, &config.canary));
+        }
+        let (readings, transition) = inner.policy.evaluate(now, &observation);
         inner.readings = readings;
+        inner.coverage = reading.clone();
+        self.record_step(env, &mut inner, gathered, reading);
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
         } else if inner.policy.breaches() != breaches {
             // The count is saved: a restart does not forgive a breach.
             env.shared.state.changed();
         }
+        if let Some(c) = &coverage {
+            // Prompts are sampled while the rollout runs, at its step.
+            let running = matches!(inner.policy.state(), State::Progressing | State::Paused);
+            c.set_step(if running { inner.policy.step() } else { 0 });
+        }
         if self.finish(env, "rollout", &inner) {
             return None;
         }
         Some(config.interval.max(MIN_INTERVAL))
+    }
+
+    /// The canary's figures at the current step, kept in the step history
+    /// (the last evaluation at a step stays once the rollout moves on), and
+    /// the coverage gauge.
+    fn record_step(
+        &self,
+        env: &Env,
+        inner: &mut Inner,
+        gathered: &Gathered,
+        coverage: Option<CoverageStatus>,
+    ) {
+        let step = inner.policy.step();
+        if step == 0 || inner.policy.state() != State::Progressing {
+            return;
+        }
+        if let Some(percent) = coverage.as_ref().and_then(|c| c.percent) {
+            env.metrics()
+                .coverage
+                .with_label_values(&[self.name.as_str()])
+                .set(percent / 100.0);
+        }
+        let (requests, error_rate, latency_p99_ms) = match gathered {
+            Gathered::Windows { canary, .. } => (
+                canary.requests,
+                canary.error_percent(),
+                canary.quantile_ms(Measure::Latency, 0.99),
+            ),
+            Gathered::Figures { .. } => (0, None, None),
+        };
+        let weight = inner.policy.weight();
+        inner.step_history.insert(
+            step,
+            StepFigures {
+                step,
+                weight,
+                requests,
+                error_rate,
+                latency_p99_ms,
+                coverage,
+            },
+        );
     }
 
     /// Carries out one transition: the weight (one snapshot swap), the
@@ -560,7 +629,20 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let _ = m.weight.remove_label_values(&[name]);
     let _ = m.rollbacks.remove_label_values(&[name]);
     let _ = m.drift.remove_label_values(&[name]);
+    let _ = m.coverage.remove_label_values(&[name]);
     for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
+    }
+}
+
+/// Step `step`'s coverage by the canary.
+fn coverage_status(c: &PromptCoverage, step: usize, config: &RolloutConfig) -> CoverageStatus {
+    let r = c.reading(step, &config.canary);
+    CoverageStatus {
+        step,
+        canary_clusters: r.touched,
+        clusters_seen: r.seen,
+        percent: r.percent(),
+        prompts: r.prompts,
     }
 }
