@@ -9,6 +9,7 @@
 //! (pushing weights, resolving DNS targets, reconciling) is in `fleet_task`.
 
 mod fleet_task;
+mod steps;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,10 +30,9 @@ use super::source::{Gathered, Signals, Sources};
 use super::status::{CoverageStatus, RolloutEvent, RolloutStatus, SourceStatus, StepFigures};
 use crate::config::{OnRestart, RawRollout, RolloutConfig, RolloutSource};
 use crate::feedback::{self, Breach};
-use crate::mirror::PromptCoverage;
 use crate::shared::Shared;
 use crate::state::SavedController;
-use crate::stats::Measure;
+
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -365,8 +365,13 @@ impl Cell {
             .route(&config.route)
             .and_then(|r| r.mirror.as_ref())
             .and_then(|m| m.coverage.clone());
-        let step = inner.policy.step();
-        let reading = coverage.as_ref().map(|c| coverage_status(c, step, &config));
+        // Where the rollout stood when the figures were gathered: the
+        // evaluation may step it on.
+        let (step, weight) = (inner.policy.step(), inner.policy.weight());
+        let progressing = inner.policy.state() == State::Progressing;
+        let reading = coverage
+            .as_ref()
+            .map(|c| steps::coverage_status(c, step, &config));
         let mut observation = gathered.observation();
         if let Observation::Windows { coverage: c, .. } = &mut observation {
             *c = coverage.as_ref().map(|c| c.reading(step, &config.canary));
@@ -374,7 +379,9 @@ impl Cell {
         let (readings, transition) = inner.policy.evaluate(now, &observation);
         inner.readings = readings;
         inner.coverage = reading.clone();
-        self.record_step(env, &mut inner, gathered, reading);
+        if progressing && step > 0 {
+            self.record_step(env, &mut inner, gathered, (step, weight), reading);
+        }
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
         } else if inner.policy.breaches() != breaches {
@@ -390,48 +397,6 @@ impl Cell {
             return None;
         }
         Some(config.interval.max(MIN_INTERVAL))
-    }
-
-    /// The canary's figures at the current step, kept in the step history
-    /// (the last evaluation at a step stays once the rollout moves on), and
-    /// the coverage gauge.
-    fn record_step(
-        &self,
-        env: &Env,
-        inner: &mut Inner,
-        gathered: &Gathered,
-        coverage: Option<CoverageStatus>,
-    ) {
-        let step = inner.policy.step();
-        if step == 0 || inner.policy.state() != State::Progressing {
-            return;
-        }
-        if let Some(percent) = coverage.as_ref().and_then(|c| c.percent) {
-            env.metrics()
-                .coverage
-                .with_label_values(&[self.name.as_str()])
-                .set(percent / 100.0);
-        }
-        let (requests, error_rate, latency_p99_ms) = match gathered {
-            Gathered::Windows { canary, .. } => (
-                canary.requests,
-                canary.error_percent(),
-                canary.quantile_ms(Measure::Latency, 0.99),
-            ),
-            Gathered::Figures { .. } => (0, None, None),
-        };
-        let weight = inner.policy.weight();
-        inner.step_history.insert(
-            step,
-            StepFigures {
-                step,
-                weight,
-                requests,
-                error_rate,
-                latency_p99_ms,
-                coverage,
-            },
-        );
     }
 
     /// Carries out one transition: the weight (one snapshot swap), the
@@ -632,17 +597,5 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let _ = m.coverage.remove_label_values(&[name]);
     for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
-    }
-}
-
-/// Step `step`'s coverage by the canary.
-fn coverage_status(c: &PromptCoverage, step: usize, config: &RolloutConfig) -> CoverageStatus {
-    let r = c.reading(step, &config.canary);
-    CoverageStatus {
-        step,
-        canary_clusters: r.touched,
-        clusters_seen: r.seen,
-        percent: r.percent(),
-        prompts: r.prompts,
     }
 }

@@ -314,3 +314,7 @@ mod tests;
 #[cfg(test)]
 #[path = "gates/mirror_tests.rs"]
 mod mirror_tests;
+
+#[cfg(test)]
+#[path = "gates/coverage_tests.rs"]
+mod coverage_tests;
