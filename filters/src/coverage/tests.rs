@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 
 /// A seeded generator for the synthetic vectors (xorshift on mix64).
