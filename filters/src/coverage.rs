@@ -105,6 +105,9 @@ pub struct CoverageReading {
     pub seen: usize,
     /// Prompts that cluster served at the step and that were embedded.
     pub prompts: u64,
+    /// Prompts embedded since the start, whoever served them: the evidence
+    /// behind `seen` (one prompt seen, served by the canary, is 100%).
+    pub prompts_seen: u64,
 }
 
 impl CoverageReading {
@@ -121,6 +124,8 @@ pub struct Coverage {
     clusters: PromptClusters,
     /// (step, serving cluster) → clusters touched, prompts embedded.
     touched: BTreeMap<(usize, String), (BTreeSet<usize>, u64)>,
+    /// Prompts recorded since the start.
+    prompts: u64,
 }
 
 impl Coverage {
@@ -128,6 +133,7 @@ impl Coverage {
         Coverage {
             clusters: PromptClusters::new(threshold, cap),
             touched: BTreeMap::new(),
+            prompts: 0,
         }
     }
 
@@ -135,6 +141,7 @@ impl Coverage {
     /// at `step`; the cluster it went to.
     pub fn record(&mut self, vector: &[f32], step: usize, served_by: &str) -> Option<usize> {
         let cluster = self.clusters.assign(vector)?;
+        self.prompts += 1;
         let entry = self
             .touched
             .entry((step, served_by.to_string()))
@@ -154,6 +161,7 @@ impl Coverage {
             touched,
             seen: self.clusters.len(),
             prompts,
+            prompts_seen: self.prompts,
         }
     }
 

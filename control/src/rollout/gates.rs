@@ -113,8 +113,7 @@ fn round(v: f64, decimals: i32) -> f64 {
 /// a value to compare; it passes when the value is at most the bound (at
 /// least, for a lower bound such as `grpc_success_rate_min`). A gate that
 /// holds until met (`min_coverage`) is judged only once it is met: below
-/// its bound it is not enough evidence yet, never a breach; and
-/// `min_requests` does not apply to it, since it counts evidence itself.
+/// its bound it is not enough evidence yet, never a breach.
 pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateReading> {
     let min_requests = config.min_requests;
     config
@@ -126,10 +125,9 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
                 Observation::Figures(figures) => figures.get(&gate).copied().unwrap_or_default(),
                 Observation::Windows { .. } => windows_figure(gate, config, obs),
             };
-            let enough = gate.holds_until_met()
-                || (f.samples >= min_requests
-                    && f.stable_samples.is_none_or(|s| s >= min_requests)
-                    && busy_enough(config, gate, &f));
+            let enough = f.samples >= min_requests
+                && f.stable_samples.is_none_or(|s| s >= min_requests)
+                && busy_enough(config, gate, &f);
             let ok = f
                 .value
                 .filter(|_| enough)
@@ -242,8 +240,11 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         Gate::AnswerDispersionMax => {
             shadow.map_or((None, 0, None), |s| (s.dispersion, s.prompts as u64, None))
         }
-        // Samples are the canary's prompts embedded at this step.
-        Gate::MinCoverage => coverage.map_or((None, 0, None), |c| (c.percent(), c.prompts, None)),
+        // Samples are every prompt embedded since the rollout started: the
+        // clusters seen must rest on enough of them.
+        Gate::MinCoverage => coverage.map_or((None, 0, None), |c| {
+            (c.percent(), c.prompts_seen, None)
+        }),
     };
     Figure {
         value,

@@ -104,6 +104,8 @@ pub struct CoverageStatus {
     pub percent: Option<f64>,
     /// The canary's prompts embedded at the step.
     pub prompts: u64,
+    /// Every prompt embedded since the rollout started.
+    pub prompts_seen: u64,
 }
 
 /// What the canary did at one step, as of the last evaluation there (the

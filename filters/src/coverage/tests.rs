@@ -112,7 +112,8 @@ fn coverage_is_the_canary_clusters_of_the_step_over_every_cluster_seen() {
         CoverageReading {
             touched: 2,
             seen: 4,
-            prompts: 3
+            prompts: 3,
+            prompts_seen: 7,
         }
     );
     assert_eq!(step1.percent(), Some(50.0));

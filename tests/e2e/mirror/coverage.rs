@@ -2,8 +2,9 @@
 //! (llama.cpp in embedding mode on SmolLM2) and mock stable and canary
 //! models: prompts from six topics are embedded and clustered, each step
 //! counts the clusters the canary served against all those seen, and a
-//! rollout gated on `min_coverage: 100%` holds at its 10% step until the
-//! canary has served every topic, then steps on. Sessions are sticky by a
+//! rollout gated on `min_coverage: 100%` (judged once 24 prompts were
+//! embedded) holds at its 10% step until the canary has served every
+//! topic, then steps on. Sessions are sticky by a
 //! numbered header, so which request the canary serves is the same at
 //! every run.
 
@@ -46,8 +47,8 @@ fn config(stable: &MockLlm, canary: &MockLlm, embedder: u16) -> TestConfig {
         .section(
             "rollouts",
             "\n  - { name: chat-v2, route: chat, stable: stable, canary: canary, \
-             steps: [10, 50, 100], hold: 1s, min_requests: 1, interval: 100ms, \
-             gates: { error_rate: 50%, min_coverage: 100% } }",
+             steps: [10, 50, 100], hold: 1s, min_requests: 24, interval: 100ms, \
+             gates: { min_coverage: 100% } }",
         )
 }
 

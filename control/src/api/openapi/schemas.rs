@@ -198,7 +198,7 @@ pub(super) fn components() -> Value {
         ),
         "RolloutCoverage": object(&["step", "canary_clusters", "clusters_seen", "prompts"], json!({
             "step": count(), "canary_clusters": count(), "clusters_seen": count(),
-            "percent": percent(), "prompts": count(),
+            "percent": percent(), "prompts": count(), "prompts_seen": count(),
         })),
         "RolloutStep": object(&["step", "weight", "requests"], json!({
             "step": count(), "weight": count(), "requests": count(),

@@ -61,5 +61,6 @@ pub(super) fn coverage_status(
         clusters_seen: r.seen,
         percent: r.percent(),
         prompts: r.prompts,
+        prompts_seen: r.prompts_seen,
     }
 }

@@ -1,5 +1,6 @@
-//! `min_coverage` on made-up coverage readings: judged only once met,
-//! never a breach, and a step held until it is met.
+//! `min_coverage` on made-up coverage readings: judged only once met and
+//! resting on `min_requests` prompts, never a breach, and a step held
+//! until it is met.
 
 #![allow(clippy::unwrap_used)]
 
@@ -43,11 +44,13 @@ fn healthy(n: u64) -> WindowView {
     v
 }
 
-fn coverage(touched: usize, seen: usize, prompts: u64) -> Option<CoverageReading> {
+/// `touched` of `seen` clusters, from `prompts_seen` prompts embedded.
+fn coverage(touched: usize, seen: usize, prompts_seen: u64) -> Option<CoverageReading> {
     Some(CoverageReading {
         touched,
         seen,
-        prompts,
+        prompts: 1,
+        prompts_seen,
     })
 }
 
@@ -76,18 +79,22 @@ fn min_coverage(readings: &[GateReading]) -> &GateReading {
 #[test]
 fn below_its_bound_min_coverage_is_read_but_not_judged_and_never_breached() {
     let (canary, stable) = (healthy(20), WindowView::default());
-    let readings = judge(&config(), &observe(&canary, &stable, coverage(2, 6, 3)));
+    let readings = judge(&config(), &observe(&canary, &stable, coverage(2, 6, 30)));
     let r = min_coverage(&readings);
     // 2 of 6 clusters: 33.3%, under 50%: not enough evidence yet.
     assert!((r.value.unwrap() - 100.0 / 3.0).abs() < 1e-9, "{r:?}");
-    assert_eq!((r.ok, r.samples, r.unit), (None, 3, Unit::Percent));
+    assert_eq!((r.ok, r.samples, r.unit), (None, 30, Unit::Percent));
     assert!(!r.breached());
-    assert_eq!(r.describe(), "min_coverage 33.333% vs 50% (3 samples)");
-    // At the bound it passes, whatever min_requests says (3 < 10).
-    let readings = judge(&config(), &observe(&canary, &stable, coverage(3, 6, 3)));
+    assert_eq!(r.describe(), "min_coverage 33.333% vs 50% (30 samples)");
+    // At the bound it passes.
+    let readings = judge(&config(), &observe(&canary, &stable, coverage(3, 6, 30)));
     let r = min_coverage(&readings);
     assert_eq!((r.value, r.ok), (Some(50.0), Some(true)));
-    assert_eq!(r.describe(), "min_coverage 50% >= 50% (3 samples)");
+    assert_eq!(r.describe(), "min_coverage 50% >= 50% (30 samples)");
+    // One prompt seen, served by the canary, is 100% of one cluster: with
+    // fewer than min_requests (10) prompts behind it, not judged.
+    let readings = judge(&config(), &observe(&canary, &stable, coverage(1, 1, 1)));
+    assert_eq!(min_coverage(&readings).ok, None);
     // Nothing seen, or no coverage measured: nothing to read.
     for c in [coverage(0, 0, 0), None] {
         let readings = judge(&config(), &observe(&canary, &stable, c));
@@ -109,7 +116,7 @@ fn a_step_holds_past_its_hold_until_coverage_is_met_then_steps_up() {
     // with no breach counted.
     for s in 1..=20 {
         let at = t0 + Duration::from_secs(s);
-        let (readings, t) = policy.evaluate(at, &observe(&canary, &stable, coverage(2, 6, 5)));
+        let (readings, t) = policy.evaluate(at, &observe(&canary, &stable, coverage(2, 6, 40)));
         assert_eq!(t, None);
         assert_eq!(
             readings
@@ -131,7 +138,7 @@ fn a_step_holds_past_its_hold_until_coverage_is_met_then_steps_up() {
     );
     // Met: the next evaluation steps up, with the coverage as evidence.
     let at = t0 + Duration::from_secs(21);
-    let (_, t) = policy.evaluate(at, &observe(&canary, &stable, coverage(4, 6, 9)));
+    let (_, t) = policy.evaluate(at, &observe(&canary, &stable, coverage(4, 6, 60)));
     let t = t.unwrap();
     assert_eq!((t.to, t.apply), (State::Progressing, Some(50)));
     assert!(
@@ -152,12 +159,12 @@ fn min_coverage_alone_steps_up_once_met() {
     policy.evaluate(t0, &observe(&empty, &empty, None));
     let (_, t) = policy.evaluate(
         t0 + Duration::from_secs(2),
-        &observe(&empty, &empty, coverage(1, 6, 1)),
+        &observe(&empty, &empty, coverage(1, 6, 20)),
     );
     assert_eq!(t, None);
     let (_, t) = policy.evaluate(
         t0 + Duration::from_secs(3),
-        &observe(&empty, &empty, coverage(3, 6, 4)),
+        &observe(&empty, &empty, coverage(3, 6, 20)),
     );
     assert_eq!(t.unwrap().apply, Some(50));
 }
