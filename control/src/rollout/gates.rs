@@ -242,9 +242,9 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         }
         // Samples are every prompt embedded since the rollout started: the
         // clusters seen must rest on enough of them.
-        Gate::MinCoverage => coverage.map_or((None, 0, None), |c| {
-            (c.percent(), c.prompts_seen, None)
-        }),
+        Gate::MinCoverage => {
+            coverage.map_or((None, 0, None), |c| (c.percent(), c.prompts_seen, None))
+        }
     };
     Figure {
         value,
