@@ -7,19 +7,20 @@ mod typed;
 mod validate;
 
 pub use raw::{
-    RawBound, RawClassRule, RawCompare, RawConfig, RawDnsTargets, RawEmbeddings, RawFanout,
-    RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent,
-    RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RawTargets,
+    RawBound, RawClassRule, RawCompare, RawConfig, RawCoverage, RawDnsTargets, RawEmbeddings,
+    RawFanout, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart,
+    RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite,
+    RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize,
+    RawTargets,
 };
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
     AccessLogConfig, AccessLogTarget, AdminConfig, AdminTls, ClusterConfig, ClusterKind,
-    CompareConfig, Config, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig, Gate,
-    Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits,
-    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey,
-    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
+    CompareConfig, Config, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint, Fanout,
+    FeedbackConfig, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig,
+    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable,
+    QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
     SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
     DEFAULT_SYNC_INTERVAL,

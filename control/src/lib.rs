@@ -48,14 +48,14 @@ pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
     AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
-    ConfigErrors, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig, Gate, Gates,
-    GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol,
-    LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule,
-    RawCompare, RawConfig, RawDnsTargets, RawEmbeddings, RawFanout, RawFeedback, RawGates,
-    RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart, RawPercent, RawPerturb,
-    RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite, RawRollout,
-    RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize, RawTargets,
-    RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
+    ConfigErrors, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig,
+    Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits,
+    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey,
+    RawBound, RawClassRule, RawCompare, RawConfig, RawCoverage, RawDnsTargets, RawEmbeddings,
+    RawFanout, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart,
+    RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite,
+    RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize,
+    RawTargets, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
     SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
     UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
     DEFAULT_SYNC_INTERVAL, RUNTIME_LISTENER_PREFIX,
@@ -71,8 +71,8 @@ pub use lineage::{
     rollout_artifact, rollout_in,
 };
 pub use mirror::{
-    DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, ShadowGate, ShadowReading,
-    DIFF_CAPACITY,
+    DiffLeg, DiffRecord, EmbeddingDrift, MirrorDiffs, MirrorRuntime, PromptCoverage, ShadowGate,
+    ShadowReading, DIFF_CAPACITY,
 };
 pub use observers::Observers;
 pub use plane::{ControlOptions, ControlPlane, ControlPlaneHandle, StartError};

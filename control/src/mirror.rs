@@ -3,10 +3,12 @@
 //! of recent differing pairs that `GET /v1/mirror/diffs` shows. The sender
 //! that holds the sockets lives in the proxy.
 
+mod coverage;
 mod diffs;
 #[cfg(test)]
 mod tests;
 
+pub use coverage::PromptCoverage;
 pub use diffs::{DiffLeg, DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -39,6 +41,10 @@ pub struct MirrorRuntime {
     /// With `stability: true`: the dispersion histograms of the shadow
     /// cluster at its version.
     pub stability: Option<StabilityMetrics>,
+    /// `compare.embeddings.coverage`: the prompt clusters of the route's
+    /// rollout, kept across snapshots while the coverage policy and its
+    /// embedder are unchanged (a step must not forget the clusters seen).
+    pub coverage: Option<Arc<PromptCoverage>>,
 }
 
 /// A route's embedding comparison so far.
@@ -131,6 +137,19 @@ impl MirrorRuntime {
         );
         // A fresh start of the sampling sequence per route and version.
         let seed = mix64(hash_bytes(route.as_bytes()) ^ version);
+        let embeddings = config.compare.embeddings.as_ref();
+        let coverage = embeddings.and_then(|e| e.coverage.as_ref()).map(|c| {
+            previous
+                .and_then(|p| p.coverage.clone())
+                .filter(|p| {
+                    p.config == *c
+                        && previous
+                            .and_then(|p| p.config.compare.embeddings.as_ref())
+                            .map(|e| (&e.cluster, &e.model))
+                            == embeddings.map(|e| (&e.cluster, &e.model))
+                })
+                .unwrap_or_else(|| Arc::new(PromptCoverage::new(c, seed)))
+        });
         let stability = config.stability.then(|| {
             let c = &shadow.config;
             metrics.mirror.stability(route, &c.name, &c.version)
@@ -146,6 +165,7 @@ impl MirrorRuntime {
             embedder,
             drift,
             stability,
+            coverage,
         }
     }
 

@@ -41,6 +41,10 @@ crate::name_table! {
         /// the centroid) over the mirror's last `window` prompts
         /// (`mirror.stability`).
         AnswerDispersionMax = "answer_dispersion_max",
+        /// Percent of the prompt clusters seen since the rollout started
+        /// that the canary's traffic touched at this step: a lower bound
+        /// that holds a step until met, never a breach.
+        MinCoverage = "min_coverage",
     }
 }
 
@@ -108,7 +112,9 @@ impl Gate {
             Gate::TtftP95 | Gate::TtftP99 | Gate::GapP99 | Gate::TpotP95 | Gate::LatencyP99 => {
                 GateUnit::Ms
             }
-            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::GrpcSuccessRateMin => GateUnit::Percent,
+            Gate::ErrorRate | Gate::GpuMemoryMax | Gate::GrpcSuccessRateMin | Gate::MinCoverage => {
+                GateUnit::Percent
+            }
             Gate::P99VsStable
             | Gate::TtftVsStable
             | Gate::EmbeddingSimilarityP10Min
@@ -135,7 +141,8 @@ impl Gate {
             | Gate::GrpcSuccessRateMin
             | Gate::EmbeddingSimilarityP10Min
             | Gate::EmbeddingDriftKlMax
-            | Gate::AnswerDispersionMax => false,
+            | Gate::AnswerDispersionMax
+            | Gate::MinCoverage => false,
         }
     }
 
@@ -153,7 +160,7 @@ impl Gate {
     pub fn is_lower_bound(self) -> bool {
         matches!(
             self,
-            Gate::GrpcSuccessRateMin | Gate::EmbeddingSimilarityP10Min
+            Gate::GrpcSuccessRateMin | Gate::EmbeddingSimilarityP10Min | Gate::MinCoverage
         )
     }
 
@@ -188,7 +195,14 @@ impl Gate {
             | Gate::GrpcSuccessRateMin
             | Gate::EmbeddingSimilarityP10Min
             | Gate::EmbeddingDriftKlMax
-            | Gate::AnswerDispersionMax => false,
+            | Gate::AnswerDispersionMax
+            | Gate::MinCoverage => false,
         }
+    }
+
+    /// Holds a step while below its bound instead of breaching: not enough
+    /// evidence yet, as too few samples.
+    pub fn holds_until_met(self) -> bool {
+        self == Gate::MinCoverage
     }
 }

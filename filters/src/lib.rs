@@ -6,6 +6,7 @@ mod balance;
 mod breaker;
 mod compare;
 mod cost;
+mod coverage;
 mod embedding;
 mod failure;
 mod fault;
@@ -57,6 +58,10 @@ pub use compare::{
 pub use cost::{
     cost_per_1k, CostMeter, CostMetrics, ModelPrice, Price, RawPrice, Usage, COST_METRIC,
     COST_TOKENS_METRIC,
+};
+pub use coverage::{
+    coverage_sampled, user_text, Coverage, CoverageReading, PromptClusters,
+    DEFAULT_COVERAGE_SIMILARITY, DEFAULT_MAX_CLUSTERS,
 };
 pub use embedding::{
     cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow,

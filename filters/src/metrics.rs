@@ -3,8 +3,8 @@
 //! request path touches only atomics.
 
 use prometheus::{
-    Encoder, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Registry, TextEncoder,
 };
 
 use crate::cost::CostMetrics;
@@ -158,6 +158,9 @@ pub struct RolloutMetrics {
     /// `sluice_fleet_drift_total{rollout}`: fleet targets found with a
     /// split other than the rollout's, and set back.
     pub drift: IntCounterVec,
+    /// `sluice_rollout_coverage_ratio{rollout}`: prompt clusters the
+    /// canary touched at the current step over every cluster seen, 0..=1.
+    pub coverage: GaugeVec,
 }
 
 impl RolloutMetrics {
@@ -185,6 +188,12 @@ impl RolloutMetrics {
                 registry,
                 "sluice_fleet_drift_total",
                 "Fleet targets found by the reconcile loop with a split other than the rollout's, and set back.",
+                &["rollout"],
+            )?,
+            coverage: register_family(
+                registry,
+                "sluice_rollout_coverage_ratio",
+                "Prompt clusters the canary touched at the current step over every cluster seen since the rollout started.",
                 &["rollout"],
             )?,
         })

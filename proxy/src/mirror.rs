@@ -10,6 +10,7 @@
 //! with the primary's.
 
 mod copy;
+mod coverage;
 mod embed;
 mod health;
 mod job;
@@ -58,6 +59,9 @@ impl MirrorQueue {
             job.policy
                 .metrics
                 .count(MirrorResult::QueueFull, job.shadow_copies);
+            if job.coverage_step.is_some() {
+                job.policy.metrics.count_coverage("queue_full", 1);
+            }
         }
     }
 }
@@ -138,11 +142,19 @@ async fn run(
 ) {
     info!(capacity = QUEUE_CAPACITY, "mirror sender started");
     let mut limits = Limits::default();
+    let mut prompts = coverage::Batcher::default();
     let tracker = TaskTracker::new();
-    let mut send = |job: Job| {
+    // Sends the job's copies; gives back its prompt when it was sampled
+    // for coverage, to be embedded with the others of this drain.
+    let mut send = |job: Job| -> Option<coverage::Prompt> {
+        let prompt = coverage::prompt_of(&job);
+        // A job sampled only for coverage has no copy (and no noise copy).
+        if job.shadow_copies == 0 {
+            return prompt;
+        }
         let admitted = limits.admit(&job);
         if admitted.is_empty() {
-            return;
+            return prompt;
         }
         let embedding = if job.policy.embedder.is_some() {
             limits
@@ -162,6 +174,7 @@ async fn run(
                 drop(slot);
             }
         });
+        prompt
     };
     'park: loop {
         // Idle: wait for the first job, however long.
@@ -170,7 +183,9 @@ async fn run(
             job = rx.recv() => job,
         };
         let Some(job) = job else { break };
-        send(job);
+        if let Some(p) = send(job) {
+            prompts.add(p);
+        }
         // Busy: take what has queued once per tick, until a tick finds nothing.
         loop {
             tokio::select! {
@@ -182,12 +197,15 @@ async fn run(
                 match rx.try_recv() {
                     Ok(job) => {
                         took_any = true;
-                        send(job);
+                        if let Some(p) = send(job) {
+                            prompts.add(p);
+                        }
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
                     Err(mpsc::error::TryRecvError::Disconnected) => break 'park,
                 }
             }
+            prompts.flush(&shadow, &tracker);
             if !took_any {
                 continue 'park;
             }

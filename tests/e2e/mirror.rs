@@ -3,6 +3,7 @@
 
 mod chroma;
 mod counts;
+mod coverage;
 mod ctl;
 mod embeddings;
 mod faults;

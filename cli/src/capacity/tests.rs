@@ -20,7 +20,7 @@ fn a_bad_sla_is_said_whole() {
         split_sla("ttft_p95=800ms,tokens=5,cost_per_1k_max=free").unwrap_err(),
         [
             "--sla: cost_per_1k_max: `free` is not a price in USD > 0 like 0.012",
-            "--sla: tokens: unknown gate `tokens` (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max)",
+            "--sla: tokens: unknown gate `tokens` (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage)",
         ]
     );
     assert_eq!(

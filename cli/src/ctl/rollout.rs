@@ -213,6 +213,9 @@ pub(super) fn show(status: &Value, colour: bool) -> String {
         String::new(),
         gates_table(status, colour),
     ];
+    if let Some(steps) = status["step_history"].as_array() {
+        page.extend([String::new(), step_table(steps, colour)]);
+    }
     if let Some(events) = status["events"].as_array() {
         let mut table = Table::new(&["TIME", "FROM", "TO", "STEP", "WEIGHT", "REASON"]);
         for event in events {
@@ -228,6 +231,40 @@ pub(super) fn show(status: &Value, colour: bool) -> String {
         page.extend([String::new(), table.render(colour)]);
     }
     page.join("\n")
+}
+
+/// Each step reached: the canary's error rate and p99 beside its prompt
+/// coverage (`-` where the route does not measure coverage).
+fn step_table(steps: &[Value], colour: bool) -> String {
+    let mut table = Table::new(&[
+        "STEP", "WEIGHT", "REQUESTS", "ERRORS", "P99", "COVERAGE", "CLUSTERS",
+    ]);
+    let unit = |v: &Value, unit: &str| {
+        v.as_f64()
+            .map_or("-".to_string(), |v| format!("{}{unit}", decimals(v)))
+    };
+    for s in steps {
+        let coverage = &s["coverage"];
+        let clusters = if coverage.is_object() {
+            format!(
+                "{}/{}",
+                text(&coverage["canary_clusters"]),
+                text(&coverage["clusters_seen"])
+            )
+        } else {
+            "-".to_string()
+        };
+        table.row(vec![
+            text(&s["step"]).into(),
+            format!("{}%", text(&s["weight"])).into(),
+            text(&s["requests"]).into(),
+            unit(&s["error_rate"], "%").into(),
+            unit(&s["latency_p99_ms"], "ms").into(),
+            unit(&coverage["percent"], "%").into(),
+            clusters.into(),
+        ]);
+    }
+    table.render(colour)
 }
 
 #[cfg(test)]

@@ -232,7 +232,7 @@ fn sla_replaces_and_adds_run_wide_thresholds() {
         [
             "--sla: ttft_p9: unknown gate `ttft_p9` (expected one of ttft_p95, ttft_p99, \
              gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, \
-             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max)",
+             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage)",
             "--sla: `error_rate` is not NAME=VALUE like ttft_p95=800ms",
         ]
     );

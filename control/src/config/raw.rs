@@ -18,7 +18,9 @@ pub(crate) use fault::{
     RawFaultAction, RawFaultMatch, RawTruncateMode,
 };
 pub use feedback::{RawFeedback, RawHalfLife};
-pub use mirror::{RawCompare, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize};
+pub use mirror::{
+    RawCompare, RawCoverage, RawEmbeddings, RawMirror, RawPerturb, RawRewrite, RawSize,
+};
 pub use plan::{RawClassRule, RawPlanMode, RawPlans};
 pub(crate) use recorder::RawBodies;
 pub use recorder::RawRecorder;

@@ -5,6 +5,7 @@ use super::*;
 mod admin;
 mod by_model;
 mod cost;
+mod coverage;
 mod faults;
 mod feedback;
 mod fleet_limits;

@@ -9,6 +9,7 @@
 //! (pushing weights, resolving DNS targets, reconciling) is in `fleet_task`.
 
 mod fleet_task;
+mod steps;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,15 +23,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::fleet::{DiscoveryStatus, Pusher, Targets};
-use super::gates::GateReading;
+use super::gates::{GateReading, Observation};
 use super::live::{apply_weight, drift, leave_config};
 use super::policy::{Command, Policy, State, Transition};
 use super::source::{Gathered, Signals, Sources};
-use super::status::{RolloutEvent, RolloutStatus, SourceStatus};
+use super::status::{CoverageStatus, RolloutEvent, RolloutStatus, SourceStatus, StepFigures};
 use crate::config::{OnRestart, RawRollout, RolloutConfig, RolloutSource};
 use crate::feedback::{self, Breach};
 use crate::shared::Shared;
 use crate::state::SavedController;
+
 use crate::store::SnapshotStore;
 
 /// Validation refuses 0; this keeps a tiny interval from spinning.
@@ -83,6 +85,10 @@ struct Inner {
     /// The `seq` of the next event in the history (see `EventLineage`):
     /// events ever made, those that fell off the history included.
     seq: usize,
+    /// The current step's coverage, as of the last evaluation.
+    coverage: Option<CoverageStatus>,
+    /// Each step reached, by its 1-based number: the last evaluation there.
+    step_history: BTreeMap<usize, StepFigures>,
 }
 
 impl Cell {
@@ -156,6 +162,8 @@ impl Cell {
                 source_errors: BTreeMap::new(),
                 raw,
                 seq: 0,
+                coverage: None,
+                step_history: BTreeMap::new(),
             }),
             wake: Notify::new(),
             done: AtomicBool::new(false),
@@ -240,6 +248,8 @@ impl Cell {
             targets: inner.targets.status(),
             discovery: inner.discovery.clone(),
             plan: c.plan.clone(),
+            coverage: inner.coverage.clone(),
+            step_history: inner.step_history.values().cloned().collect(),
             events: with_events.then(|| inner.events.iter().cloned().collect()),
         }
     }
@@ -351,13 +361,37 @@ impl Cell {
             }
         }
         inner.source_errors = gathered.errors();
-        let (readings, transition) = inner.policy.evaluate(now, &gathered.observation());
+        let coverage = snapshot
+            .route(&config.route)
+            .and_then(|r| r.mirror.as_ref())
+            .and_then(|m| m.coverage.clone());
+        // Where the rollout stood when the figures were gathered: the
+        // evaluation may step it on.
+        let (step, weight) = (inner.policy.step(), inner.policy.weight());
+        let progressing = inner.policy.state() == State::Progressing;
+        let reading = coverage
+            .as_ref()
+            .map(|c| steps::coverage_status(c, step, &config));
+        let mut observation = gathered.observation();
+        if let Observation::Windows { coverage: c, .. } = &mut observation {
+            *c = coverage.as_ref().map(|c| c.reading(step, &config.canary));
+        }
+        let (readings, transition) = inner.policy.evaluate(now, &observation);
         inner.readings = readings;
+        inner.coverage = reading.clone();
+        if progressing && step > 0 {
+            self.record_step(env, &mut inner, gathered, (step, weight), reading);
+        }
         if let Some(t) = transition {
             self.act(env, "rollout", &mut inner, t, now);
         } else if inner.policy.breaches() != breaches {
             // The count is saved: a restart does not forgive a breach.
             env.shared.state.changed();
+        }
+        if let Some(c) = &coverage {
+            // Prompts are sampled while the rollout runs, at its step.
+            let running = matches!(inner.policy.state(), State::Progressing | State::Paused);
+            c.set_step(if running { inner.policy.step() } else { 0 });
         }
         if self.finish(env, "rollout", &inner) {
             return None;
@@ -560,6 +594,7 @@ pub(crate) fn forget(env: &Env, name: &str) {
     let _ = m.weight.remove_label_values(&[name]);
     let _ = m.rollbacks.remove_label_values(&[name]);
     let _ = m.drift.remove_label_values(&[name]);
+    let _ = m.coverage.remove_label_values(&[name]);
     for &s in State::ALL {
         let _ = m.state.remove_label_values(&[name, s.as_str()]);
     }

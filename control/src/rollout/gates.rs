@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use sluice_filters::{cost_per_1k, Price, Usage};
+use sluice_filters::{cost_per_1k, CoverageReading, Price, Usage};
 
 use crate::config::{Gate, Gates, RolloutConfig, Unit};
 use crate::mirror::ShadowReading;
@@ -29,6 +29,9 @@ pub enum Observation<'a> {
         /// What the route's mirror measured of the canary as its shadow;
         /// `None` when the route does not mirror to the canary.
         shadow: Option<ShadowReading>,
+        /// The canary's prompt coverage at the current step; `None` when
+        /// the route's mirror does not measure coverage.
+        coverage: Option<CoverageReading>,
     },
     /// Each gate's value and samples as read elsewhere (fleet mode: PromQL
     /// over every instance); a gate missing here has nothing to read.
@@ -108,7 +111,9 @@ fn round(v: f64, decimals: i32) -> f64 {
 /// Reads every configured gate. A gate is judged only with at least
 /// `min_requests` canary samples (relative gates: stable samples too) and
 /// a value to compare; it passes when the value is at most the bound (at
-/// least, for a lower bound such as `grpc_success_rate_min`).
+/// least, for a lower bound such as `grpc_success_rate_min`). A gate that
+/// holds until met (`min_coverage`) is judged only once it is met: below
+/// its bound it is not enough evidence yet, never a breach.
 pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateReading> {
     let min_requests = config.min_requests;
     config
@@ -123,6 +128,11 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
             let enough = f.samples >= min_requests
                 && f.stable_samples.is_none_or(|s| s >= min_requests)
                 && busy_enough(config, gate, &f);
+            let ok = f
+                .value
+                .filter(|_| enough)
+                .map(|v| gate.passes(v, bound))
+                .filter(|passed| *passed || !gate.holds_until_met());
             GateReading {
                 gate,
                 value: f.value,
@@ -130,7 +140,7 @@ pub(super) fn judge(config: &RolloutConfig, obs: &Observation<'_>) -> Vec<GateRe
                 unit: gate.unit(),
                 samples: f.samples,
                 stable_samples: f.stable_samples,
-                ok: f.value.filter(|_| enough).map(|v| gate.passes(v, bound)),
+                ok,
             }
         })
         .collect()
@@ -158,6 +168,7 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         gpu_memory_percent,
         upstream_waiting,
         shadow,
+        coverage,
     } = *obs
     else {
         return Figure::default();
@@ -229,6 +240,11 @@ fn windows_figure(gate: Gate, config: &RolloutConfig, obs: &Observation<'_>) -> 
         Gate::AnswerDispersionMax => {
             shadow.map_or((None, 0, None), |s| (s.dispersion, s.prompts as u64, None))
         }
+        // Samples are every prompt embedded since the rollout started: the
+        // clusters seen must rest on enough of them.
+        Gate::MinCoverage => {
+            coverage.map_or((None, 0, None), |c| (c.percent(), c.prompts_seen, None))
+        }
     };
     Figure {
         value,
@@ -275,7 +291,8 @@ pub(super) fn measures(gates: &Gates) -> (Vec<Measure>, Vec<Measure>) {
             | Gate::GrpcSuccessRateMin
             | Gate::EmbeddingSimilarityP10Min
             | Gate::EmbeddingDriftKlMax
-            | Gate::AnswerDispersionMax => continue,
+            | Gate::AnswerDispersionMax
+            | Gate::MinCoverage => continue,
         };
         if !canary.contains(&measure) {
             canary.push(measure);
@@ -298,3 +315,7 @@ mod tests;
 #[cfg(test)]
 #[path = "gates/mirror_tests.rs"]
 mod mirror_tests;
+
+#[cfg(test)]
+#[path = "gates/coverage_tests.rs"]
+mod coverage_tests;

@@ -10,7 +10,8 @@
 //!   or pauses, as `on_breach` says; an evaluation with every judged gate
 //!   passing clears the count;
 //! - after `hold` at a step, with at least one gate judged and none failing,
-//!   step up; reaching 100 is `promoted`;
+//!   step up; reaching 100 is `promoted`; a gate that holds until met
+//!   (`min_coverage`) keeps the step until it is;
 //! - operators pause, resume, promote (canary 100) and abort (canary 0).
 
 use tokio::time::Instant;
@@ -275,6 +276,14 @@ impl Policy {
         }
         let since = self.step_since.unwrap_or(now);
         if !judged || now.saturating_duration_since(since) < self.config.hold {
+            return None;
+        }
+        // `min_coverage` below its bound: not enough evidence to step up,
+        // so hold (never roll back on it).
+        if readings
+            .iter()
+            .any(|r| r.gate.holds_until_met() && r.ok != Some(true))
+        {
             return None;
         }
         // The next step is the first above the weight set last, whatever

@@ -212,6 +212,9 @@ pub(crate) fn template(
             };
             format!("{} / {}", sum("sum"), sum("count"))
         }
+        // Validation refuses min_coverage in fleet mode (coverage is one
+        // instance's); were it asked, the gauge of that instance.
+        Gate::MinCoverage => "100 * max(sluice_rollout_coverage_ratio)".to_string(),
     }
 }
 

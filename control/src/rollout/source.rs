@@ -75,6 +75,8 @@ impl Gathered {
                 gpu_memory_percent: *gpu_memory_percent,
                 upstream_waiting: *upstream_waiting,
                 shadow: *shadow,
+                // The controller adds it: it depends on the rollout's step.
+                coverage: None,
             },
             Gathered::Figures { figures, .. } => Observation::Figures(figures),
         }
@@ -147,7 +149,12 @@ impl ObservationSource for LocalSource {
 /// The canary and stable windows, with only the distributions the gates
 /// read.
 fn views(env: &Env, live: &Config, c: &RolloutConfig) -> (WindowView, WindowView) {
-    let (canary, stable) = measures(&c.gates);
+    let (mut canary, stable) = measures(&c.gates);
+    // The status's step history shows the canary's latency p99 whatever
+    // the gates read.
+    if !canary.contains(&Measure::Latency) {
+        canary.push(Measure::Latency);
+    }
     let view = |cluster: &str, measures: &[Measure]| {
         let version = live.cluster(cluster).map_or("", |x| x.version.as_str());
         let key = env.shared.stats.key(&c.route, cluster, version);

@@ -70,6 +70,13 @@ pub struct RolloutStatus {
     pub discovery: Option<DiscoveryStatus>,
     /// `plan: auto`: the plan, with the rule behind each part.
     pub plan: Option<sluice_filters::Plan>,
+    /// The current step's prompt coverage, where the route's mirror
+    /// measures it (`compare.embeddings.coverage`).
+    pub coverage: Option<CoverageStatus>,
+    /// Each step reached, oldest first: the canary's figures at the last
+    /// evaluation there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_history: Vec<StepFigures>,
     /// Oldest first; left out of the list (`GET /v1/rollouts`).
     pub events: Option<Vec<RolloutEvent>>,
 }
@@ -82,4 +89,37 @@ pub struct SourceStatus {
     /// The last evaluation's failed queries, by gate name (or `requests`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
+}
+
+/// A step's prompt coverage: clusters of prompts the canary served at the
+/// step, against every cluster seen since the rollout started.
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoverageStatus {
+    /// 1-based position in `steps`.
+    pub step: usize,
+    pub canary_clusters: usize,
+    pub clusters_seen: usize,
+    /// `canary_clusters / clusters_seen` in percent; `None` before any.
+    pub percent: Option<f64>,
+    /// The canary's prompts embedded at the step.
+    pub prompts: u64,
+    /// Every prompt embedded since the rollout started.
+    pub prompts_seen: u64,
+}
+
+/// What the canary did at one step, as of the last evaluation there (the
+/// error rate and p99 over the rollout's `window`).
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepFigures {
+    /// 1-based position in `steps`.
+    pub step: usize,
+    pub weight: u32,
+    /// Canary requests in the window.
+    pub requests: u64,
+    /// Percent of those answered 5xx.
+    pub error_rate: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub coverage: Option<CoverageStatus>,
 }

@@ -95,6 +95,7 @@ pub struct MirrorMetrics {
     embedding_similarity: HistogramVec,
     embedding_kl: GaugeVec,
     embedding_requests: IntCounterVec,
+    coverage_prompts: IntCounterVec,
     answer_dispersion: HistogramVec,
     answer_pairwise: HistogramVec,
 }
@@ -130,7 +131,15 @@ pub struct MirrorRouteMetrics {
     /// The drift window's KL divergence from its baseline.
     pub embedding_kl: Gauge,
     embedding_requests: [IntCounter; EMBEDDING_RESULTS.len()],
+    coverage_prompts: [IntCounter; COVERAGE_RESULTS.len()],
 }
+
+/// What became of a prompt sampled for coverage: `embedded`, `error` (the
+/// embedder did not answer one vector per prompt), `rate` (over
+/// `coverage.max_per_second`), `queue_full` (the sender's queue), `no_text`
+/// (no user text in the body).
+pub(crate) const COVERAGE_RESULTS: [&str; 5] =
+    ["embedded", "error", "rate", "queue_full", "no_text"];
 
 /// What became of a job's embedding request: `ok`, `error` (no answer, or
 /// not one vector per input), `rate` and `in_flight` (over the route's
@@ -138,6 +147,14 @@ pub struct MirrorRouteMetrics {
 pub(crate) const EMBEDDING_RESULTS: [&str; 4] = ["ok", "error", "rate", "in_flight"];
 
 impl MirrorRouteMetrics {
+    /// Counts prompts sampled for coverage by result (one of
+    /// [`COVERAGE_RESULTS`]).
+    pub fn count_coverage(&self, result: &str, n: u64) {
+        if let Some(i) = COVERAGE_RESULTS.iter().position(|r| *r == result) {
+            self.coverage_prompts[i].inc_by(n);
+        }
+    }
+
     /// Counts one embedding request by result (one of [`EMBEDDING_RESULTS`]).
     pub fn count_embedding(&self, result: &str) {
         if let Some(i) = EMBEDDING_RESULTS.iter().position(|r| *r == result) {
@@ -288,6 +305,12 @@ impl MirrorMetrics {
                 "Embedding requests of the mirror sender by result: ok, error, rate.",
                 &["route", "result"],
             )?,
+            coverage_prompts: register_family(
+                registry,
+                "sluice_mirror_coverage_prompts_total",
+                "Prompts sampled for rollout coverage by result: embedded, error, rate, queue_full, no_text.",
+                &["route", "result"],
+            )?,
             answer_dispersion: register_histogram(
                 registry,
                 ANSWER_DISPERSION_METRIC,
@@ -341,6 +364,8 @@ impl MirrorMetrics {
             embedding_kl: self.embedding_kl.with_label_values(&[route]),
             embedding_requests: EMBEDDING_RESULTS
                 .map(|r| self.embedding_requests.with_label_values(&[route, r])),
+            coverage_prompts: COVERAGE_RESULTS
+                .map(|r| self.coverage_prompts.with_label_values(&[route, r])),
         }
     }
 }

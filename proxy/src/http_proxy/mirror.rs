@@ -20,6 +20,8 @@ const COMPARE_LIMIT: usize = 256 * 1024;
 pub(crate) struct MirrorCapture {
     policy: Arc<MirrorRuntime>,
     copies: u32,
+    /// Sampled for coverage: the rollout's step when the request arrived.
+    coverage_step: Option<usize>,
     body: Vec<Bytes>,
     body_len: usize,
     too_large: bool,
@@ -43,16 +45,21 @@ pub(super) fn on_route(ctx: &mut RequestCtx, req: &RequestHeader) {
         .as_ref()
         .and_then(|h| req.headers.get(h.as_str()))
         .map(|v| v.as_bytes());
-    let copies = policy.sampler.copies(session);
-    if copies == 0 {
-        return;
+    let mut copies = policy.sampler.copies(session);
+    // Coverage samples the route's prompts on its own draw (one atomic add
+    // while a rollout runs): copies or not, the body is kept for them.
+    let coverage_step = policy.coverage.as_ref().and_then(|c| c.sample());
+    if copies > 0 {
+        if let Some(reason) = policy.gate.closed() {
+            policy.metrics.count(reason, copies);
+            copies = 0;
+        }
     }
-    if let Some(reason) = policy.gate.closed() {
-        policy.metrics.count(reason, copies);
-    } else {
+    if copies > 0 || coverage_step.is_some() {
         ctx.mirror = Some(Box::new(MirrorCapture {
             policy,
             copies,
+            coverage_step,
             body: Vec::new(),
             body_len: 0,
             too_large: false,
@@ -92,7 +99,10 @@ pub(super) fn on_request_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end_
 
 /// Keeps the primary's answer up to the comparison limit.
 pub(super) fn on_response_chunk(ctx: &mut RequestCtx, chunk: Option<&Bytes>) {
-    let Some(m) = ctx.mirror.as_mut() else { return };
+    // Kept only for copies to be compared with (coverage reads the prompt).
+    let Some(m) = ctx.mirror.as_mut().filter(|m| m.copies > 0) else {
+        return;
+    };
     if let Some(chunk) = chunk.filter(|c| !c.is_empty()) {
         m.answer_len += chunk.len();
         if m.answer_len <= COMPARE_LIMIT {
@@ -114,6 +124,9 @@ pub(super) fn on_done(
     let metrics = &m.policy.metrics;
     if m.too_large {
         metrics.count(MirrorResult::BodyTooLarge, m.copies);
+        if m.coverage_step.is_some() {
+            metrics.count_coverage("no_text", 1);
+        }
         return;
     }
     // A client that went away mid-body sent no request to copy.
@@ -144,6 +157,7 @@ pub(super) fn on_done(
             grpc_status: ctx.grpc_status,
         },
         policy: m.policy,
+        coverage_step: m.coverage_step,
     };
     queue.submit(job);
 }

@@ -109,7 +109,7 @@ pub(super) async fn compare(
 
 /// One vector per input, in input order; `None` unless the answer has
 /// exactly that.
-fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
+pub(super) fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
     let answer: EmbeddingsAnswer = serde_json::from_slice(body).ok()?;
     if answer.data.len() != inputs {
         return None;

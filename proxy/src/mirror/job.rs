@@ -22,6 +22,9 @@ pub(crate) struct Job {
     pub authority: Option<String>,
     pub body: Vec<Bytes>,
     pub primary: Answer,
+    /// Sampled for coverage (`compare.embeddings.coverage`): the route's
+    /// rollout step when the request arrived.
+    pub coverage_step: Option<usize>,
 }
 
 /// One answer, the primary's or a copy's, as far as the comparison needs it.

@@ -40,6 +40,7 @@ fn job(store: &SnapshotStore, copies: u32, body: &'static [u8]) -> Job {
             Bytes::from_static(&body[3..]),
         ],
         primary: Answer::default(),
+        coverage_step: None,
     }
 }
 

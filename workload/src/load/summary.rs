@@ -440,7 +440,8 @@ fn gate_value(run: &Group, gate: Gate) -> Option<f64> {
         | Gate::GrpcSuccessRateMin
         | Gate::EmbeddingSimilarityP10Min
         | Gate::EmbeddingDriftKlMax
-        | Gate::AnswerDispersionMax => None,
+        | Gate::AnswerDispersionMax
+        | Gate::MinCoverage => None,
     }
 }
 

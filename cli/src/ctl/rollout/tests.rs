@@ -112,3 +112,25 @@ fn gates_read_in_their_unit_and_a_lower_bound_the_other_way_round() {
     }
     assert_eq!(verdict(&json!({"ok": false})), "breached");
 }
+
+#[test]
+fn show_puts_each_steps_coverage_beside_its_error_rate_and_latency() {
+    let mut s = status();
+    s["step_history"] = json!([
+        {"step": 1, "weight": 10, "requests": 12, "error_rate": 0.0, "latency_p99_ms": 8.25,
+         "coverage": {"step": 1, "canary_clusters": 2, "clusters_seen": 6,
+                      "percent": 33.333333, "prompts": 3}},
+        {"step": 2, "weight": 50, "requests": 40},
+    ]);
+    s["events"] = Value::Null;
+    let page = show(&s, false);
+    let table = page.split("\n\n").last().unwrap();
+    assert_eq!(
+        table.lines().collect::<Vec<_>>(),
+        [
+            "STEP  WEIGHT  REQUESTS  ERRORS     P99  COVERAGE  CLUSTERS",
+            "   1     10%        12      0%  8.25ms   33.333%       2/6",
+            "   2     50%        40       -       -         -         -",
+        ]
+    );
+}

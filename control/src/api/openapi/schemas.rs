@@ -191,9 +191,20 @@ pub(super) fn components() -> Value {
                 "weight": count(), "breaches": count(), "gates": {"type": "object"},
                 "targets": array_of("RolloutTarget"),
                 "discovery": reference("RolloutDiscovery"),
+                "coverage": reference("RolloutCoverage"),
+                "step_history": array_of("RolloutStep"),
                 "events": {"type": "array", "items": {"type": "object"}},
             }),
         ),
+        "RolloutCoverage": object(&["step", "canary_clusters", "clusters_seen", "prompts"], json!({
+            "step": count(), "canary_clusters": count(), "clusters_seen": count(),
+            "percent": percent(), "prompts": count(), "prompts_seen": count(),
+        })),
+        "RolloutStep": object(&["step", "weight", "requests"], json!({
+            "step": count(), "weight": count(), "requests": count(),
+            "error_rate": percent(), "latency_p99_ms": number(),
+            "coverage": reference("RolloutCoverage"),
+        })),
         "RolloutTarget": object(&["url", "weight", "pending", "failures"], json!({
             "url": string(), "weight": nullable("integer"), "pending": {"type": "boolean"},
             "failures": count(), "error": string(), "drift": count(),

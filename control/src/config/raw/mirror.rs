@@ -80,6 +80,27 @@ pub struct RawEmbeddings {
     pub kl_max: Option<f64>,
     /// Pairs in the baseline, and in the window compared with it (default 50).
     pub window: Option<u32>,
+    /// Prompt-diversity coverage of the route's rollout steps: the user
+    /// text of sampled requests embedded and clustered.
+    pub coverage: Option<RawCoverage>,
+}
+
+/// `compare.embeddings.coverage`: which prompts are embedded, and how they
+/// are clustered.
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCoverage {
+    /// Share of the route's requests whose prompt is embedded, 0 (excluded)
+    /// ..= 1 (default 0.2).
+    pub sample: Option<f64>,
+    /// Prompts embedded per second at most; more are dropped and counted
+    /// (default 20).
+    pub max_per_second: Option<u32>,
+    /// Cosine similarity at which a prompt joins a cluster (default 0.82).
+    pub similarity: Option<f64>,
+    /// Clusters kept at most (default 256).
+    pub max_clusters: Option<u32>,
 }
 
 /// A byte size: a number of bytes or text like `1MiB`.

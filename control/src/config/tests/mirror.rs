@@ -193,6 +193,7 @@ fn embeddings_defaults_and_errors() {
             similarity_min: 0.82,
             kl_max: 0.38,
             window: 50,
+            coverage: None,
         }
     );
     let errors = errors_in(&config(

@@ -145,7 +145,7 @@ fn bad_plans_and_plan_auto_errors_name_where() {
             "plans.minor.steps: the last step must be 100, found 90",
             "plans.minor.gates[1]: unknown gate `speed` (expected one of ttft_p95, ttft_p99, \
              gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, \
-             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max)",
+             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage)",
             "plans.high_traffic_rps: must be greater than 0, found 0",
             "plans.prompt_spread_change: 150 is not within 0..=100",
         ]

@@ -245,11 +245,13 @@ fn every_gate_name_round_trips_through_the_config() {
             ""
         };
         let mut yaml = one(extra).replace("ttft_p95: 800ms", &format!("{gate}: {bound}"));
-        if gate.reads_the_mirror() {
+        // `min_coverage` reads the clusters of the route's prompts.
+        if gate.reads_the_mirror() || gate == Gate::MinCoverage {
             yaml = yaml.replace(
                 "    allow_version_header: true\n",
                 "    allow_version_header: true\n    mirror: { cluster: llm-canary, \
-                     copies: 2, stability: true, compare: { embeddings: { cluster: other } } }\n",
+                     copies: 2, stability: true, \
+                     compare: { embeddings: { cluster: other, coverage: {} } } }\n",
             );
         }
         let config = Config::from_yaml(&yaml).unwrap();
@@ -292,7 +294,7 @@ fn bad_gates() {
             "rollouts[0].gates.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, \
              ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, \
              ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
-             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max) at line"
+             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage) at line"
         ),
         "{e:?}"
     );
@@ -329,7 +331,7 @@ fn bad_fleet_fields() {
             "rollouts[0].source.prometheus.queries.ttft_p96: unknown query `ttft_p96` \
              (expected one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate, \
              p99_vs_stable, ttft_vs_stable, gpu_memory_max, upstream_queue_max, cost_per_1k_max, \
-             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, requests)",
+             grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage, requests)",
             "rollouts[0].source.prometheus.url: `localhost:9090` is not an http URL like \
              http://127.0.0.1:9090",
             "rollouts[0].source.prometheus.scrape_interval: must be greater than 0",

@@ -47,6 +47,21 @@ pub struct EmbeddingsConfig {
     pub similarity_min: f64,
     pub kl_max: f64,
     pub window: usize,
+    /// Prompt-diversity coverage of the route's rollout steps.
+    pub coverage: Option<CoverageConfig>,
+}
+
+/// `compare.embeddings.coverage`, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoverageConfig {
+    /// Share of requests whose prompt is embedded, 0 (excluded) ..= 1.
+    pub sample: f64,
+    /// Prompts embedded per second at most.
+    pub max_per_second: u32,
+    /// Cosine similarity at which a prompt joins a cluster.
+    pub similarity: f64,
+    /// Clusters kept at most.
+    pub max_clusters: usize,
 }
 
 impl Default for CompareConfig {

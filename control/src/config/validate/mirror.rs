@@ -1,6 +1,6 @@
 //! Validation of `routes[].mirror`.
 
-use super::super::raw::{RawEmbeddings, RawMirror, RawPerturb};
+use super::super::raw::{RawCoverage, RawEmbeddings, RawMirror, RawPerturb};
 use super::super::typed::*;
 use super::Errors;
 use sluice_filters::{Perturbation, PERTURBED_HEADER};
@@ -265,5 +265,53 @@ fn embeddings(
         similarity_min,
         kl_max,
         window,
+        coverage: raw
+            .coverage
+            .as_ref()
+            .map(|c| coverage(errs, &format!("{at}.coverage"), c)),
+    }
+}
+
+const DEFAULT_COVERAGE_SAMPLE: f64 = 0.2;
+const DEFAULT_COVERAGE_PER_SECOND: u32 = 20;
+const MAX_COVERAGE_CLUSTERS: u32 = 4096;
+
+fn coverage(errs: &mut Errors, at: &str, raw: &RawCoverage) -> CoverageConfig {
+    let sample = raw.sample.unwrap_or(DEFAULT_COVERAGE_SAMPLE);
+    if !(sample > 0.0 && sample <= 1.0) {
+        errs.push(
+            format!("{at}.sample"),
+            format!("{sample} is not within 0 (excluded) ..= 1"),
+        );
+    }
+    let max_per_second = raw.max_per_second.unwrap_or(DEFAULT_COVERAGE_PER_SECOND);
+    if max_per_second == 0 {
+        errs.push(format!("{at}.max_per_second"), "must be at least 1");
+    }
+    let similarity = raw
+        .similarity
+        .unwrap_or(sluice_filters::DEFAULT_COVERAGE_SIMILARITY);
+    if !(similarity > 0.0 && similarity <= 1.0) {
+        errs.push(
+            format!("{at}.similarity"),
+            format!("{similarity} is not within 0 (excluded) ..= 1"),
+        );
+    }
+    let max_clusters = match raw.max_clusters {
+        None => sluice_filters::DEFAULT_MAX_CLUSTERS,
+        Some(n) if (1..=MAX_COVERAGE_CLUSTERS).contains(&n) => n as usize,
+        Some(n) => {
+            errs.push(
+                format!("{at}.max_clusters"),
+                format!("{n} is not within 1..={MAX_COVERAGE_CLUSTERS}"),
+            );
+            sluice_filters::DEFAULT_MAX_CLUSTERS
+        }
+    };
+    CoverageConfig {
+        sample,
+        max_per_second,
+        similarity,
+        max_clusters,
     }
 }

@@ -24,6 +24,7 @@ fn reading(config: &RolloutConfig, shadow: Option<ShadowReading>) -> GateReading
         gpu_memory_percent: None,
         upstream_waiting: None,
         shadow,
+        coverage: None,
     };
     judge(config, &obs).pop().unwrap()
 }

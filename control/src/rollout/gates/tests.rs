@@ -50,6 +50,7 @@ fn reading(config: &RolloutConfig, canary: &WindowView) -> GateReading {
         gpu_memory_percent: None,
         upstream_waiting: None,
         shadow: None,
+        coverage: None,
     };
     judge(config, &obs).pop().unwrap()
 }

@@ -50,6 +50,7 @@ fn obs<'a>(canary: &'a WindowView, stable: &'a WindowView) -> Observation<'a> {
         gpu_memory_percent: None,
         upstream_waiting: None,
         shadow: None,
+        coverage: None,
     }
 }
 
@@ -272,6 +273,7 @@ fn gpu_and_queue_gates_are_not_judged_without_a_reading() {
         gpu_memory_percent: Some(95.5),
         upstream_waiting: Some(3.0),
         shadow: None,
+        coverage: None,
     };
     let (readings, _) = p.evaluate(t0 + Duration::from_secs(61), &o);
     assert_eq!(readings[0].ok, Some(false));

@@ -167,7 +167,8 @@ impl LiveMeasures {
             | Gate::GrpcSuccessRateMin
             | Gate::EmbeddingSimilarityP10Min
             | Gate::EmbeddingDriftKlMax
-            | Gate::AnswerDispersionMax => None,
+            | Gate::AnswerDispersionMax
+            | Gate::MinCoverage => None,
         }
     }
 }

@@ -171,7 +171,7 @@ fn every_bad_value_is_named_by_its_path() {
              one of ttft_p95, ttft_p99, gap_p99, tpot_p95, latency_p99, error_rate)",
             "thresholds.ttft_p50: unknown gate `ttft_p50` (expected one of ttft_p95, ttft_p99, \
              gap_p99, tpot_p95, latency_p99, error_rate, p99_vs_stable, ttft_vs_stable, \
-             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max)",
+             gpu_memory_max, upstream_queue_max, cost_per_1k_max, grpc_success_rate_min, embedding_similarity_p10_min, embedding_drift_kl_max, answer_dispersion_max, min_coverage)",
         ]
     );
     // The stage errors, once the arrival reads.
