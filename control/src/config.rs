@@ -15,7 +15,7 @@ pub use raw::{
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
-    AccessLogConfig, AccessLogTarget, AdminConfig, AdminTls, ClusterConfig, ClusterKind,
+    AccessLogConfig, AccessLogTarget, AdminConfig, AdminTls, BaselineFile, ClusterConfig, ClusterKind,
     CompareConfig, Config, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig, Gate,
     Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits,
     ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey,

@@ -46,7 +46,7 @@ pub use api::{
 pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
-    AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
+    AdminConfig, AdminTls, BaselineFile, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
     ConfigErrors, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig, Gate, Gates,
     GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits, ListenerProtocol,
     LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey, RawBound, RawClassRule,

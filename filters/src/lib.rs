@@ -60,7 +60,7 @@ pub use cost::{
 };
 pub use embedding::{
     cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow,
-    RecentValues, KL_BINS,
+    RecentValues, SavedBaseline, BASELINE_VERSION, KL_BINS,
 };
 pub use failure::{error_body, Failure};
 pub use fault::{

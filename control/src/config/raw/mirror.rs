@@ -80,6 +80,11 @@ pub struct RawEmbeddings {
     pub kl_max: Option<f64>,
     /// Pairs in the baseline, and in the window compared with it (default 50).
     pub window: Option<u32>,
+    /// A saved baseline (`GET /v1/routes/{route}/mirror/embedding-baseline`)
+    /// to compare with instead of the first `window` pairs: a path, read
+    /// when the config is loaded (relative to sluice's working directory,
+    /// like `admin.token_file`).
+    pub baseline: Option<String>,
 }
 
 /// A byte size: a number of bytes or text like `1MiB`.
