@@ -76,9 +76,9 @@ impl ApiEndpoint {
             PutConfig | AddRollout | RemoveRollout | RolloutCommand => Some(Scope::Admin),
             PutSplit | PutMirror | DeleteMirror | AddFault | RemoveFault | PutRecorder
             | DeleteRecorder | PutLoadRun => Some(Scope::Write),
-            GetConfig | ListRoutes | MirrorBaseline | MirrorDiffs | Stats | Events | Gpu | Upstreams
-            | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder | ListLoadRuns
-            | ShowLoadRun | ListLineage | ShowLineage | OpenApi => Some(Scope::Read),
+            GetConfig | ListRoutes | MirrorBaseline | MirrorDiffs | Stats | Events | Gpu
+            | Upstreams | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder
+            | ListLoadRuns | ShowLoadRun | ListLineage | ShowLineage | OpenApi => Some(Scope::Read),
         }
     }
 

@@ -26,6 +26,7 @@ use crate::support::TempDir;
 
 /// `/v1/embeddings` answering the first input (the primary's answer) with
 /// (1, 0) and every other with (s, √(1 − s²)): cosine `s` to the primary.
+/// A request without a Host header is refused (400), as nginx refuses it.
 struct Embedder {
     addr: SocketAddr,
     similarity: Arc<AtomicU64>,
@@ -57,7 +58,8 @@ impl Embedder {
     }
 
     fn set(&self, similarity: f64) {
-        self.similarity.store(similarity.to_bits(), Ordering::Relaxed);
+        self.similarity
+            .store(similarity.to_bits(), Ordering::Relaxed);
     }
 }
 
@@ -71,6 +73,12 @@ async fn embed(
     request: Request<hyper::body::Incoming>,
     knob: Arc<AtomicU64>,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    // As nginx and uvicorn do: HTTP/1.1 without a Host is a bad request.
+    if !request.headers().contains_key(hyper::header::HOST) {
+        let mut refused = Response::new(Full::new(Bytes::from_static(b"no Host")));
+        *refused.status_mut() = hyper::StatusCode::BAD_REQUEST;
+        return Ok(refused);
+    }
     let body = request.into_body().collect().await?.to_bytes();
     let inputs = serde_json::from_slice::<Value>(&body).unwrap_or_default()["input"]
         .as_array()
@@ -131,7 +139,10 @@ async fn scored(sluice: &sluice_proxy::Sluice, n: f64) -> String {
     .await
 }
 
-async fn ctl_baseline(sluice: &sluice_proxy::Sluice, out: &std::path::Path) -> std::process::Output {
+async fn ctl_baseline(
+    sluice: &sluice_proxy::Sluice,
+    out: &std::path::Path,
+) -> std::process::Output {
     let mut cmd = std::process::Command::new(crate::cli::sluice_bin());
     cmd.arg("ctl")
         .args(["--url", &format!("http://{}", sluice.admin_addr)])

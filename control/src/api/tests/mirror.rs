@@ -130,7 +130,11 @@ async fn the_embedding_baseline_is_saved_once_whole_and_read_back_by_the_config(
         "route `chat` has no mirror with compare.embeddings"
     );
     let (status, body) = s
-        .json(Method::GET, "/v1/routes/nowhere/mirror/embedding-baseline", "")
+        .json(
+            Method::GET,
+            "/v1/routes/nowhere/mirror/embedding-baseline",
+            "",
+        )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 
@@ -162,7 +166,8 @@ async fn the_embedding_baseline_is_saved_once_whole_and_read_back_by_the_config(
 
     // The answer is a file the config reads: a policy with it compares
     // its first window with those pairs, and reads nothing from them.
-    let file = std::env::temp_dir().join(format!("sluice-api-baseline-{}.json", std::process::id()));
+    let file =
+        std::env::temp_dir().join(format!("sluice-api-baseline-{}.json", std::process::id()));
     std::fs::write(&file, body.to_string()).unwrap();
     let policy = json!({"cluster": "b", "compare": {"embeddings": {
         "cluster": "b", "window": 3, "baseline": file.display().to_string()}}});

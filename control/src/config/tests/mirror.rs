@@ -240,9 +240,18 @@ fn a_saved_baseline_is_read_at_load_and_a_bad_one_named() {
             "{{ cluster: shadow, compare: {{ embeddings: {{ cluster: shadow, baseline: '{path}' }} }} }}"
         ))
     };
-    let good = file("good.json", r#"{"v": 1, "route": "chat", "similarities": [0.9, 1.0]}"#);
+    let good = file(
+        "good.json",
+        r#"{"v": 1, "route": "chat", "similarities": [0.9, 1.0]}"#,
+    );
     let c = Config::from_yaml(&with(&good)).unwrap();
-    let e = c.routes[0].mirror.clone().unwrap().compare.embeddings.unwrap();
+    let e = c.routes[0]
+        .mirror
+        .clone()
+        .unwrap()
+        .compare
+        .embeddings
+        .unwrap();
     assert_eq!(
         e.baseline,
         Some(BaselineFile {
@@ -272,6 +281,9 @@ fn a_saved_baseline_is_read_at_load_and_a_bad_one_named() {
             "{at}: {missing}: No such file or directory (os error 2)"
         )]
     );
-    assert_eq!(errors_in(&with("")), vec![format!("{at}: must name a file")]);
+    assert_eq!(
+        errors_in(&with("")),
+        vec![format!("{at}: must name a file")]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
