@@ -347,7 +347,7 @@ mod tests {
                     .to_owned()
             )
         );
-        s.resolve(512, "GET /props").unwrap();
+        assert_eq!(s.resolve(512, "GET /props"), Ok(()));
         let lengths: Vec<u64> = (0..4).map(|i| s.input_tokens(i)).collect();
         assert_eq!(lengths, [128, 256, 384, 512]);
     }
