@@ -15,6 +15,15 @@
 #   x3-dead  mirror { copies: 3 } to a port nobody listens on
 #   x3-slow  mirror { copies: 3 } to a shadow answering in 5 s (`sluice mock-llm --ttft 5s`)
 #   x3-reset mirror { copies: 3 } to a shadow that accepts and resets every connection
+#   x1-llm   mirror { copies: 1 } to the shadow as a cluster of kind llm: its answer
+#            text is read and compared with the primary's (token-set similarity)
+#   x1-embed x1-llm with compare.embeddings: after each copy the sender embeds
+#            both answers in one POST /v1/embeddings to a mock embedder (nginx
+#            answering two 576-dimension vectors, SmolLM2's size, with no model
+#            latency: the most embedding work the sender can be given per copy)
+#            and scores the pair into the drift window
+#            (x1-llm and x1-embed are not in the default target list:
+#            --targets off,off-b,x1-llm,x1-embed is embedding comparison on vs off)
 # The primary and the shadow are two nginx instances answering `return 200` with a
 # fixed JSON body (worker_processes 1 each). Every shadow server runs under
 # SCHED_IDLE (`chrt --idle`): a shadow cluster has machines of its own, and here
@@ -39,7 +48,10 @@
 #          slices per target, default 12), --slice SECONDS (default 3), --targets off,x3-dead,... (a
 #          subset; keep `off`, the reference), --nice N (default -19;
 #          0 = no change), --no-install (skip scripts/install-deps.sh), --keep.
+#          --no-build (measure the release binary already in CARGO_TARGET_DIR or target/).
 # Output: a markdown report on stdout, also saved to target/bench/mirror-<date>.md.
+# Besides the medians, each table gives the spread of the rounds (min–max) and
+# throughput and p99 as ratios to `off`.
 set -euo pipefail
 
 # shellcheck source=benches/lib.sh
@@ -55,6 +67,7 @@ rate=4000
 slices=12
 slice=3
 install=1
+build=1
 keep=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -67,13 +80,14 @@ while [[ $# -gt 0 ]]; do
         --slices) slices=$2 && shift ;;
         --slice) slice=$2 && shift ;;
         --targets) only=$2 && shift ;;
+        --no-build) build=0 ;;
         *) shared_option "$@" && shift $((taken - 1)) ;;
     esac
     shift
 done
 
 bench_tools "$install" wrk nginx curl $( ((rate > 0)) && echo h2load)
-build_release
+((build == 0)) || build_release
 sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
 
 pin_and_prioritise "wrk and both nginx"
@@ -122,6 +136,27 @@ while True:
     c.close()
 ' "$reset_port"
 pids+=("$launched")
+# The mock embedder: every POST answered with two 576-dimension vectors, one per
+# input of an x1 copy's batch (the primary's answer and the shadow's).
+embedder_port="$(free_port)"
+vector="$(awk 'BEGIN { for (i = 0; i < 576; i++) printf "%s%.6f", (i ? "," : ""), sin(i + 1) / 24 }')"
+# Too long for nginx's `return`: a static file, which nginx refuses to POST (405)
+# until error_page sends the request back to it as a GET.
+mkdir -p "$work/embedder"
+printf '{"object":"list","data":[{"index":0,"embedding":[%s]},{"index":1,"embedding":[%s]}]}' \
+    "$vector" "$vector" >"$work/embedder/embed.json"
+nginx_conf "$work/embedder" "    server {
+        listen 127.0.0.1:$embedder_port;
+        root $work/embedder;
+        location / {
+            default_type application/json;
+            error_page 405 =200 /embed.json;
+            try_files /embed.json =404;
+        }
+    }"
+launch_nice=$shadow_nice launch_nginx shadow_pin "$work/embedder.log" "$work/embedder"
+pids+=("$launched")
+wait_ready embedder "$embedder_port"
 
 targets=(off off-b x1 x3 x3-dead x3-slow x3-reset)
 if [[ -n $only ]]; then
@@ -139,7 +174,9 @@ for t in "${targets[@]}"; do
         x3-dead) mirror=", mirror: { cluster: dead, copies: 3 }" ;;
         x3-slow) mirror=", mirror: { cluster: slow, copies: 3 }" ;;
         x3-reset) mirror=", mirror: { cluster: reset, copies: 3 }" ;;
-        *) die "unknown target $t (off, off-b, x1, x3, x3-normal, x3-apart, x3-dead, x3-slow, x3-reset)" ;;
+        x1-llm) mirror=", mirror: { cluster: shadow-llm, copies: 1 }" ;;
+        x1-embed) mirror=", mirror: { cluster: shadow-llm, copies: 1, compare: { embeddings: { cluster: embedder } } }" ;;
+        *) die "unknown target $t (off, off-b, x1, x3, x3-normal, x3-apart, x3-dead, x3-slow, x3-reset, x1-llm, x1-embed)" ;;
     esac
     sender=""
     [[ $t == x3-normal ]] && sender=", mirror_priority: normal"
@@ -151,6 +188,8 @@ for t in "${targets[@]}"; do
   - { name: dead, kind: http, endpoints: [127.0.0.1:$dead_port] }
   - { name: slow, kind: http, endpoints: [127.0.0.1:$slow_port] }
   - { name: reset, kind: http, endpoints: [127.0.0.1:$reset_port] }
+  - { name: shadow-llm, kind: llm, endpoints: [127.0.0.1:$shadow_port] }
+  - { name: embedder, kind: llm, endpoints: [127.0.0.1:$embedder_port] }
 routes:
   - { name: chat, listener: public, split: { primary: 100 }$mirror }
 CONF
@@ -226,8 +265,13 @@ fi
 col() { awk -v t="$1" -v c="$2" -F'\t' '$2 == t { print $c }' "${3:-$results}"; }
 counters() {
     curl -s "http://127.0.0.1:$1/metrics" |
-        awk '/^sluice_mirror_requests_total/ && $NF != 0 { sub(/.*result="/, ""); sub(/".*\} /, "="); printf "%s ", $0 }'
+        awk '/^sluice_mirror_(embedding_)?requests_total/ && $NF != 0 {
+            e = ($0 ~ /^sluice_mirror_embedding/) ? "embed " : ""
+            sub(/.*result="/, ""); sub(/".*\} /, "="); printf "%s%s ", e, $0 }'
 }
+# spread TARGET COLUMN [FILE]: the rounds' min–max of a column.
+spread() { col "$@" | sort -g | awk 'NF { v[++n] = $1 } END { if (n) printf "%s–%s", v[1], v[n]; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 
 report="$(
     echo "### Mirroring cost to the primary ($(date -u +%Y-%m-%d))"
@@ -237,16 +281,17 @@ report="$(
     echo "- sluice: $(sluice_revision)"
     echo "- load: \`wrk -c $connections -t 1 -d ${duration}s --latency -s post.lua\` (POST, 84-byte JSON body), ${warmup}s warm-up per run; $rounds rounds, order rotated; medians"
     echo
-    echo "| target | req/s | p50 ms | p99 ms | p99 vs off | non-2xx | copies at the end (result=count) |"
-    echo "|---|---:|---:|---:|---:|---:|---|"
+    echo "| target | req/s | req/s min–max | ÷ off | p50 ms | p99 ms | p99 min–max | p99 vs off | non-2xx | copies at the end (result=count) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     off_p99="$(col off 5 | median)"
+    off_rps="$(col off 3 | median)"
     for t in "${targets[@]}"; do
         rps="$(col "$t" 3 | median)"
         p50="$(col "$t" 4 | median)"
         p99="$(col "$t" 5 | median)"
         non2xx="$(col "$t" 6 | awk '{ s += $1 } END { print s + 0 }')"
         vs="$(awk -v a="$p99" -v b="$off_p99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
-        echo "| $t | $rps | $p50 | $p99 | $vs | $non2xx | $(counters "${admin[$t]}") |"
+        echo "| $t | $rps | $(spread "$t" 3) | $(ratio "$rps" "$off_rps") | $p50 | $p99 | $(spread "$t" 5) | $vs | $non2xx | $(counters "${admin[$t]}") |"
     done
     if ((rate > 0)); then
         echo
@@ -254,8 +299,8 @@ report="$(
         echo "in $slices slices per target, interleaved; latencies from h2load's per-request log, every"
         echo "slice's requests pooled per target. \`off-b\` vs \`off\` is the noise floor."
         echo
-        echo "| target | req/s done | p50 ms | p99 ms | p99.9 ms | p99 vs off | non-200 |"
-        echo "|---|---:|---:|---:|---:|---:|---:|"
+        echo "| target | req/s done | p50 ms | p99 ms | p99.9 ms | p99 vs off | p99 of the slices min–max | non-200 |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
         pooled() { cat "$work"/h2load-*-"$1".log | cut -f3 | sort -n >"$work/pooled-$1.txt"; }
         quantile() { awk -v q="$2" '{ v[NR] = $1 } END { k = int(NR * q) + 1; if (k > NR) k = NR; printf "%.3f", v[k] / 1000 }' "$work/pooled-$1.txt"; }
         pooled off
@@ -268,7 +313,11 @@ report="$(
             r999="$(quantile "$t" 0.999)"
             rerr="$(col "$t" 6 "$work/rate.tsv" | awk '{ s += $1 } END { print s + 0 }')"
             vs="$(awk -v a="$r99" -v b="$off_r99" 'BEGIN { printf "%+.1f%%", (b > 0 ? 100 * (a - b) / b : 0) }')"
-            echo "| $t | $r | $r50 | $r99 | $r999 | $vs | $rerr |"
+            # Each slice's own p99: how far the slices spread.
+            slice_p99="$(for f in "$work"/h2load-*-"$t".log; do cut -f3 "$f" | sort -n |
+                awk '{ v[NR] = $1 } END { k = int(NR * 0.99) + 1; if (k > NR) k = NR; printf "%.3f\n", v[k] / 1000 }'; done |
+                sort -g | awk 'NF { v[++n] = $1 } END { if (n) printf "%s–%s", v[1], v[n] }')"
+            echo "| $t | $r | $r50 | $r99 | $r999 | $vs | $slice_p99 | $rerr |"
         done
     fi
 )"

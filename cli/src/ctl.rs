@@ -185,6 +185,15 @@ pub fn run(args: CtlArgs) -> anyhow::Result<ExitCode> {
     if !status.is_success() {
         return Ok(errors::report(status, &text));
     }
+    if let CtlCommand::Mirror {
+        command: MirrorCommand::Baseline {
+            out: Some(file), ..
+        },
+    } = &args.command
+    {
+        print(&mirror::save_baseline(file, &text)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let shown = match serde_json::from_str::<Value>(&text) {
         Ok(answer) if args.json => serde_json::to_string_pretty(&answer).unwrap_or(text),
         Ok(answer) => view::render(view, &answer, table::colour_stdout()),

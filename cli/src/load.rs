@@ -195,6 +195,20 @@ pub(crate) fn execute(args: &RunArgs, watch_it: bool) -> anyhow::Result<Outcome>
     if let Some(seed) = args.seed {
         scenario.plan.seed = seed;
     }
+    if let Some(sweep) = scenario.context_sweep.as_mut().filter(|c| c.to_auto) {
+        let resolved = sluice_workload::model_context(&scenario.target)
+            .and_then(|(tokens, source)| sweep.resolve(tokens, source).map(|()| source));
+        match resolved {
+            Ok(source) => eprintln!(
+                "load: context_sweep.to: auto = {} tokens ({source})",
+                sweep.to
+            ),
+            Err(e) => {
+                let file = args.scenario.display();
+                return Ok(Outcome::Invalid(vec![format!("{file}: {e}")]));
+            }
+        }
+    }
     if let Some(text) = &args.sla {
         match parse_sla(text) {
             Ok(sla) => add_sla(&mut scenario, sla),

@@ -344,6 +344,7 @@ impl AdminApi {
             ApiEndpoint::PutSplit => v1::put_split(store, arg(0), body),
             ApiEndpoint::PutMirror => mirror::put(store, arg(0), Some(body)),
             ApiEndpoint::DeleteMirror => mirror::put(store, arg(0), None),
+            ApiEndpoint::MirrorBaseline => mirror::get_baseline(store, arg(0)),
             ApiEndpoint::MirrorDiffs => mirror::get_diffs(&self.shared.mirror_diffs),
             ApiEndpoint::Stats => v1::get_stats(&self.shared.stats),
             ApiEndpoint::Events => v1::get_events(&self.shared.events),

@@ -16,14 +16,14 @@ pub use raw::{
 pub(crate) use raw::{RawFault, RawRoute};
 pub use sluice_filters::{format_duration, parse_duration, parse_percent, parse_size};
 pub use typed::{
-    AccessLogConfig, AccessLogTarget, AdminConfig, AdminTls, ClusterConfig, ClusterKind,
-    CompareConfig, Config, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint, Fanout,
-    FeedbackConfig, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig,
-    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable,
-    QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
-    SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
-    DEFAULT_SYNC_INTERVAL,
+    AccessLogConfig, AccessLogTarget, AdminConfig, AdminTls, BaselineFile, ClusterConfig,
+    ClusterKind, CompareConfig, Config, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint,
+    Fanout, FeedbackConfig, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig,
+    ListenerConfig, ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach,
+    OnRestart, OnUnavailable, QueryKey, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig,
+    RuntimeConfig, Scope, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts,
+    TokenSource, Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
+    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL,
 };
 pub(crate) use validate::DEFAULT_ADMIN_MAX_BODY;
 pub use validate::RUNTIME_LISTENER_PREFIX;

@@ -47,18 +47,18 @@ pub use api::{
 pub use audit_file::AUDIT_ERRORS_METRIC;
 pub use config::{
     format_duration, parse_duration, parse_percent, parse_size, AccessLogConfig, AccessLogTarget,
-    AdminConfig, AdminTls, ClusterConfig, ClusterKind, CompareConfig, Config, ConfigError,
-    ConfigErrors, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint, Fanout, FeedbackConfig,
-    Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig, ListenerLimits,
-    ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable, QueryKey,
-    RawBound, RawClassRule, RawCompare, RawConfig, RawCoverage, RawDnsTargets, RawEmbeddings,
-    RawFanout, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach, RawOnRestart,
-    RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder, RawRewrite,
-    RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority, RawSize,
-    RawTargets, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig, Scope,
-    SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource, Unit,
-    UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS, DEFAULT_ROUTE_MAX_BODY,
-    DEFAULT_SYNC_INTERVAL, RUNTIME_LISTENER_PREFIX,
+    AdminConfig, AdminTls, BaselineFile, ClusterConfig, ClusterKind, CompareConfig, Config,
+    ConfigError, ConfigErrors, CoverageConfig, DnsTargets, EmbeddingsConfig, Endpoint, Fanout,
+    FeedbackConfig, Gate, Gates, GpuConfig, GpuMode, LimitStore, LimitsConfig, ListenerConfig,
+    ListenerLimits, ListenerProtocol, LoadConfig, MirrorConfig, OnBreach, OnRestart, OnUnavailable,
+    QueryKey, RawBound, RawClassRule, RawCompare, RawConfig, RawCoverage, RawDnsTargets,
+    RawEmbeddings, RawFanout, RawFeedback, RawGates, RawHalfLife, RawLoad, RawMirror, RawOnBreach,
+    RawOnRestart, RawPercent, RawPerturb, RawPlanMode, RawPlans, RawPrometheusSource, RawRecorder,
+    RawRewrite, RawRollout, RawRolloutSource, RawShedBounds, RawShedding, RawSheddingPriority,
+    RawSize, RawTargets, RecorderConfig, RolloutConfig, RolloutSource, RouteConfig, RuntimeConfig,
+    Scope, SheddingConfig, SidePriority, StickyConfig, TelemetryConfig, Timeouts, TokenSource,
+    Unit, UpstreamProtocol, UpstreamTls, DEFAULT_KEY_PREFIX, DEFAULT_MAX_TOKENS,
+    DEFAULT_ROUTE_MAX_BODY, DEFAULT_SYNC_INTERVAL, RUNTIME_LISTENER_PREFIX,
 };
 pub use events::{Event, EventLog};
 pub use fault::{new_fault_id, FaultGuard, FaultRuntime, FaultState};

@@ -124,11 +124,16 @@ impl MirrorRuntime {
         metrics: &Metrics,
     ) -> MirrorRuntime {
         let (shadow, embedder) = clusters;
-        let window = config.compare.embeddings.as_ref().map_or(1, |e| e.window);
+        let embeddings = config.compare.embeddings.as_ref();
+        let window = embeddings.map_or(1, |e| e.window);
         let drift = previous.filter(|p| p.config == *config).map_or_else(
             || {
+                let drift_window = match embeddings.and_then(|e| e.baseline.as_ref()) {
+                    Some(saved) => DriftWindow::with_baseline(window, saved.similarities.clone()),
+                    None => DriftWindow::new(window),
+                };
                 Arc::new(Mutex::new(EmbeddingDrift {
-                    window: DriftWindow::new(window),
+                    window: drift_window,
                     drifting: false,
                     dispersion: RecentValues::new(window),
                 }))

@@ -3,8 +3,11 @@
 //! dispersion of several answers to one prompt. Pure: callers pass vectors
 //! and similarities in.
 
+mod baseline;
 #[cfg(test)]
 mod tests;
+
+pub use baseline::{SavedBaseline, BASELINE_VERSION};
 
 /// Cosine similarity of two vectors, in -1..=1; `None` when their lengths
 /// differ, either is empty or either has zero norm.
@@ -67,12 +70,15 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Drift of a route's primary-vs-shadow answer similarity: the first
-/// `size` pairs are the baseline; after them, the last `size` pairs are the
-/// window compared with it.
+/// `size` pairs are the baseline (or a saved one, given whole); after them,
+/// the last `size` pairs are the window compared with it.
 #[derive(Clone, Debug)]
 pub struct DriftWindow {
     size: usize,
     baseline: Vec<f64>,
+    /// The baseline came from a file: it is whole from the start, and its
+    /// pairs are not this mirror's, so no reading is made from them.
+    saved: bool,
     window: std::collections::VecDeque<f64>,
 }
 
@@ -93,12 +99,33 @@ impl DriftWindow {
         DriftWindow {
             size: size.max(1),
             baseline: Vec::new(),
+            saved: false,
             window: std::collections::VecDeque::new(),
         }
     }
 
+    /// A window compared with a saved baseline from its first pairs on.
+    pub fn with_baseline(size: usize, baseline: Vec<f64>) -> DriftWindow {
+        DriftWindow {
+            saved: true,
+            baseline,
+            ..DriftWindow::new(size)
+        }
+    }
+
+    /// The baseline once it is whole (a saved one always is); `None` while
+    /// the first `size` pairs are still coming.
+    pub fn baseline(&self) -> Option<&[f64]> {
+        (self.saved || self.baseline.len() == self.size).then_some(&self.baseline[..])
+    }
+
+    /// The baseline's pairs so far and the number it needs.
+    pub fn baseline_progress(&self) -> (usize, usize) {
+        (self.baseline.len(), self.size)
+    }
+
     pub fn push(&mut self, similarity: f64) -> DriftReading {
-        if self.baseline.len() < self.size {
+        if !self.saved && self.baseline.len() < self.size {
             self.baseline.push(similarity);
         } else {
             if self.window.len() == self.size {
@@ -112,8 +139,12 @@ impl DriftWindow {
     /// The reading as of the last pair.
     pub fn reading(&self) -> DriftReading {
         // The last `size` pairs: the window, topped up from the baseline's
-        // tail while it fills, so the percentile reads on across the switch.
-        let from_baseline = self.size - self.window.len();
+        // tail while it fills, so the percentile reads on across the switch
+        // (not from a saved baseline: those pairs are another run's).
+        let from_baseline = match self.saved {
+            true => 0,
+            false => self.size - self.window.len(),
+        };
         let start = self.baseline.len().saturating_sub(from_baseline);
         let recent: Vec<f64> = self.baseline[start..]
             .iter()

@@ -65,7 +65,7 @@ pub use coverage::{
 };
 pub use embedding::{
     cosine, dispersion, quantile, similarity_kl, Dispersion, DriftReading, DriftWindow,
-    RecentValues, KL_BINS,
+    RecentValues, SavedBaseline, BASELINE_VERSION, KL_BINS,
 };
 pub use failure::{error_body, Failure};
 pub use fault::{

@@ -1,6 +1,7 @@
 //! Shadow traffic end to end: sluice in front of a primary, mirroring to
 //! recording shadows, a real llama.cpp server and real Chroma stores.
 
+mod baseline;
 mod chroma;
 mod counts;
 mod coverage;

@@ -46,8 +46,8 @@ pub use lineage::{
     LINEAGE_DIR, LINEAGE_DIR_ENV,
 };
 pub use load::{
-    context_limit, mentions_context_limit, ContextLimit, ContextSweep, LimitReason, SweepResult,
-    SweepStage, TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,
+    context_limit, mentions_context_limit, model_context, ContextLimit, ContextSweep, LimitReason,
+    SweepResult, SweepStage, TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,
 };
 pub use load::{
     estimated_tokens, http_connector, mean_gap_s, merge_runs, parse_sla, run as run_load,

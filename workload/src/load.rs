@@ -11,8 +11,8 @@ mod schedule;
 mod summary;
 
 pub use client::{
-    connector as http_connector, mentions_context_limit, Cache, Failure, GrpcReply, Outcome,
-    LOAD_HEADER,
+    connector as http_connector, mentions_context_limit, model_context, Cache, Failure, GrpcReply,
+    Outcome, LOAD_HEADER,
 };
 pub use engine::{
     run, run_mixed, run_replay, Answer, AnswerTap, EngineError, HookResult, Live, LiveHistogram,

@@ -1,6 +1,6 @@
-//! `sluice ctl mirror set|off|diffs`.
+//! `sluice ctl mirror set|off|diffs|baseline`.
 
-use anyhow::bail;
+use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use sluice_control::ApiEndpoint;
@@ -16,6 +16,14 @@ pub(super) enum MirrorCommand {
     Off { route: String },
     /// The most recent shadow answers that differed from the primary's.
     Diffs,
+    /// A route's embedding drift baseline, as the file
+    /// `compare.embeddings.baseline` reads: `sluice ctl mirror baseline chat --out chat.json`.
+    Baseline {
+        route: String,
+        /// Write it to this file (else it goes to stdout).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -53,7 +61,23 @@ pub(super) fn request(command: &MirrorCommand) -> anyhow::Result<Call> {
         }
         MirrorCommand::Off { route } => call_to(ApiEndpoint::DeleteMirror, &[route], None),
         MirrorCommand::Diffs => call_to(ApiEndpoint::MirrorDiffs, &[], None),
+        MirrorCommand::Baseline { route, .. } => {
+            call_to(ApiEndpoint::MirrorBaseline, &[route], None)
+        }
     })
+}
+
+/// `baseline --out FILE`: writes the answer there, checked as the config
+/// will read it; the line to print.
+pub(super) fn save_baseline(file: &std::path::Path, answer: &str) -> anyhow::Result<String> {
+    let saved = sluice_filters::SavedBaseline::parse(answer)
+        .map_err(|e| anyhow::anyhow!("the answer is not a baseline: {e}"))?;
+    std::fs::write(file, saved.to_json()).with_context(|| file.display().to_string())?;
+    Ok(format!(
+        "wrote {} ({} pairs)",
+        file.display(),
+        saved.similarities.len()
+    ))
 }
 
 fn set_body(set: &MirrorSet) -> anyhow::Result<String> {

@@ -24,6 +24,7 @@ sluice_filters::name_table! {
         PutSplit = "PUT /v1/routes/{route}/split",
         PutMirror = "PUT /v1/routes/{route}/mirror",
         DeleteMirror = "DELETE /v1/routes/{route}/mirror",
+        MirrorBaseline = "GET /v1/routes/{route}/mirror/embedding-baseline",
         MirrorDiffs = "GET /v1/mirror/diffs",
         Stats = "GET /v1/stats",
         Events = "GET /v1/events",
@@ -75,9 +76,9 @@ impl ApiEndpoint {
             PutConfig | AddRollout | RemoveRollout | RolloutCommand => Some(Scope::Admin),
             PutSplit | PutMirror | DeleteMirror | AddFault | RemoveFault | PutRecorder
             | DeleteRecorder | PutLoadRun => Some(Scope::Write),
-            GetConfig | ListRoutes | MirrorDiffs | Stats | Events | Gpu | Upstreams
-            | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder | ListLoadRuns
-            | ShowLoadRun | ListLineage | ShowLineage | OpenApi => Some(Scope::Read),
+            GetConfig | ListRoutes | MirrorBaseline | MirrorDiffs | Stats | Events | Gpu
+            | Upstreams | ListFaults | ShowFault | ListRollouts | ShowRollout | GetRecorder
+            | ListLoadRuns | ShowLoadRun | ListLineage | ShowLineage | OpenApi => Some(Scope::Read),
         }
     }
 

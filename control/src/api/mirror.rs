@@ -1,7 +1,9 @@
 //! Shadow traffic in the API: `GET /v1/mirror/diffs` (the recent differing
-//! pairs), `PUT /v1/routes/{route}/mirror` (set a route's policy) and
-//! `DELETE /v1/routes/{route}/mirror` (stop mirroring). Changes go through
-//! the store like any other.
+//! pairs), `PUT /v1/routes/{route}/mirror` (set a route's policy),
+//! `DELETE /v1/routes/{route}/mirror` (stop mirroring) and
+//! `GET /v1/routes/{route}/mirror/embedding-baseline` (the drift baseline,
+//! as the file `compare.embeddings.baseline` reads). Changes go through the
+//! store like any other.
 
 use http::StatusCode;
 use serde::Serialize;
@@ -11,6 +13,7 @@ use super::v1::{edit_route, has_route, unknown_route, RouteEdit};
 use crate::config::RawMirror;
 use crate::mirror::{DiffRecord, MirrorDiffs, DIFF_CAPACITY};
 use crate::store::SnapshotStore;
+use sluice_filters::SavedBaseline;
 
 #[derive(Serialize)]
 struct DiffsView {
@@ -76,5 +79,42 @@ pub(super) fn put(store: &SnapshotStore, route: &str, body: Option<&[u8]>) -> Ap
         }
         Err(RouteEdit::Vanished) => unknown_route(route),
         Err(RouteEdit::Invalid(errors)) => respond::config_errors(&errors),
+    }
+}
+
+/// The route's drift baseline as a saved-baseline file: its first `window`
+/// pairs (or the saved baseline it was given). 404 for a route that does
+/// not compare embeddings; 409 while the baseline is not whole yet.
+pub(super) fn get_baseline(store: &SnapshotStore, route: &str) -> ApiResponse {
+    let snapshot = store.load();
+    let Some(r) = snapshot.route(route) else {
+        return unknown_route(route);
+    };
+    let Some(mirror) = r
+        .mirror
+        .as_ref()
+        .filter(|m| m.config.compare.embeddings.is_some())
+    else {
+        return respond::error_at(
+            StatusCode::NOT_FOUND,
+            &format!("route `{route}` has no mirror with compare.embeddings"),
+            "route",
+        );
+    };
+    let drift = mirror.lock_drift();
+    match drift.window.baseline() {
+        Some(similarities) => respond::json(
+            StatusCode::OK,
+            &SavedBaseline::new(route, similarities.to_vec()),
+        ),
+        None => {
+            let (pairs, needed) = drift.window.baseline_progress();
+            respond::error(
+                StatusCode::CONFLICT,
+                &format!(
+                    "the baseline of route `{route}` has {pairs} of its {needed} pairs so far; save it once it is whole"
+                ),
+            )
+        }
     }
 }

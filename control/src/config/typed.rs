@@ -10,7 +10,7 @@ mod shedding;
 pub use admin::{AdminConfig, AdminTls, Scope, TokenSource};
 pub use feedback::FeedbackConfig;
 pub(crate) use feedback::DEFAULT_BEFORE;
-pub use mirror::{CompareConfig, CoverageConfig, EmbeddingsConfig, MirrorConfig};
+pub use mirror::{BaselineFile, CompareConfig, CoverageConfig, EmbeddingsConfig, MirrorConfig};
 pub(crate) use mirror::{DEFAULT_MAX_BODY, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MIRROR_TIMEOUT};
 pub use recorder::RecorderConfig;
 pub(crate) use recorder::{DEFAULT_MAX_BYTES, DEFAULT_ROTATE_BYTES};

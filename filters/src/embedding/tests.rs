@@ -150,3 +150,73 @@ fn recent_values_keep_the_last_size_and_their_mean() {
     }
     assert_eq!((recent.mean(), recent.len()), (Some(2.0), 3));
 }
+
+#[test]
+fn a_saved_baseline_is_compared_from_the_first_full_window() {
+    // The saved pairs are 0.01 ten times; a window of ten at 0.99 is all the
+    // mass moved from the first bin to the last: ½ ln 21 at once, with no
+    // first window spent as the baseline.
+    let mut drift = DriftWindow::with_baseline(10, vec![0.01; 10]);
+    assert_eq!(drift.baseline(), Some(&[0.01; 10][..]));
+    for _ in 0..9 {
+        assert_eq!(drift.push(0.99).kl, None);
+    }
+    let full = drift.push(0.99);
+    assert!(close(full.kl.unwrap(), 0.5 * 21f64.ln()), "{full:?}");
+    // The p10 reads this run's pairs alone, never the saved ones.
+    let mut fresh = DriftWindow::with_baseline(4, vec![0.1; 4]);
+    let r = fresh.push(0.9);
+    assert_eq!((r.p10, r.pairs), (Some(0.9), 1));
+    // A baseline of its own is whole only after `size` pairs.
+    let mut own = DriftWindow::new(2);
+    own.push(0.5);
+    assert_eq!((own.baseline(), own.baseline_progress()), (None, (1, 2)));
+    own.push(0.6);
+    assert_eq!(own.baseline(), Some(&[0.5, 0.6][..]));
+}
+
+#[test]
+fn a_saved_baseline_round_trips_through_its_file() {
+    let saved = SavedBaseline::new("chat", vec![0.5, 0.975, 1.0, -0.25]);
+    let text = saved.to_json();
+    assert!(text.contains("\"v\": 1"), "{text}");
+    assert_eq!(SavedBaseline::parse(&text), Ok(saved));
+    // `route` is optional provenance.
+    assert_eq!(
+        SavedBaseline::parse(r#"{"v": 1, "similarities": [0.9]}"#).map(|b| b.similarities),
+        Ok(vec![0.9])
+    );
+}
+
+#[test]
+fn a_bad_baseline_file_names_where() {
+    let bad = |text: &str| SavedBaseline::parse(text).unwrap_err();
+    assert_eq!(
+        bad("{\"v\": 1,\n \"similarities\": [0.9,"),
+        "line 2 column 22: similarities: EOF while parsing a value"
+    );
+    assert_eq!(
+        bad(r#"{"v": 1, "similarities": [0.9, "high"]}"#),
+        "line 1 column 37: similarities[1]: invalid type: string \"high\", expected f64"
+    );
+    assert_eq!(
+        bad(r#"{"v": 1, "similarities": [0.9], "bins": 20}"#),
+        "line 1 column 38: bins: unknown field `bins`, expected one of `v`, `route`, `similarities`"
+    );
+    assert_eq!(
+        bad(r#"{"similarities": [0.9]}"#),
+        "line 1 column 23: missing field `v`"
+    );
+    assert_eq!(
+        bad(r#"{"v": 2, "similarities": [0.9]}"#),
+        "v: version 2 is not supported (this sluice reads 1)"
+    );
+    assert_eq!(
+        bad(r#"{"v": 1, "similarities": []}"#),
+        "similarities: empty; a baseline needs at least one pair"
+    );
+    assert_eq!(
+        bad(r#"{"v": 1, "similarities": [0.9, 1.5]}"#),
+        "similarities[1]: 1.5 is not a cosine similarity (-1..=1)"
+    );
+}

@@ -228,7 +228,18 @@ impl Shadow {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let head = upstream::request_head(&http::Method::POST, path, &headers, None, body.len())?;
+        // HTTP/1.1 needs a Host, and a request sluice makes itself has no
+        // client's (nginx and vLLM's uvicorn refuse one without: 400). The
+        // cluster's first endpoint names it: a plain-HTTP embedder serves
+        // any name, and the endpoint is chosen only when sending.
+        let host = cluster.config.endpoints.first().map(|e| e.addr.to_string());
+        let head = upstream::request_head(
+            &http::Method::POST,
+            path,
+            &headers,
+            host.as_deref(),
+            body.len(),
+        )?;
         let endpoints = self.health.of(&cluster.config);
         let now_ms = || self.health.now_ms();
         let target = Target {

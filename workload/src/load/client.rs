@@ -21,10 +21,12 @@ use sluice_filters::{
     SERVED_LINEAGE_HEADER, SERVED_VERSION_HEADER,
 };
 
+mod context;
 mod grpc;
 mod pool;
 mod resp;
 
+pub use context::model_context;
 pub(crate) use grpc::Grpc;
 pub use grpc::GrpcReply;
 pub use resp::Cache;

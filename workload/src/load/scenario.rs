@@ -26,6 +26,7 @@ use crate::trace::PromptField;
 pub(crate) use dist::correlated_pair;
 pub use dist::{Dist, QUANTILE_PROBS};
 pub use jsonpath::JsonPath;
+pub(crate) use sweep::{context_from_models, context_from_props};
 pub use sweep::{
     context_limit, ContextLimit, ContextSweep, LimitReason, SweepResult, SweepStage,
     TTFT_JUMP_FACTOR, TTFT_JUMP_MIN_MS,

@@ -100,6 +100,10 @@ pub(super) fn components() -> Value {
         "MirrorSet": object(&["route", "mirror", "version"], json!({
             "route": string(), "mirror": {"type": ["object", "null"]}, "version": count(),
         })),
+        "EmbeddingBaseline": object(&["v", "similarities"], json!({
+            "v": {"type": "integer", "const": 1}, "route": string(),
+            "similarities": {"type": "array", "items": number()},
+        })),
         "MirrorDiffs": object(&["capacity", "total", "diffs"], json!({
             "capacity": count(), "total": count(),
             "diffs": {"type": "array", "items": object(&["seq", "route", "kinds"], json!({

@@ -79,6 +79,11 @@ impl Spec {
                 None,
                 &[(200, "MirrorSet"), (400, "AnyError"), (404, "Error")],
             ),
+            E::MirrorBaseline => spec(
+                "The route's embedding drift baseline, as the file compare.embeddings.baseline reads",
+                None,
+                &[(200, "EmbeddingBaseline"), (404, "Error"), (409, "Error")],
+            ),
             E::MirrorDiffs => spec(
                 "The latest shadow answers that differed, newest first",
                 None,

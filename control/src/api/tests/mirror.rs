@@ -117,3 +117,95 @@ async fn diffs_come_newest_first() {
     assert!(body["diffs"][0]["shadow"].get("text").is_none());
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_embedding_baseline_is_saved_once_whole_and_read_back_by_the_config() {
+    let s = Server::start().await;
+    let (status, body) = s
+        .json(Method::GET, "/v1/routes/chat/mirror/embedding-baseline", "")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(
+        body["error"],
+        "route `chat` has no mirror with compare.embeddings"
+    );
+    let (status, body) = s
+        .json(
+            Method::GET,
+            "/v1/routes/nowhere/mirror/embedding-baseline",
+            "",
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+
+    let policy = r#"{"cluster": "b", "compare": {"embeddings": {"cluster": "b", "window": 3}}}"#;
+    let (status, body) = s.json(Method::PUT, "/v1/routes/chat/mirror", policy).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mirror = || s.api.store.load().routes[0].mirror.clone().unwrap();
+    mirror().lock_drift().window.push(0.5);
+    let (status, body) = s
+        .json(Method::GET, "/v1/routes/chat/mirror/embedding-baseline", "")
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        body["error"],
+        "the baseline of route `chat` has 1 of its 3 pairs so far; save it once it is whole"
+    );
+    // The first three pairs are the baseline; a fourth is the window's.
+    for s in [0.75, 1.0, 0.25] {
+        mirror().lock_drift().window.push(s);
+    }
+    let (status, body) = s
+        .json(Method::GET, "/v1/routes/chat/mirror/embedding-baseline", "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"v": 1, "route": "chat", "similarities": [0.5, 0.75, 1.0]})
+    );
+
+    // The answer is a file the config reads: a policy with it compares
+    // its first window with those pairs, and reads nothing from them.
+    let file =
+        std::env::temp_dir().join(format!("sluice-api-baseline-{}.json", std::process::id()));
+    std::fs::write(&file, body.to_string()).unwrap();
+    let policy = json!({"cluster": "b", "compare": {"embeddings": {
+        "cluster": "b", "window": 3, "baseline": file.display().to_string()}}});
+    let (status, body) = s
+        .json(Method::PUT, "/v1/routes/chat/mirror", &policy.to_string())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let fresh = mirror();
+    assert_eq!(fresh.reading().drift.pairs, 0);
+    let (status, body) = s
+        .json(Method::GET, "/v1/routes/chat/mirror/embedding-baseline", "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["similarities"], json!([0.5, 0.75, 1.0]));
+    let mut reading = fresh.reading().drift;
+    for s in [0.5, 0.75, 1.0] {
+        reading = fresh.lock_drift().window.push(s);
+    }
+    assert_eq!(reading.kl, Some(0.0), "{reading:?}");
+
+    // A file gone bad fails the change with its path; the policy stays.
+    std::fs::write(&file, r#"{"v": 1, "similarities": []}"#).unwrap();
+    let (status, body) = s
+        .json(Method::PUT, "/v1/routes/chat/mirror", &policy.to_string())
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        body["errors"][0]["message"],
+        format!(
+            "{}: similarities: empty; a baseline needs at least one pair",
+            file.display()
+        )
+    );
+    assert_eq!(
+        body["errors"][0]["path"],
+        "routes[0].mirror.compare.embeddings.baseline"
+    );
+    assert!(Arc::ptr_eq(&mirror().drift, &fresh.drift));
+    std::fs::remove_file(&file).unwrap();
+    s.stop().await;
+}

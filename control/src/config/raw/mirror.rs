@@ -80,6 +80,11 @@ pub struct RawEmbeddings {
     pub kl_max: Option<f64>,
     /// Pairs in the baseline, and in the window compared with it (default 50).
     pub window: Option<u32>,
+    /// A saved baseline (`GET /v1/routes/{route}/mirror/embedding-baseline`)
+    /// to compare with instead of the first `window` pairs: a path, read
+    /// when the config is loaded (relative to sluice's working directory,
+    /// like `admin.token_file`).
+    pub baseline: Option<String>,
     /// Prompt-diversity coverage of the route's rollout steps: the user
     /// text of sampled requests embedded and clustered.
     pub coverage: Option<RawCoverage>,

@@ -194,6 +194,7 @@ fn embeddings_defaults_and_errors() {
             kl_max: 0.38,
             window: 50,
             coverage: None,
+            baseline: None,
         }
     );
     let errors = errors_in(&config(
@@ -224,4 +225,66 @@ similarity_min: 1.5, kl_max: 0, window: 0 } } }",
         errors,
         vec!["routes[0].mirror.compare.embeddings.cluster: cluster `tls-shadow` uses tls; the mirror sender speaks plain HTTP only"]
     );
+}
+
+#[test]
+fn a_saved_baseline_is_read_at_load_and_a_bad_one_named() {
+    let dir = std::env::temp_dir().join(format!("sluice-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let with = |path: &str| {
+        config(&format!(
+            "{{ cluster: shadow, compare: {{ embeddings: {{ cluster: shadow, baseline: '{path}' }} }} }}"
+        ))
+    };
+    let good = file(
+        "good.json",
+        r#"{"v": 1, "route": "chat", "similarities": [0.9, 1.0]}"#,
+    );
+    let c = Config::from_yaml(&with(&good)).unwrap();
+    let e = c.routes[0]
+        .mirror
+        .clone()
+        .unwrap()
+        .compare
+        .embeddings
+        .unwrap();
+    assert_eq!(
+        e.baseline,
+        Some(BaselineFile {
+            path: good.clone(),
+            similarities: vec![0.9, 1.0]
+        })
+    );
+    let at = "routes[0].mirror.compare.embeddings.baseline";
+    let bad = file("bad.json", r#"{"v": 1, "similarities": [0.9, 2]}"#);
+    assert_eq!(
+        errors_in(&with(&bad)),
+        vec![format!(
+            "{at}: {bad}: similarities[1]: 2 is not a cosine similarity (-1..=1)"
+        )]
+    );
+    let garbled = file("garbled.json", "{\"v\": 1,\n  \"similarities\": 0.9}");
+    assert_eq!(
+        errors_in(&with(&garbled)),
+        vec![format!(
+            "{at}: {garbled}: line 2 column 21: similarities: invalid type: floating point `0.9`, expected a sequence"
+        )]
+    );
+    let missing = dir.join("missing.json").display().to_string();
+    assert_eq!(
+        errors_in(&with(&missing)),
+        vec![format!(
+            "{at}: {missing}: No such file or directory (os error 2)"
+        )]
+    );
+    assert_eq!(
+        errors_in(&with("")),
+        vec![format!("{at}: must name a file")]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

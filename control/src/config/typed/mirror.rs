@@ -47,6 +47,8 @@ pub struct EmbeddingsConfig {
     pub similarity_min: f64,
     pub kl_max: f64,
     pub window: usize,
+    /// `baseline: FILE`, read at validation.
+    pub baseline: Option<BaselineFile>,
     /// Prompt-diversity coverage of the route's rollout steps.
     pub coverage: Option<CoverageConfig>,
 }
@@ -62,6 +64,15 @@ pub struct CoverageConfig {
     pub similarity: f64,
     /// Clusters kept at most.
     pub max_clusters: usize,
+}
+
+/// A saved drift baseline as the config loaded it. Its pairs take part in
+/// the policy's equality: a file changed between two loads starts a new
+/// drift state, as any other change of the policy does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineFile {
+    pub path: String,
+    pub similarities: Vec<f64>,
 }
 
 impl Default for CompareConfig {

@@ -3,7 +3,7 @@
 use super::super::raw::{RawCoverage, RawEmbeddings, RawMirror, RawPerturb};
 use super::super::typed::*;
 use super::Errors;
-use sluice_filters::{Perturbation, PERTURBED_HEADER};
+use sluice_filters::{Perturbation, SavedBaseline, PERTURBED_HEADER};
 
 /// Amplification past this is a load test, not a shadow.
 const MAX_COPIES: f64 = 16.0;
@@ -265,6 +265,10 @@ fn embeddings(
         similarity_min,
         kl_max,
         window,
+        baseline: raw
+            .baseline
+            .as_deref()
+            .and_then(|path| baseline(errs, &format!("{at}.baseline"), path)),
         coverage: raw
             .coverage
             .as_ref()
@@ -313,5 +317,26 @@ fn coverage(errs: &mut Errors, at: &str, raw: &RawCoverage) -> CoverageConfig {
         max_per_second,
         similarity,
         max_clusters,
+    }
+}
+
+/// Reads a saved baseline now, so that a missing or bad file fails the
+/// load (and a reload keeps the running config) instead of a drift reading
+/// later.
+fn baseline(errs: &mut Errors, at: &str, path: &str) -> Option<BaselineFile> {
+    if path.is_empty() {
+        errs.push(at, "must name a file");
+        return None;
+    }
+    let read = std::fs::read_to_string(path).map_err(|e| e.to_string());
+    match read.and_then(|text| SavedBaseline::parse(&text)) {
+        Ok(saved) => Some(BaselineFile {
+            path: path.to_owned(),
+            similarities: saved.similarities,
+        }),
+        Err(e) => {
+            errs.push(at, format!("{path}: {e}"));
+            None
+        }
     }
 }

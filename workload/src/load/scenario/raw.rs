@@ -39,13 +39,22 @@ pub(crate) struct RawScenario {
     pub(crate) context_sweep: Option<RawContextSweep>,
 }
 
-/// `context_sweep: { from: 256, to: 4096, steps: 8 }`.
+/// `context_sweep: { from: 256, to: 4096, steps: 8 }` (or `to: auto`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawContextSweep {
     pub(crate) from: u64,
-    pub(crate) to: u64,
+    pub(crate) to: RawSweepTo,
     pub(crate) steps: u64,
+}
+
+/// `to:` a number of tokens, or `auto` (the model's context, asked of the
+/// target before the run).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawSweepTo {
+    Tokens(u64),
+    Word(String),
 }
 
 /// `replay_step:`, the keys of a step that a replay's one step takes.

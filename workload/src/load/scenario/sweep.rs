@@ -8,8 +8,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextSweep {
     pub from: u64,
+    /// 0 with `to_auto` until [`ContextSweep::resolve`] sets it.
     pub to: u64,
     pub steps: u64,
+    /// `to: auto`: `to` is the model's context, asked of the target before
+    /// the run ([`context_from_props`], [`context_from_models`]).
+    pub to_auto: bool,
 }
 
 impl ContextSweep {
@@ -18,9 +22,40 @@ impl ContextSweep {
     pub fn input_tokens(&self, stage: usize) -> u64 {
         let last = self.steps.saturating_sub(1).max(1);
         let i = (stage as u64).min(last);
-        let span = (self.to - self.from) as f64;
+        let span = self.to.saturating_sub(self.from) as f64;
         self.from + (span * i as f64 / last as f64).round() as u64
     }
+
+    /// `to: auto` made whole: `to` is the model's `context` (in tokens),
+    /// read from `source`; it must be above `from`.
+    pub fn resolve(&mut self, context: u64, source: &str) -> Result<(), String> {
+        if context <= self.from {
+            return Err(format!(
+                "context_sweep.to: auto: the model's context is {context} tokens ({source}), \
+                 not above context_sweep.from ({})",
+                self.from
+            ));
+        }
+        self.to = context;
+        Ok(())
+    }
+}
+
+/// The context size in llama.cpp's `GET /props`:
+/// `default_generation_settings.n_ctx` (a slot's context: what one request
+/// may fill); `None` when absent or 0.
+pub(crate) fn context_from_props(body: &[u8]) -> Option<u64> {
+    let doc: serde_json::Value = serde_json::from_slice(body).ok()?;
+    doc["default_generation_settings"]["n_ctx"]
+        .as_u64()
+        .filter(|n| *n > 0)
+}
+
+/// The context size in vLLM's `GET /v1/models`: `data[0].max_model_len`;
+/// `None` when absent or 0.
+pub(crate) fn context_from_models(body: &[u8]) -> Option<u64> {
+    let doc: serde_json::Value = serde_json::from_slice(body).ok()?;
+    doc["data"][0]["max_model_len"].as_u64().filter(|n| *n > 0)
 }
 
 /// A stage's TTFT p50 is a jump when its TTFT per input token is more
@@ -201,6 +236,7 @@ mod tests {
             from: 128,
             to: 1024,
             steps: 4,
+            to_auto: false,
         };
         let lengths: Vec<u64> = (0..4).map(|i| s.input_tokens(i)).collect();
         // 896 / 3 = 298.67 per step, rounded.
@@ -209,6 +245,7 @@ mod tests {
             from: 256,
             to: 4096,
             steps: 8,
+            to_auto: false,
         };
         let lengths: Vec<u64> = (0..8).map(|i| s.input_tokens(i)).collect();
         assert_eq!(lengths, [256, 805, 1353, 1902, 2450, 2999, 3547, 4096]);
@@ -270,5 +307,48 @@ mod tests {
         let mut gap = jump.clone();
         gap[1].p50_ttft_ms = None;
         assert_eq!(context_limit(&gap).map(|l| l.stage), Some(2));
+    }
+
+    #[test]
+    fn the_context_size_is_read_from_llama_cpp_props_or_vllm_models() {
+        // llama.cpp's /props (trimmed; the real server's keys around it).
+        let props =
+            br#"{"default_generation_settings": {"n_ctx": 512, "params": {"n_predict": -1}},
+            "total_slots": 1, "model_path": "smollm2.gguf"}"#;
+        assert_eq!(context_from_props(props), Some(512));
+        // vLLM's /v1/models.
+        let models = br#"{"object": "list", "data": [{"id": "m", "object": "model",
+            "max_model_len": 32768}, {"id": "lora", "max_model_len": 4096}]}"#;
+        assert_eq!(context_from_models(models), Some(32768));
+        // Neither one's shape, a 0, or not JSON: no size.
+        assert_eq!(context_from_props(models), None);
+        assert_eq!(context_from_models(props), None);
+        assert_eq!(
+            context_from_props(br#"{"default_generation_settings": {"n_ctx": 0}}"#),
+            None
+        );
+        assert_eq!(context_from_models(br#"{"data": []}"#), None);
+        assert_eq!(context_from_props(b"<html>"), None);
+    }
+
+    #[test]
+    fn an_auto_sweep_takes_the_context_above_its_from() {
+        let mut s = ContextSweep {
+            from: 128,
+            to: 0,
+            steps: 4,
+            to_auto: true,
+        };
+        assert_eq!(
+            s.resolve(100, "GET /props"),
+            Err(
+                "context_sweep.to: auto: the model's context is 100 tokens (GET /props), \
+                 not above context_sweep.from (128)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(s.resolve(512, "GET /props"), Ok(()));
+        let lengths: Vec<u64> = (0..4).map(|i| s.input_tokens(i)).collect();
+        assert_eq!(lengths, [128, 256, 384, 512]);
     }
 }

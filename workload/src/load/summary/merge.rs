@@ -126,7 +126,12 @@ pub fn merge_runs(runs: &[Value]) -> Result<Value, String> {
         else {
             return Err("context_sweep: `from`, `to` or `steps` is missing".to_owned());
         };
-        let sweep = crate::load::ContextSweep { from, to, steps };
+        let sweep = crate::load::ContextSweep {
+            from,
+            to,
+            steps,
+            to_auto: false,
+        };
         out["context_sweep"] = json!(super::sweep::sweep_result(sweep, &stages));
     }
     let mut dispatch = serde_json::Map::new();

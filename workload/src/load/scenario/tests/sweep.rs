@@ -22,7 +22,8 @@ fn a_sweep_cuts_the_run_into_its_stages_at_the_scenarios_rate() {
         Some(ContextSweep {
             from: 128,
             to: 1024,
-            steps: 4
+            steps: 4,
+            to_auto: false
         })
     );
     let segments: Vec<(Duration, f64, usize)> = s
@@ -94,5 +95,25 @@ fn a_bad_sweep_is_named_by_its_path() {
     assert!(
         missing[0].starts_with("context_sweep: missing field `steps`"),
         "{missing:?}"
+    );
+}
+
+#[test]
+fn to_auto_is_left_for_the_run_to_resolve() {
+    let s = parse(&with("{ from: 128, to: auto, steps: 4 }")).unwrap();
+    assert_eq!(
+        s.context_sweep,
+        Some(ContextSweep {
+            from: 128,
+            to: 0,
+            steps: 4,
+            to_auto: true
+        })
+    );
+    // The stages are cut as for a number: only their lengths wait.
+    assert_eq!(s.plan.segments.len(), 4);
+    assert_eq!(
+        errors(&with("{ from: 128, to: max, steps: 4 }")),
+        ["context_sweep.to: must be a number of tokens or `auto`, found `max`"]
     );
 }

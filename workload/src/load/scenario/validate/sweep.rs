@@ -1,13 +1,14 @@
 //! `context_sweep:` read and checked, and the plan cut into its stages.
 
-use super::super::raw::{RawContextSweep, RawScenario};
+use super::super::raw::{RawContextSweep, RawScenario, RawSweepTo};
 use super::super::{Body, ContextSweep, Service, Step};
 use super::Errors;
 use crate::load::schedule::{Plan, Segment};
 
-/// The sweep, or `None` with its errors added: `from < to`, `steps >= 2`,
-/// an arrival rate over a `duration` (not `stages`, not a replay) and an
-/// llm step with a prompt to size.
+/// The sweep, or `None` with its errors added: `from < to` (checked when
+/// `to: auto` is resolved, before the run), `steps >= 2`, an arrival rate
+/// over a `duration` (not `stages`, not a replay) and an llm step with a
+/// prompt to size.
 pub(super) fn sweep(
     raw: &RawContextSweep,
     scenario: &RawScenario,
@@ -18,12 +19,23 @@ pub(super) fn sweep(
     if raw.from == 0 {
         e.add("context_sweep.from", "must be at least 1 token, found 0");
     }
-    if raw.from >= raw.to {
+    let (to, to_auto) = match &raw.to {
+        RawSweepTo::Tokens(to) => (*to, false),
+        RawSweepTo::Word(word) if word == "auto" => (0, true),
+        RawSweepTo::Word(word) => {
+            e.add(
+                "context_sweep.to",
+                format!("must be a number of tokens or `auto`, found `{word}`"),
+            );
+            (0, true)
+        }
+    };
+    if !to_auto && raw.from >= to {
         e.add(
             "context_sweep.to",
             format!(
-                "must be above context_sweep.from ({}), found {}",
-                raw.from, raw.to
+                "must be above context_sweep.from ({}), found {to}",
+                raw.from
             ),
         );
     }
@@ -57,8 +69,9 @@ pub(super) fn sweep(
     }
     (e.0.len() == before).then_some(ContextSweep {
         from: raw.from,
-        to: raw.to,
+        to,
         steps: raw.steps,
+        to_auto,
     })
 }
 
