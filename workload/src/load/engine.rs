@@ -1,18 +1,22 @@
-//! The load engine: a dispatcher on the runtime that sleeps until each
-//! intended start and spawns the journey there, the journeys (steps in
-//! order, with their delays; turns of a session with their think time),
-//! `max_in_flight` (beyond it requests wait for a slot, counted, never
-//! dropped), the drain at the end, and the closed loop that `--closed N`
-//! runs instead.
+//! The load engine: a timer thread that wakes at each intended start and
+//! hands the journey to a tokio runtime, the journeys (steps in order, with
+//! their delays; turns of a session with their think time), `max_in_flight`
+//! (beyond it requests wait for a slot, counted, never dropped), the drain
+//! at the end, and the closed loop that `--closed N` runs instead.
 //!
-//! The dispatcher sleeps on a `timerfd` in the runtime's own `epoll`
-//! ([`ticker`]) and does not spin: the kernel's wake-up slack (tens of µs)
-//! is measured, as part of `dispatch_lag = sent − intended`, never hidden.
-//! At each wake-up it spawns every arrival that is due. Until 2026-12-06 a
-//! timer thread slept instead and handed batches over a channel: exact, but
-//! two context switches per arrival (the thread's and the runtime's), which
-//! capped a core at about 9,000 requests a second. Every time is read from
-//! one monotonic clock (`std::time::Instant`).
+//! The timer thread sleeps until the next intended time and does not spin:
+//! the kernel's wake-up slack (tens of µs) is measured, as part of
+//! `dispatch_lag = sent − intended`, never hidden. It asks for `SCHED_FIFO`
+//! (the lowest real-time priority) and keeps the normal policy where the
+//! kernel refuses: on a core shared with the runtime's worker, a normal
+//! timer thread that wakes waits out the rest of the worker's time slice
+//! (milliseconds), and every arrival due meanwhile is late by that much. At
+//! each wake-up it takes every arrival that is due and hands them over as
+//! one batch through a channel to a dispatcher task on the runtime, which
+//! spawns the journeys there: one cross-thread wake-up per batch, not one
+//! per arrival, and no work for the timer thread beyond counting. Every time
+//! is read from one monotonic clock (`std::time::Instant`, which the timer
+//! thread can read; tokio's clock lives inside the runtime).
 
 mod answers;
 mod journey;
@@ -20,15 +24,12 @@ mod live;
 mod replay;
 #[cfg(test)]
 mod tests;
-mod ticker;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Semaphore};
-
-use ticker::{Ticker, STOP_POLL};
 
 use std::collections::BTreeMap;
 
@@ -165,7 +166,7 @@ impl HookResult {
 pub enum EngineError {
     #[error("cannot start the load runtime: {0}")]
     Runtime(std::io::Error),
-    #[error("cannot set the dispatcher's timer: {0}")]
+    #[error("cannot start the timer thread: {0}")]
     Timer(std::io::Error),
     /// A setup step failed: no load was sent (the teardown ran).
     #[error("setup[{index}] (`{name}`) failed ({why}): no load was sent")]
@@ -206,6 +207,8 @@ pub(crate) struct Ctx {
 
 /// Polls of the drain: every 10 ms.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
+/// The timer thread's longest sleep, so that a stop is seen soon.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Runs `schedule` (already sharded) against the scenario's target.
 pub fn run(
@@ -301,7 +304,6 @@ fn run_with(
 ) -> Result<RunOutput, EngineError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.threads.max(1))
-        .on_thread_start(favoured)
         .enable_all()
         .build()
         .map_err(EngineError::Runtime)?;
@@ -354,14 +356,20 @@ fn run_with(
     let span_us = schedule.span_us;
     let journeys = match options.closed {
         None => {
-            // On a worker, so that the journeys it spawns start there with
-            // no thread woken for them.
-            let dispatcher = runtime.spawn(dispatch(ctx.clone(), schedule.arrivals.clone()));
-            match runtime.block_on(dispatcher) {
-                Ok(count) => count.map_err(EngineError::Timer)?,
-                // A panic there is a bug: what it dispatched counts as zero.
-                Err(_) => 0,
-            }
+            let arrivals = schedule.arrivals.clone();
+            let (batches, due) = mpsc::unbounded_channel();
+            let dispatcher = runtime.spawn(dispatch(ctx.clone(), due));
+            let c = ctx.clone();
+            let timer = std::thread::Builder::new()
+                .name("sluice-load-timer".into())
+                .spawn(move || timer(arrivals, &batches, &c))
+                .map_err(EngineError::Timer)?;
+            // The thread ends after the last arrival, and with it the
+            // channel, so the dispatcher ends once it spawned every journey;
+            // a panic in either is a bug and counts what it dispatched as zero.
+            let count = timer.join().unwrap_or(0);
+            let _ = runtime.block_on(dispatcher);
+            count
         }
         Some(users) => runtime.block_on(closed_loop(ctx.clone(), users, span_us)),
     };
@@ -422,63 +430,88 @@ fn teardown(
     out
 }
 
-/// The niceness of the runtime's threads where the kernel allows it.
-const LOAD_NICE: i32 = -10;
+/// Arrivals due at one wake-up of the timer thread, each with its instant.
+type Batch = Vec<(Intended, Instant)>;
 
-/// Gives the calling runtime thread nice −10 where the kernel allows it
-/// (root or `CAP_SYS_NICE`; else it keeps its niceness and says so at
-/// debug). The dispatcher wakes on its `timerfd` in this thread, and on a
-/// core shared with other work a thread of normal weight waits out their
-/// slices: at 2,000 req/s beside two busy loops on its core the p99
-/// dispatch lag was 9–11 ms at nice 0 and 1.3–3.0 ms at −10 (the old
-/// `SCHED_FIFO` timer thread: 0.5–5.6 ms). Not the real-time class: a
-/// saturated worker in it would starve the core's other work.
-fn favoured() {
+/// Sleeps until the next intended start and sends every arrival then due
+/// to [`dispatch`] as one batch; returns how many it dispatched.
+fn timer(arrivals: Vec<Intended>, batches: &mpsc::UnboundedSender<Batch>, ctx: &Ctx) -> u64 {
+    realtime_priority();
+    let mut count = 0;
+    let mut arrivals = arrivals.into_iter().peekable();
+    while let Some(next) = arrivals.peek() {
+        let due = ctx.start + Duration::from_micros(next.at_us);
+        // Sleeps of at most STOP_POLL until due: bounded by the gap.
+        if ctx.live.stop.load(Ordering::Acquire) {
+            return count;
+        }
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep((due - now).min(STOP_POLL));
+            continue;
+        }
+        // Every arrival due by now, read once: bounded by the schedule.
+        let now = Instant::now();
+        let mut batch = Batch::new();
+        while let Some(a) = arrivals.next_if(|a| ctx.start + Duration::from_micros(a.at_us) <= now)
+        {
+            let due = ctx.start + Duration::from_micros(a.at_us);
+            batch.push((a, due));
+        }
+        let n = batch.len() as u64;
+        ctx.live.journeys.fetch_add(n, Ordering::AcqRel);
+        ctx.live.started.fetch_add(n, Ordering::AcqRel);
+        // The dispatcher lives until this sender is dropped.
+        if batches.send(batch).is_err() {
+            ctx.live.journeys.fetch_sub(n, Ordering::AcqRel);
+            return count;
+        }
+        count += n;
+    }
+    count
+}
+
+/// The timer thread's policy: `SCHED_FIFO` at the lowest real-time
+/// priority where the kernel allows it (root, `CAP_SYS_NICE`, or an
+/// `RLIMIT_RTPRIO`), else the normal one. It cannot hog the core: it only
+/// sleeps, reads the schedule and sends batches (and Linux throttles
+/// real-time threads at 95% of each second).
+fn realtime_priority() {
     #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), LOAD_NICE)
     {
-        tracing::debug!(error = %e, "load runtime thread keeps its niceness");
+        use thread_priority::{
+            set_thread_priority_and_policy, thread_native_id, RealtimeThreadSchedulePolicy,
+            ThreadPriority, ThreadSchedulePolicy,
+        };
+        let fifo = ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo);
+        match set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, fifo) {
+            Ok(()) => tracing::debug!("load timer thread on SCHED_FIFO"),
+            Err(e) => {
+                tracing::info!(error = ?e, "load timer thread keeps the normal policy");
+            }
+        }
     }
 }
 
-/// Sleeps until each intended start and spawns every journey then due,
-/// in order; returns how many it dispatched (fewer after a stop).
-async fn dispatch(ctx: Arc<Ctx>, arrivals: Vec<Intended>) -> std::io::Result<u64> {
-    let mut ticker = Ticker::new()?;
-    let mut count = 0;
-    let mut arrivals = arrivals.into_iter().peekable();
-    // Bounded by the schedule: each turn sleeps (at most STOP_POLL, until
-    // the next start) or spawns at least one arrival.
-    while let Some(next) = arrivals.peek() {
-        if ctx.live.stop.load(Ordering::Acquire) {
-            break;
-        }
-        let due = ctx.start + Duration::from_micros(next.at_us);
-        let now = Instant::now();
-        if due > now {
-            ticker.sleep_until(due.min(now + STOP_POLL)).await?;
-            continue;
-        }
-        while let Some(a) = arrivals.next_if(|a| ctx.start + Duration::from_micros(a.at_us) <= now)
-        {
+/// Spawns the journeys of each batch on the runtime, in order; ends when
+/// the timer thread is done.
+async fn dispatch(ctx: Arc<Ctx>, mut batches: mpsc::UnboundedReceiver<Batch>) {
+    while let Some(batch) = batches.recv().await {
+        for (a, due) in batch {
             // Counted out of `live.journeys` by the journey itself; the
             // drain waits for them.
-            ctx.live.journeys.fetch_add(1, Ordering::AcqRel);
-            ctx.live.started.fetch_add(1, Ordering::AcqRel);
-            count += 1;
             match &ctx.replay {
-                // Boxed: the task holds a pointer, not the whole journey.
+                // Boxed: the task holds a pointer, not the whole journey
+                // (moving it into the task was a tenth of a request's time).
                 Some(r) if a.index >= r.first => {
                     tokio::spawn(Box::pin(replay::journey(ctx.clone(), a)));
                 }
                 _ => {
-                    let due = ctx.start + Duration::from_micros(a.at_us);
                     tokio::spawn(Box::pin(journey::journey(ctx.clone(), a, due)));
                 }
             }
         }
     }
-    Ok(count)
 }
 
 /// `users` journeys at a time, each starting when the one before it ends,
