@@ -67,7 +67,9 @@ for file in "${files[@]}"; do
             why="no such file"
         elif [[ $(realpath "$resolved") != "$root" && $(realpath "$resolved") != "$root"/* ]]; then
             why="outside the repository"
-        elif [[ -n $anchor ]] && ! anchors "$resolved" | grep -qxF -- "$anchor"; then
+        # grep reads to the end (no -q): quitting at the first match broke the
+        # pipe under pipefail, and a long file's heading then read as missing.
+        elif [[ -n $anchor ]] && ! anchors "$resolved" | grep -xF -- "$anchor" >/dev/null; then
             why="no heading #$anchor in $resolved"
         fi
         if [[ -n $why ]]; then
