@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use sluice_control::{MirrorRuntime, PromptCoverage};
 use sluice_filters::user_text;
 use tokio::time::Instant;
@@ -15,7 +14,6 @@ use tokio_util::task::TaskTracker;
 use tracing::debug;
 
 use super::copy::Shadow;
-use super::embed::vectors;
 use super::job::Job;
 
 /// Prompts per embeddings request at most.
@@ -141,16 +139,8 @@ async fn embed(shadow: &Shadow, batch: Vec<Prompt>) {
         return;
     };
     let inputs: Vec<&str> = batch.iter().map(|p| p.text.as_str()).collect();
-    let body = serde_json::json!({"model": config.model, "input": inputs});
-    let answer = tokio::time::timeout(
-        policy.config.timeout,
-        shadow.post_json(embedder, "/v1/embeddings", Bytes::from(body.to_string())),
-    )
-    .await;
-    let vectors = match answer {
-        Ok(Some((200, bytes))) => vectors(&bytes, inputs.len()),
-        _ => None,
-    };
+    let vectors =
+        super::embed::embed(shadow, embedder, config, &inputs, policy.config.timeout).await;
     let Some(vectors) = vectors else {
         policy.metrics.count_coverage("error", n);
         debug!(route = %policy.route, prompts = n, "coverage embedding failed");

@@ -10,7 +10,7 @@
 
 use bytes::Bytes;
 use serde::Deserialize;
-use sluice_control::{EmbeddingsConfig, EventLog, MirrorDiffs};
+use sluice_control::{ClusterRuntime, EmbeddingsConfig, EventLog, MirrorDiffs};
 use sluice_filters::{cosine, dispersion};
 use tracing::debug;
 
@@ -60,16 +60,7 @@ pub(super) async fn compare(
     let inputs: Vec<&str> = std::iter::once(texts.primary.as_str())
         .chain(texts.shadows.iter().map(|s| s.text.as_str()))
         .collect();
-    let body = serde_json::json!({"model": config.model, "input": inputs});
-    let answer = tokio::time::timeout(
-        job.policy.config.timeout,
-        shadow.post_json(embedder, "/v1/embeddings", Bytes::from(body.to_string())),
-    )
-    .await;
-    let vectors = match answer {
-        Ok(Some((200, bytes))) => vectors(&bytes, inputs.len()),
-        _ => None,
-    };
+    let vectors = embed(shadow, embedder, config, &inputs, job.policy.config.timeout).await;
     let Some(vectors) = vectors else {
         metrics.count_embedding("error");
         debug!(route = %job.policy.route, "embedding request failed");
@@ -109,7 +100,30 @@ pub(super) async fn compare(
 
 /// One vector per input, in input order; `None` unless the answer has
 /// exactly that.
-pub(super) fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
+/// One `/v1/embeddings` request for `inputs` to the embedder cluster: a
+/// vector per input, in order, or `None` when it failed, timed out or
+/// answered something else (the answer-drift comparison and prompt
+/// coverage both embed through it).
+pub(super) async fn embed(
+    shadow: &Shadow,
+    embedder: &ClusterRuntime,
+    config: &EmbeddingsConfig,
+    inputs: &[&str],
+    timeout: std::time::Duration,
+) -> Option<Vec<Vec<f32>>> {
+    let body = serde_json::json!({"model": config.model, "input": inputs});
+    let answer = tokio::time::timeout(
+        timeout,
+        shadow.post_json(embedder, "/v1/embeddings", Bytes::from(body.to_string())),
+    )
+    .await;
+    match answer {
+        Ok(Some((200, bytes))) => vectors(&bytes, inputs.len()),
+        _ => None,
+    }
+}
+
+fn vectors(body: &[u8], inputs: usize) -> Option<Vec<Vec<f32>>> {
     let answer: EmbeddingsAnswer = serde_json::from_slice(body).ok()?;
     if answer.data.len() != inputs {
         return None;
