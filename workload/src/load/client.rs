@@ -287,17 +287,17 @@ impl Client {
         };
         let origin = format!("{scheme}://{authority}");
         // HTTP/1.1 wants the origin form on the request line and the
-        // authority in `Host`.
+        // authority in `Host`, unless the scenario's headers name one.
         let target = uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut request = traced(
-            Request::builder()
-                .method(call.method.clone())
-                .uri(target)
-                .header(http::header::HOST, authority.as_str()),
-            &call,
-            &self.run_id,
-            out,
-        );
+        let mut builder = Request::builder().method(call.method.clone()).uri(target);
+        if !call
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("host"))
+        {
+            builder = builder.header(http::header::HOST, authority.as_str());
+        }
+        let mut request = traced(builder, &call, &self.run_id, out);
         let body = match call.body {
             Some(b) => {
                 request = request.header(http::header::CONTENT_TYPE, "application/json");

@@ -70,10 +70,15 @@ impl Pool {
         if sender.is_closed() {
             return;
         }
-        if let Ok(mut idle) = self.idle.lock() {
-            let list = idle.entry(origin.to_owned()).or_default();
-            if list.len() < MAX_IDLE {
-                list.push(sender);
+        let Ok(mut idle) = self.idle.lock() else {
+            return;
+        };
+        // The origin's key is allocated once, not at every answer.
+        match idle.get_mut(origin) {
+            Some(list) if list.len() < MAX_IDLE => list.push(sender),
+            Some(_) => {}
+            None => {
+                idle.insert(origin.to_owned(), vec![sender]);
             }
         }
     }

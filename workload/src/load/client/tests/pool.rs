@@ -143,3 +143,63 @@ async fn a_server_that_closes_gets_a_new_connection_each_time() {
         assert_eq!(accepted.load(Ordering::SeqCst), 20);
     }
 }
+
+#[tokio::test]
+async fn host_is_the_authority_unless_the_scenario_names_one() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (heads_tx, mut heads) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        // Bounded by the test: it ends with the runtime.
+        loop {
+            let Ok((mut tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let heads_tx = heads_tx.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut seen = Vec::new();
+                // Bounded by the client: it ends when the client closes.
+                loop {
+                    let Ok(n) = tcp.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head: Vec<u8> = seen.drain(..end + 4).collect();
+                        let _ = heads_tx.send(String::from_utf8_lossy(&head).to_lowercase());
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if tcp.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let client = Client::new("pool", &[]).unwrap();
+    let start = Instant::now();
+    let mut out = Outcome::default();
+    client
+        .send(get(format!("http://{addr}/a")), start, &mut out)
+        .await;
+    assert_eq!(out.status, Some(200));
+    let head = heads.recv().await.unwrap();
+    assert!(head.starts_with("get /a http/1.1\r\n"), "{head}");
+    let hosts: Vec<&str> = head.lines().filter(|l| l.starts_with("host:")).collect();
+    assert_eq!(hosts, vec![format!("host: {addr}").as_str()], "{head}");
+
+    let mut named = get(format!("http://{addr}/b"));
+    named
+        .headers
+        .push(("Host".to_owned(), "api.example".to_owned()));
+    let mut out = Outcome::default();
+    client.send(named, start, &mut out).await;
+    assert_eq!(out.status, Some(200));
+    let head = heads.recv().await.unwrap();
+    let hosts: Vec<&str> = head.lines().filter(|l| l.starts_with("host:")).collect();
+    assert_eq!(hosts, vec!["host: api.example"], "{head}");
+}
