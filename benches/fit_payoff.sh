@@ -25,15 +25,29 @@
 # perfect fit would score: a p99 of one bursty sample is itself noisy, so the
 # fitted model cannot be judged closer than the truth lands.
 #
+# --time-scale K runs the same queue K times faster: the mixture's gaps are
+# divided by K, and the mock should answer K times sooner (`--ttft`, `--itl`,
+# `--tokens` set its pacing; the defaults are the 60 ms above). What decides how
+# noisy one recording's p99 is, is how many bursts it holds, not how many
+# seconds: a 240 s run at K = 8 holds the bursts of 1,920 s at K = 1 (see
+# benches/fit_payoff_floor.py for the noise floor by length). The mock's service
+# time is probed (one user, closed loop, 3 s) and printed, so that the ratio of
+# service to arrivals can be checked against the 60 ms the mixture was made for.
+#
 # --no-build measures the release binary already in CARGO_TARGET_DIR (or target/) as it is.
 #
-# usage: benches/fit_payoff.sh [--duration SECONDS] [--seed N] [--repeats K] [--no-install] [--no-build] [--keep]
+# usage: benches/fit_payoff.sh [--duration SECONDS] [--seed N] [--repeats K] [--time-scale K]
+#            [--ttft D] [--itl D] [--tokens N] [--no-install] [--no-build] [--keep]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 duration=45
 seed=11
 repeats=1
+time_scale=1
+ttft=20ms
+itl=5ms
+tokens=8
 build=1
 install=1
 keep=0
@@ -44,6 +58,10 @@ while (($#)); do
     case "$1" in
         --seed) seed=$2 && shift 2 ;;
         --repeats) repeats=$2 && shift 2 ;;
+        --time-scale) time_scale=$2 && shift 2 ;;
+        --ttft) ttft=$2 && shift 2 ;;
+        --itl) itl=$2 && shift 2 ;;
+        --tokens) tokens=$2 && shift 2 ;;
         --no-build) build=0 && shift ;;
         *) shared_option "$@" && shift "$taken" ;;
     esac
@@ -69,7 +87,7 @@ count() {
 
 mock_port=$(free_port)
 launch no_pin "$work/mock.log" "$sluice" mock-llm --listen "127.0.0.1:$mock_port" \
-    --ttft 20ms --itl 5ms --tokens 8 --max-concurrency 4
+    --ttft "$ttft" --itl "$itl" --tokens "$tokens" --max-concurrency 4
 pids+=("$launched")
 wait_for mock "$launched" "answering" curl -s -o /dev/null "http://127.0.0.1:$mock_port/v1/models"
 
@@ -88,14 +106,29 @@ wait_for proxy "$launched" "answering" http_200 -H "Authorization: Bearer $SLUIC
     "http://127.0.0.1:$admin_port/v1/recorder"
 
 # The step every synthetic run sends: the same prompt and output length.
-step='  - { name: answer, service: llm, model: m, prompt: "Summarise the queueing behaviour of this request", max_tokens: 8 }'
+step='  - { name: answer, service: llm, model: m, prompt: "Summarise the queueing behaviour of this request", max_tokens: '"$tokens"' }'
+# The mixture's gaps, K times shorter at --time-scale K.
+short_scale=$(python3 -c "print(0.004 / $time_scale)")
+long_scale=$(python3 -c "print(0.13 / $time_scale)")
+
+# ---- probe: the mock's service time, one user back to back for 3 s
+cat >"$work/probe.yaml" <<EOT
+scenario: probe
+target: { base_url: "http://127.0.0.1:$mock_port" }
+workload: { arrival: { kind: constant, rate: 1 }, duration: 3s, seed: $seed }
+steps:
+$step
+EOT
+run_load "$work/probe.out" "$sluice" load "$work/probe.yaml" --closed 1 -o "$work/probe.json"
+service_ms=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]; m=s.get("metrics", s); print(m["mean_e2el_ms"])' "$work/probe.json")
+log "the mock's service time: $service_ms ms (the mixture was made for 60 ms at time scale 1; here 1/$time_scale of it)"
 
 # ---- record: bursts (mean gap 4 ms, 80%) between lulls (mean 125 ms, 20%)
 cat >"$work/record.yaml" <<EOT
 scenario: record
 target: { base_url: "http://127.0.0.1:$proxy_port" }
 workload:
-  arrival: { kind: weibull_mixture, components: [ { weight: 0.8, shape: 0.9, scale: 0.004 }, { weight: 0.2, shape: 1.2, scale: 0.13 } ] }
+  arrival: { kind: weibull_mixture, components: [ { weight: 0.8, shape: 0.9, scale: $short_scale }, { weight: 0.2, shape: 1.2, scale: $long_scale } ] }
   duration: ${duration}s
   seed: $seed
 steps:
@@ -169,7 +202,9 @@ median_p99() {
     echo "## sluice load: the fit pays off"
     echo
     echo "Machine: $(machine); load average at the start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg). Revision: $(sluice_revision). Pinning: the loads ${load_pin[*]:-unpinned}; the mock and the proxy unpinned."
-    echo "Command: \`benches/fit_payoff.sh --duration $duration --seed $seed --repeats $repeats\`"
+    echo "Command: \`benches/fit_payoff.sh --duration $duration --seed $seed --repeats $repeats --time-scale $time_scale --ttft $ttft --itl $itl --tokens $tokens\`"
+    echo
+    echo "The mock's service time (one user, closed loop): $service_ms ms; the mixture's gap scales $short_scale s and $long_scale s."
     echo
     echo "Recorded: $recorded requests in ${duration} s, mean $mean_rate req/s; \`sluice fit\`'s best: $best."
     echo

@@ -1,8 +1,6 @@
 //! W3C Trace Context: parsing and writing the `traceparent` header, and the sampling
 //! decision for a request. Pure: the caller draws the random number.
 
-use std::fmt::Write as _;
-
 /// The part of a `traceparent` that sluice reads and writes: the trace, the span that
 /// is the parent of whoever receives the header, and whether that caller records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,10 +124,13 @@ fn hex_into(hex: &[u8], out: &mut [u8]) -> Option<()> {
     Some(())
 }
 
+/// Lower-case hex by table: `write!` with `{:02x}` went through the
+/// formatter per byte, 3% of a load request's time at 15,000 a second.
 fn push_hex(out: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
 }
 

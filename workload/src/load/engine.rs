@@ -1,17 +1,19 @@
-//! The load engine: a timer thread that wakes at each intended start and
-//! hands the journey to a tokio runtime, the journeys (steps in order, with
-//! their delays; turns of a session with their think time), `max_in_flight`
+//! The load engine: a timer thread and a tokio runtime that share the
+//! schedule of intended starts, the journeys (steps in order, with their
+//! delays; turns of a session with their think time), `max_in_flight`
 //! (beyond it requests wait for a slot, counted, never dropped), the drain
 //! at the end, and the closed loop that `--closed N` runs instead.
 //!
-//! The timer thread sleeps until the next intended time and does not spin:
-//! the kernel's wake-up slack (tens of µs) is measured, as part of
+//! Whoever finds arrivals due first claims them (see [`arrivals`]): the
+//! runtime at the end of each request while it is busy, the timer thread
+//! otherwise. The timer thread sleeps until the next intended time and does
+//! not spin: the kernel's wake-up slack (tens of µs) is measured, as part of
 //! `dispatch_lag = sent − intended`, never hidden. It asks for `SCHED_FIFO`
 //! (the lowest real-time priority) and keeps the normal policy where the
 //! kernel refuses: on a core shared with the runtime's worker, a normal
 //! timer thread that wakes waits out the rest of the worker's time slice
 //! (milliseconds), and every arrival due meanwhile is late by that much. At
-//! each wake-up it takes every arrival that is due and hands them over as
+//! each wake-up it claims every arrival that is due and hands them over as
 //! one batch through a channel to a dispatcher task on the runtime, which
 //! spawns the journeys there: one cross-thread wake-up per batch, not one
 //! per arrival, and no work for the timer thread beyond counting. Every time
@@ -19,6 +21,7 @@
 //! thread can read; tokio's clock lives inside the runtime).
 
 mod answers;
+mod arrivals;
 mod journey;
 mod live;
 mod replay;
@@ -38,6 +41,7 @@ use super::mixed::Mixed;
 use super::replay::Planned;
 use super::scenario::{Scenario, Service, Step};
 use super::schedule::{Intended, Schedule};
+use arrivals::{Activity, Arrivals};
 
 pub use answers::{Answer, AnswerTap};
 pub use live::{LiveHistogram, LiveMeasures, RELATIVE_ERROR as LIVE_RELATIVE_ERROR};
@@ -203,6 +207,31 @@ pub(crate) struct Ctx {
     /// The scenario's steps a synthetic journey runs: the first ones (the
     /// steps after them measure recorded requests).
     pub(crate) own_steps: usize,
+    /// The open loop's schedule (empty in a closed loop).
+    pub(crate) arrivals: Arrivals,
+    /// Whether the runtime is busy: the timer thread leans on it then.
+    pub(crate) activity: Arc<Activity>,
+}
+
+impl Ctx {
+    /// A request ended: out of the in-flight count, into the live measures
+    /// and the records; then the arrivals due by now are started from here
+    /// (a busy runtime meets the schedule without the timer thread).
+    pub(crate) fn ended(self: &Arc<Self>, outcome: Outcome) {
+        let live = &self.live;
+        live.in_flight.fetch_sub(1, Ordering::AcqRel);
+        live.done.fetch_add(1, Ordering::AcqRel);
+        if outcome.failure.is_some() {
+            live.failed.fetch_add(1, Ordering::AcqRel);
+        }
+        live.ended(&outcome);
+        // The receiver lives as long as the run.
+        let _ = self.records.send(outcome);
+        if !live.stop.load(Ordering::Acquire) {
+            let due = self.arrivals.claim(Instant::now());
+            start_journeys(self, due);
+        }
+    }
 }
 
 /// Polls of the drain: every 10 ms.
@@ -302,9 +331,14 @@ fn run_with(
     options: &RunOptions,
     live: Arc<Live>,
 ) -> Result<RunOutput, EngineError> {
+    let workers = options.threads.max(1);
+    let activity = Arc::new(Activity::new(workers));
+    let (parking, unparked) = (activity.clone(), activity.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.threads.max(1))
+        .worker_threads(workers)
         .enable_all()
+        .on_thread_park(move || parking.parking())
+        .on_thread_unpark(move || unparked.unparked())
         .build()
         .map_err(EngineError::Runtime)?;
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -352,24 +386,30 @@ fn run_with(
         records: tx,
         own_steps,
         replay,
+        arrivals: Arrivals::new(
+            match options.closed {
+                None => schedule.arrivals.clone(),
+                Some(_) => Vec::new(),
+            },
+            start,
+        ),
+        activity,
     });
     let span_us = schedule.span_us;
     let journeys = match options.closed {
         None => {
-            let arrivals = schedule.arrivals.clone();
             let (batches, due) = mpsc::unbounded_channel();
             let dispatcher = runtime.spawn(dispatch(ctx.clone(), due));
             let c = ctx.clone();
             let timer = std::thread::Builder::new()
                 .name("sluice-load-timer".into())
-                .spawn(move || timer(arrivals, &batches, &c))
+                .spawn(move || timer(&batches, &c))
                 .map_err(EngineError::Timer)?;
-            // The thread ends after the last arrival, and with it the
-            // channel, so the dispatcher ends once it spawned every journey;
-            // a panic in either is a bug and counts what it dispatched as zero.
-            let count = timer.join().unwrap_or(0);
+            // The thread ends once every arrival is claimed, and with it the
+            // channel, so the dispatcher ends once it spawned its batches.
+            let _ = timer.join();
             let _ = runtime.block_on(dispatcher);
-            count
+            ctx.arrivals.claimed()
         }
         Some(users) => runtime.block_on(closed_loop(ctx.clone(), users, span_us)),
     };
@@ -430,33 +470,29 @@ fn teardown(
     out
 }
 
-/// Arrivals due at one wake-up of the timer thread, each with its instant.
-type Batch = Vec<(Intended, Instant)>;
+/// Arrivals claimed at one wake-up of the timer thread.
+type Batch = Vec<Intended>;
 
-/// Sleeps until the next intended start and sends every arrival then due
-/// to [`dispatch`] as one batch; returns how many it dispatched.
-fn timer(arrivals: Vec<Intended>, batches: &mpsc::UnboundedSender<Batch>, ctx: &Ctx) -> u64 {
+/// Sleeps until the next intended start (past it by the grace while the
+/// runtime is busy and claims arrivals itself) and sends every arrival then
+/// due and unclaimed to [`dispatch`] as one batch; ends once all are claimed.
+fn timer(batches: &mpsc::UnboundedSender<Batch>, ctx: &Ctx) {
     realtime_priority();
-    let mut count = 0;
-    let mut arrivals = arrivals.into_iter().peekable();
-    while let Some(next) = arrivals.peek() {
-        let due = ctx.start + Duration::from_micros(next.at_us);
-        // Sleeps of at most STOP_POLL until due: bounded by the gap.
+    ctx.activity.register_timer();
+    // Bounded: each turn sleeps towards the next due time (at most
+    // STOP_POLL) or claims at least one arrival.
+    while let Some(due) = ctx.arrivals.next_due() {
         if ctx.live.stop.load(Ordering::Acquire) {
-            return count;
+            return;
         }
         let now = Instant::now();
         if due > now {
-            std::thread::sleep((due - now).min(STOP_POLL));
+            ctx.activity.sleep((due - now).min(STOP_POLL));
             continue;
         }
-        // Every arrival due by now, read once: bounded by the schedule.
-        let now = Instant::now();
-        let mut batch = Batch::new();
-        while let Some(a) = arrivals.next_if(|a| ctx.start + Duration::from_micros(a.at_us) <= now)
-        {
-            let due = ctx.start + Duration::from_micros(a.at_us);
-            batch.push((a, due));
+        let batch = ctx.arrivals.claim(Instant::now()).to_vec();
+        if batch.is_empty() {
+            continue;
         }
         let n = batch.len() as u64;
         ctx.live.journeys.fetch_add(n, Ordering::AcqRel);
@@ -464,11 +500,9 @@ fn timer(arrivals: Vec<Intended>, batches: &mpsc::UnboundedSender<Batch>, ctx: &
         // The dispatcher lives until this sender is dropped.
         if batches.send(batch).is_err() {
             ctx.live.journeys.fetch_sub(n, Ordering::AcqRel);
-            return count;
+            return;
         }
-        count += n;
     }
-    count
 }
 
 /// The timer thread's policy: `SCHED_FIFO` at the lowest real-time
@@ -497,19 +531,37 @@ fn realtime_priority() {
 /// the timer thread is done.
 async fn dispatch(ctx: Arc<Ctx>, mut batches: mpsc::UnboundedReceiver<Batch>) {
     while let Some(batch) = batches.recv().await {
-        for (a, due) in batch {
-            // Counted out of `live.journeys` by the journey itself; the
-            // drain waits for them.
-            match &ctx.replay {
-                // Boxed: the task holds a pointer, not the whole journey
-                // (moving it into the task was a tenth of a request's time).
-                Some(r) if a.index >= r.first => {
-                    tokio::spawn(Box::pin(replay::journey(ctx.clone(), a)));
-                }
-                _ => {
-                    tokio::spawn(Box::pin(journey::journey(ctx.clone(), a, due)));
-                }
-            }
+        for a in batch {
+            spawn_journey(&ctx, a);
+        }
+    }
+}
+
+/// Counts `due` (claimed on the runtime) as started and spawns them.
+fn start_journeys(ctx: &Arc<Ctx>, due: &[Intended]) {
+    if due.is_empty() {
+        return;
+    }
+    let n = due.len() as u64;
+    ctx.live.journeys.fetch_add(n, Ordering::AcqRel);
+    ctx.live.started.fetch_add(n, Ordering::AcqRel);
+    for a in due {
+        spawn_journey(ctx, *a);
+    }
+}
+
+/// One journey's task. Counted out of `live.journeys` by the journey
+/// itself; the drain waits for them.
+fn spawn_journey(ctx: &Arc<Ctx>, a: Intended) {
+    match &ctx.replay {
+        // Boxed: the task holds a pointer, not the whole journey (moving it
+        // into the task was a tenth of a request's time).
+        Some(r) if a.index >= r.first => {
+            tokio::spawn(Box::pin(replay::journey(ctx.clone(), a)));
+        }
+        _ => {
+            let due = ctx.arrivals.due(&a);
+            tokio::spawn(Box::pin(journey::journey(ctx.clone(), a, due)));
         }
     }
 }

@@ -30,7 +30,7 @@ pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended, due: Instant) {
     ctx.live.journeys.fetch_sub(1, Ordering::AcqRel);
 }
 
-async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
+async fn run(ctx: &Arc<Ctx>, arrival: Intended, due: Instant) {
     let scenario = &ctx.scenario;
     // The journey's own draws depend on the seed and its index only, so a
     // shard draws what the unsharded run draws for the same arrival.
@@ -133,18 +133,11 @@ async fn run(ctx: &Ctx, arrival: Intended, due: Instant) {
             }
             outcome.truncated |= cut_by_length(&outcome, max_tokens);
             absorb(step, &body, outcome.failure.is_none(), &mut vars);
-            ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
-            ctx.live.done.fetch_add(1, Ordering::AcqRel);
-            if outcome.failure.is_some() {
-                ctx.live.failed.fetch_add(1, Ordering::AcqRel);
-            }
-            ctx.live.ended(&outcome);
             at = ctx.start + Duration::from_micros(outcome.end_us);
             if let Some(e) = ended.get_mut(i) {
                 *e = Some((outcome.failure.is_none(), outcome.cache));
             }
-            // The receiver lives as long as the run.
-            let _ = ctx.records.send(outcome);
+            ctx.ended(outcome);
         }
     }
 }

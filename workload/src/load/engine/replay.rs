@@ -35,7 +35,7 @@ pub(super) async fn journey(ctx: Arc<Ctx>, arrival: Intended) {
     ctx.live.journeys.fetch_sub(1, Ordering::AcqRel);
 }
 
-async fn run(ctx: &Ctx, arrival: Intended) {
+async fn run(ctx: &Arc<Ctx>, arrival: Intended) {
     let Some(replayed) = &ctx.replay else {
         return;
     };
@@ -95,13 +95,6 @@ async fn run(ctx: &Ctx, arrival: Intended) {
         ctx.live.sent.fetch_add(1, Ordering::AcqRel);
         ctx.live.in_flight.fetch_add(1, Ordering::AcqRel);
         ctx.clients.http.send(call, ctx.start, &mut outcome).await;
-        ctx.live.in_flight.fetch_sub(1, Ordering::AcqRel);
-        ctx.live.done.fetch_add(1, Ordering::AcqRel);
-        if outcome.failure.is_some() {
-            ctx.live.failed.fetch_add(1, Ordering::AcqRel);
-        }
-        ctx.live.ended(&outcome);
-        // The receiver lives as long as the run.
-        let _ = ctx.records.send(outcome);
+        ctx.ended(outcome);
     }
 }
