@@ -14,14 +14,17 @@
 #             thread, the same core) on the same nginx. Goal >= 0.8x wrk. The
 #             open-loop figure is the highest offered rate of a doubling-then-
 #             bisecting search whose run keeps up: achieved within 1% of offered,
-#             no request failed, and p99 dispatch lag <= 5 ms.
+#             no request failed, and p99 response time from the intended send
+#             <= 5 ms.
 #
-#             oha (closed loop, -c the same connections, the same core) is run
-#             beside wrk when it is installed: the install step builds it with
-#             `cargo install oha --locked` into ~/.cache/sluice-bench (a few
-#             minutes, once); where that fails its line says so and the rest
-#             runs.
-#
+#             oha runs beside them when it is installed (the install step builds
+#             it with `cargo install oha --locked` into ~/.cache/sluice-bench, a
+#             few minutes, once; where that fails its lines say so and the rest
+#             runs): closed loop (-c the same connections), and open loop
+#             (`-q RATE --latency-correction`, so its latency is measured from
+#             the intended send too) through the same search as sluice's: the
+#             open-loop peer.
+
 # Load on core 0, the target on core 1 (taskset). The sluice binary is copied
 # into the work dir first, so that a build in the same target dir during the
 # run does not change it.
@@ -121,8 +124,12 @@ if [[ -x $oha ]]; then
     oha_rps=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["summary"]["requestsPerSec"]))' "$work/oha.json")
 fi
 
-# keeps_up RATE: one open-loop run at RATE; true when it kept up.
-keeps_up() {
+# The open-loop criterion, the same for sluice and oha: achieved within 1% of
+# offered, no request failed, and p99 response time measured from the intended
+# send (sluice's end - intended; oha's --latency-correction) <= 5 ms.
+#
+# sluice_keeps_up RATE: one open-loop run of sluice load at RATE.
+sluice_keeps_up() {
     cat >"$work/speed.yaml" <<EOT
 scenario: speed
 target: { base_url: "http://127.0.0.1:$nginx_port" }
@@ -137,23 +144,54 @@ s = json.load(open(sys.argv[1]))["summary"]
 offered = float(sys.argv[2])
 achieved = s["completed"] / s["duration"]
 lag = s.get("p99_dispatch_lag_ms", 0.0)
-ok = s["failed"] == 0 and achieved >= 0.99 * offered and lag <= 5.0
-print(f"  offered {offered:.0f}  achieved {achieved:.0f}  p99 lag {lag:.2f} ms  failed {s['failed']}  -> {'keeps up' if ok else 'falls behind'}", file=sys.stderr)
+p99 = s.get("metrics", s)["p99_e2el_ms"]
+ok = s["failed"] == 0 and achieved >= 0.99 * offered and p99 <= 5.0
+print(f"  sluice: offered {offered:.0f}  achieved {achieved:.0f}  p99 response {p99:.2f} ms  p99 lag {lag:.2f} ms  failed {s['failed']}  -> {'keeps up' if ok else 'falls behind'}", file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
 }
-log "speed: doubling from 4000 req/s, then bisecting"
-low=0
-high=4000
-while keeps_up "$high"; do
-    low=$high
-    high=$((high * 2))
-    ((high <= 256000)) || break
-done
-for _ in 1 2 3; do
-    mid=$(((low + high) / 2))
-    if keeps_up "$mid"; then low=$mid; else high=$mid; fi
-done
+
+# oha_keeps_up RATE: one open-loop run of oha -q RATE --latency-correction.
+oha_keeps_up() {
+    run_load "$work/oha-q-$1.json" "$oha" --no-tui --output-format json -c "$connections" -q "$1" \
+        --latency-correction -z "${duration}s" "http://127.0.0.1:$nginx_port/"
+    python3 - "$work/oha-q-$1.json" "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["summary"]
+offered = float(sys.argv[2])
+achieved = s["requestsPerSec"]
+failed = sum(r.get("errorDistribution", {}).values())
+failed += sum(n for code, n in r.get("statusCodeDistribution", {}).items() if not code.startswith("2"))
+p99 = r["latencyPercentiles"]["p99"] * 1000
+ok = failed == 0 and achieved >= 0.99 * offered and p99 <= 5.0
+print(f"  oha -q: offered {offered:.0f}  achieved {achieved:.0f}  p99 response {p99:.2f} ms  failed {failed}  -> {'keeps up' if ok else 'falls behind'}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# most_kept_up FN: the highest rate FN keeps up, doubling from 4000 req/s,
+# then bisecting three times.
+most_kept_up() {
+    local low=0 high=4000 mid
+    while "$1" "$high"; do
+        low=$high
+        high=$((high * 2))
+        ((high <= 256000)) || break
+    done
+    for _ in 1 2 3; do
+        mid=$(((low + high) / 2))
+        if "$1" "$mid"; then low=$mid; else high=$mid; fi
+    done
+    echo "$low"
+}
+log "speed: sluice load open loop, doubling from 4000 req/s, then bisecting"
+low=$(most_kept_up sluice_keeps_up)
+oha_open=""
+if [[ -x $oha ]]; then
+    log "speed: oha -q open loop, the same search"
+    oha_open=$(most_kept_up oha_keeps_up)
+fi
 
 {
     echo "## sluice load: fidelity and speed"
@@ -166,7 +204,8 @@ done
     echo "| fidelity: p99 dispatch lag at $rate req/s | $lag ms | <= 1 ms |"
     echo "| floor: p99 (max) wake-up lateness of a bare sleeper, $rate/s, same core | $floor_p99 ms ($floor_max ms) | |"
     echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
-    echo "| speed: sluice load open loop, most req/s kept up | $low | |"
+    echo "| speed: sluice load open loop, most req/s kept up (p99 response <= 5 ms) | $low | |"
+    [[ -z $oha_open ]] || echo "| speed: oha -q --latency-correction open loop, most req/s kept up (the same test) | $oha_open | |"
     echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
     if [[ -n $oha_rps ]]; then
         echo "| speed: oha -c$connections closed loop | $oha_rps | |"
@@ -175,6 +214,7 @@ done
     fi
     echo "| speed: sluice load / wrk | $(python3 -c "print(f'{$low / $wrk_rps:.2f}')") | >= 0.8 |"
     [[ -z $oha_rps ]] || echo "| speed: sluice load / oha | $(python3 -c "print(f'{$low / $oha_rps:.2f}')") | |"
+    [[ -z $oha_open ]] || echo "| speed: sluice load / oha -q, both open loop | $(python3 -c "print(f'{$low / $oha_open:.2f}')") | |"
     echo
     echo "Load average at the start and the end: $load_start; $(cut -d' ' -f1-3 /proc/loadavg)."
 } | save_report load

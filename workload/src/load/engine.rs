@@ -479,21 +479,23 @@ type Batch = Vec<Intended>;
 fn timer(batches: &mpsc::UnboundedSender<Batch>, ctx: &Ctx) {
     realtime_priority();
     ctx.activity.register_timer();
-    // Bounded: each turn sleeps towards the next due time (at most
+    let mut last_wake = ctx.start;
+    // Bounded: each turn sleeps towards the next wake-up (at most
     // STOP_POLL) or claims at least one arrival.
-    while let Some(due) = ctx.arrivals.next_due() {
+    while let Some(at) = ctx.arrivals.wake_at(last_wake) {
         if ctx.live.stop.load(Ordering::Acquire) {
             return;
         }
         let now = Instant::now();
-        if due > now {
-            ctx.activity.sleep((due - now).min(STOP_POLL));
+        if at > now {
+            ctx.activity.sleep((at - now).min(STOP_POLL));
             continue;
         }
-        let batch = ctx.arrivals.claim(Instant::now()).to_vec();
+        let batch = ctx.arrivals.claim(now).to_vec();
         if batch.is_empty() {
             continue;
         }
+        last_wake = now;
         let n = batch.len() as u64;
         ctx.live.journeys.fetch_add(n, Ordering::AcqRel);
         ctx.live.started.fetch_add(n, Ordering::AcqRel);
