@@ -34,7 +34,8 @@
 # time is probed (one user, closed loop, 3 s) and printed, so that the ratio of
 # service to arrivals can be checked against the 60 ms the mixture was made for.
 #
-# --no-build measures the release binary already in CARGO_TARGET_DIR (or target/) as it is.
+# --no-build measures the release binary already in CARGO_TARGET_DIR (or target/) as it is;
+# SLUICE_BIN=PATH measures that binary instead.
 #
 # usage: benches/fit_payoff.sh [--duration SECONDS] [--seed N] [--repeats K] [--time-scale K]
 #            [--ttft D] [--itl D] [--tokens N] [--no-install] [--no-build] [--keep]
@@ -72,7 +73,9 @@ bench_tools "$install" curl python3
 ((build == 0)) || build_release
 start_work
 pin_and_prioritise "sluice load"
-sluice="${CARGO_TARGET_DIR:-$root/target}/release/sluice"
+# Copied, so that a build in the same target dir during the run does not change it.
+cp "${SLUICE_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/sluice}" "$work/sluice"
+sluice="$work/sluice"
 no_pin=()
 export SLUICE_ADMIN_TOKEN=fit-payoff
 
