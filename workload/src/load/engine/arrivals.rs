@@ -240,9 +240,17 @@ mod tests {
         let arrivals = Arrivals::new(at(&dense), start);
         let first_due = start + Duration::from_micros(1_000);
         assert_eq!(arrivals.wake_at(long_ago), Some(first_due));
-        assert_eq!(arrivals.wake_at(just_now), Some(first_due), "due after the window");
+        assert_eq!(
+            arrivals.wake_at(just_now),
+            Some(first_due),
+            "due after the window"
+        );
         let late = start + Duration::from_micros(900);
-        assert_eq!(arrivals.wake_at(late), Some(late + WINDOW), "a window after the last");
+        assert_eq!(
+            arrivals.wake_at(late),
+            Some(late + WINDOW),
+            "a window after the last"
+        );
         // 500 µs apart: sparse, woken for at each due time.
         let sparse: Vec<u64> = (0..20).map(|i| 1_000 + 500 * i).collect();
         let arrivals = Arrivals::new(at(&sparse), start);
