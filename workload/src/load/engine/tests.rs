@@ -208,6 +208,31 @@ fn an_open_loop_shows_the_stall_that_service_time_and_a_closed_loop_hide() {
     assert!(srv.count.load(Ordering::Acquire) > 200);
 }
 
+/// A dense schedule, where the runtime claims arrivals at the ends of
+/// requests and the timer thread wakes once a window: every arrival runs
+/// exactly once, and none is sent before its intended time.
+#[test]
+fn a_dense_schedule_runs_every_arrival_once_and_none_early() {
+    let srv = server(u64::MAX, Duration::ZERO);
+    let s = scenario(srv.addr, 5_000, 1, 256);
+    let schedule = s.plan.schedule().unwrap();
+    assert_eq!(schedule.arrivals.len(), 5_000);
+    let mut o = options(None);
+    o.drain = Duration::from_secs(30);
+    let out = run(&s, &schedule, &o, Arc::new(Live::default())).unwrap();
+    assert_eq!(out.journeys, 5_000);
+    assert_eq!((out.cut_in_flight, out.cut_waiting), (0, 0));
+    let mut indices: Vec<u64> = out.outcomes.iter().map(|o| o.index).collect();
+    indices.sort_unstable();
+    let all: Vec<u64> = (0..5_000).collect();
+    assert_eq!(indices, all, "each arrival once");
+    for o in &out.outcomes {
+        assert!(o.failure.is_none(), "{o:?}");
+        assert!(o.sent_us >= o.intended_us, "sent early: {o:?}");
+    }
+    assert_eq!(srv.count.load(Ordering::Acquire), 5_000);
+}
+
 /// A target that never answers in time: the drain ends, and what is left
 /// is reported as cut (in flight, and waiting for a slot), not dropped.
 #[test]
