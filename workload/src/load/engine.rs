@@ -7,7 +7,8 @@
 //! Whoever finds arrivals due first claims them (see [`arrivals`]): the
 //! runtime at the end of each request while it is busy, the timer thread
 //! otherwise. The timer thread sleeps until its next wake-up (the next
-//! intended time, or a window later on a dense schedule) and does not spin: the kernel's wake-up slack (tens of µs) is measured, as part of
+//! intended time, or a window later on a dense schedule) and does not
+//! spin: the kernel's wake-up slack (tens of µs) is measured, as part of
 //! `dispatch_lag = sent − intended`, never hidden. It asks for `SCHED_FIFO`
 //! (the lowest real-time priority) and keeps the normal policy where the
 //! kernel refuses: on a core shared with the runtime's worker, a normal
