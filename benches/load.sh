@@ -24,6 +24,14 @@
 #             (`-q RATE --latency-correction`, so its latency is measured from
 #             the intended send too) through the same search as sluice's: the
 #             open-loop peer.
+#
+#             wrk2 (wrk's open-loop fork, `-R RATE`, latency from the intended
+#             send) runs through the same search when a binary is found: $WRK2,
+#             `wrk2` on the PATH, or ~/.cache/sluice-bench/bin/wrk2. No package
+#             registry carries it, so this script does not install it; build it
+#             from github.com/giltene/wrk2 with `make`. wrk2 keeps its first
+#             10 s for calibration out of its percentiles, so each of its runs
+#             lasts DURATION + 20 s, and its achieved rate counts the whole run.
 
 # Load on core 0, the target on core 1 (taskset). The sluice binary is copied
 # into the work dir first, so that a build in the same target dir during the
@@ -64,6 +72,8 @@ if [[ ! -x $oha && $install == 1 ]] && command -v cargo >/dev/null 2>&1; then
     cargo install oha --locked --root "$oha_root" >"$work/oha-install.log" 2>&1 ||
         log "oha did not install (the end of its log follows); its figure is skipped: $(tail -n 3 "$work/oha-install.log")"
 fi
+wrk2="${WRK2:-$(command -v wrk2 || echo "$oha_root/bin/wrk2")}"
+[[ -x $wrk2 ]] || log "wrk2 not found (WRK2, PATH, $oha_root/bin/wrk2): its open-loop figure is skipped"
 
 # result FILE KEY: a number of the run's summary (python: the file is JSON).
 result() {
@@ -172,6 +182,29 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# wrk2_keeps_up RATE: one open-loop run of wrk2 -R RATE (the same connections).
+wrk2_keeps_up() {
+    local seconds=$((duration + 20))
+    run_load "$work/wrk2-$1.txt" "$wrk2" -t 1 -c "$connections" -d "${seconds}s" -R "$1" --latency \
+        "http://127.0.0.1:$nginx_port/"
+    python3 - "$work/wrk2-$1.txt" "$1" "$seconds" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+offered, seconds = float(sys.argv[2]), float(sys.argv[3])
+done = int(re.search(r"(\d+) requests in", text).group(1))
+achieved = done / seconds
+unit = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+m = re.search(r"^\s*99\.000%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+p99 = float(m.group(1)) * unit[m.group(2)]
+errors = re.search(r"Socket errors: (.*)", text)
+failed = sum(int(n) for n in re.findall(r"(\d+)", errors.group(1))) if errors else 0
+failed += int((re.search(r"Non-2xx or 3xx responses: (\d+)", text) or [0, 0])[1])
+ok = failed == 0 and achieved >= 0.99 * offered and p99 <= 5.0
+print(f"  wrk2 -R: offered {offered:.0f}  achieved {achieved:.0f}  p99 response {p99:.2f} ms  failed {failed}  -> {'keeps up' if ok else 'falls behind'}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+
 # twice FN RATE: FN keeps up at RATE in one run, or in a second one after a
 # miss: one noisy second on this VM (a p99 of 5.03 ms at 8,000 req/s between
 # 0.95 ms at 7,000 and 0.78 ms at 7,500) stopped a search where it did not belong.
@@ -201,6 +234,11 @@ if [[ -x $oha ]]; then
     log "speed: oha -q open loop, the same search"
     oha_open=$(most_kept_up oha_keeps_up)
 fi
+wrk2_open=""
+if [[ -x $wrk2 ]]; then
+    log "speed: wrk2 -R open loop, the same search"
+    wrk2_open=$(most_kept_up wrk2_keeps_up)
+fi
 
 {
     echo "## sluice load: fidelity and speed"
@@ -215,6 +253,7 @@ fi
     echo "| fidelity: achieved / offered | $(python3 -c "print(f'{$achieved / $rate:.4f}')") ($achieved req/s, failed $failed) | within 1% |"
     echo "| speed: sluice load open loop, most req/s kept up (p99 response <= 5 ms) | $low | |"
     [[ -z $oha_open ]] || echo "| speed: oha -q --latency-correction open loop, most req/s kept up (the same test) | $oha_open | |"
+    [[ -z $wrk2_open ]] || echo "| speed: wrk2 -t1 -c$connections -R open loop, most req/s kept up (the same test) | $wrk2_open | |"
     echo "| speed: wrk -t1 -c$connections closed loop | $wrk_rps | |"
     if [[ -n $oha_rps ]]; then
         echo "| speed: oha -c$connections closed loop | $oha_rps | |"
@@ -224,6 +263,9 @@ fi
     echo "| speed: sluice load / wrk | $(python3 -c "print(f'{$low / $wrk_rps:.2f}')") | >= 0.8 |"
     [[ -z $oha_rps ]] || echo "| speed: sluice load / oha | $(python3 -c "print(f'{$low / $oha_rps:.2f}')") | |"
     [[ -z $oha_open ]] || echo "| speed: sluice load / oha -q, both open loop | $(python3 -c "print(f'{$low / $oha_open:.2f}')") | |"
+    [[ -z $wrk2_open ]] || echo "| speed: sluice load / wrk2, both open loop | $(python3 -c "print(f'{$low / $wrk2_open:.2f}')") | |"
+    [[ -z $wrk2_open ]] || echo "| speed: wrk2 / wrk (the C open loop against the closed loop) | $(python3 -c "print(f'{$wrk2_open / $wrk_rps:.2f}')") | |"
+    [[ -z $oha_open ]] || echo "| speed: oha -q / wrk | $(python3 -c "print(f'{$oha_open / $wrk_rps:.2f}')") | |"
     echo
     echo "Load average at the start and the end: $load_start; $(cut -d' ' -f1-3 /proc/loadavg)."
 } | save_report load

@@ -285,7 +285,7 @@ impl Client {
         let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
             return Err(());
         };
-        let origin = format!("{scheme}://{authority}");
+        let origin = [scheme, "://", authority.as_str()].concat();
         // HTTP/1.1 wants the origin form on the request line and the
         // authority in `Host`, unless the scenario's headers name one.
         let target = uri.path_and_query().map_or("/", |p| p.as_str());

@@ -52,8 +52,15 @@ impl Pool {
         Ok((self.connect(uri).await?, false))
     }
 
-    /// A new connection to `uri`'s origin.
+    /// A new connection to `uri`'s origin. Boxed: the connect and the
+    /// handshake, a TLS stream inline, make a future of kilobytes that
+    /// every request's future would carry, and copy at each step, though
+    /// most requests take an idle connection.
     pub(crate) async fn connect(&self, uri: &http::Uri) -> Result<Sender, ()> {
+        Box::pin(self.open(uri)).await
+    }
+
+    async fn open(&self, uri: &http::Uri) -> Result<Sender, ()> {
         let mut connector = self.connector.clone();
         let stream = connector.call(uri.clone()).await.map_err(|_| ())?;
         let (sender, connection) = handshake(stream).await.map_err(|_| ())?;

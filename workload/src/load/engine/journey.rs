@@ -326,10 +326,11 @@ fn call(
     };
     Call {
         method: Method::from_bytes(step.method.as_bytes()).unwrap_or(Method::GET),
-        uri: format!(
-            "{}{path}",
-            step.target.as_deref().unwrap_or(&scenario.target.base_url)
-        ),
+        uri: [
+            step.target.as_deref().unwrap_or(&scenario.target.base_url),
+            &path,
+        ]
+        .concat(),
         headers,
         body,
         path,
