@@ -174,7 +174,7 @@ pub fn mentions_context_limit(body: &[u8]) -> bool {
 
 /// The keep-alive pool and the run's id.
 pub(crate) struct Client {
-    pool: pool::Pool,
+    pool: Arc<pool::Pool>,
     run_id: HeaderValue,
 }
 
@@ -245,25 +245,30 @@ fn tcp() -> HttpConnector {
 }
 
 impl Client {
-    pub(crate) fn new(run_id: &str, ca_certs: &[Vec<u8>]) -> Result<Client, String> {
+    /// `max_connections`: per origin at most (`target.max_connections`);
+    /// `None`, one per request in flight.
+    pub(crate) fn new(
+        run_id: &str,
+        ca_certs: &[Vec<u8>],
+        max_connections: Option<usize>,
+    ) -> Result<Client, String> {
         Ok(Client {
-            pool: pool::Pool::new(connector(ca_certs)?),
+            pool: Arc::new(pool::Pool::new(connector(ca_certs)?, max_connections)),
             run_id: HeaderValue::from_str(run_id)
                 .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
         })
     }
 
     /// Sends `call` now and fills `out`'s times, status, tokens and failure;
-    /// returns the body when `keep_body` (else empty).
+    /// returns the body when `keep_body` (else empty). `sent` is when the
+    /// connection was in hand: a wait at `target.max_connections` is the
+    /// client's queueing, and shows in the dispatch lag.
     pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) -> Vec<u8> {
-        let sent = Instant::now();
-        out.sent_us = since(start, sent);
+        // Until a connection is in hand (a timeout may come first).
+        out.sent_us = since(start, Instant::now());
         let mut kept = Vec::new();
-        let result = tokio::time::timeout(
-            call.timeout,
-            self.exchange(call, start, sent, out, &mut kept),
-        )
-        .await;
+        let result =
+            tokio::time::timeout(call.timeout, self.exchange(call, start, out, &mut kept)).await;
         match result {
             Ok(Ok(())) => {}
             Ok(Err(())) => out.failure = Some(Failure::Transport),
@@ -277,7 +282,6 @@ impl Client {
         &self,
         call: Call,
         start: Instant,
-        sent: Instant,
         out: &mut Outcome,
         kept: &mut Vec<u8>,
     ) -> Result<(), ()> {
@@ -307,6 +311,8 @@ impl Client {
         };
         let request = request.body(body).map_err(|_| ())?;
         let (mut sender, reused) = self.pool.take(&origin, &uri).await?;
+        let sent = Instant::now();
+        out.sent_us = since(start, sent);
         let response = match sender.try_send_request(request).await {
             Ok(response) => response,
             // An idle connection the server closed before it took the
@@ -314,7 +320,7 @@ impl Client {
             // new connection (what a keep-alive client owes its caller).
             Err(mut e) => match (reused, e.take_message()) {
                 (true, Some(request)) => {
-                    sender = self.pool.connect(&uri).await?;
+                    sender = self.pool.connect(&origin, &uri).await?;
                     sender.send_request(request).await.map_err(|_| ())?
                 }
                 _ => return Err(()),

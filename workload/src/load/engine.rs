@@ -353,8 +353,12 @@ fn run_with(
         .filter_map(|s| s.target.clone())
         .collect();
     let clients = Clients {
-        http: Client::new(&options.run_id, &scenario.target.ca_certs)
-            .map_err(EngineError::Client)?,
+        http: Client::new(
+            &options.run_id,
+            &scenario.target.ca_certs,
+            scenario.target.max_connections,
+        )
+        .map_err(EngineError::Client)?,
         grpc: Grpc::new(&options.run_id, &scenario.target.ca_certs).map_err(EngineError::Client)?,
         redis: runtime.block_on(Redis::connect(targets)),
     };

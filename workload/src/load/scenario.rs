@@ -87,6 +87,9 @@ pub struct Target {
     /// The certificates (DER) of `target.ca_file`: an https target is
     /// trusted by them alone; when empty, by Mozilla's roots (webpki-roots).
     pub ca_certs: Vec<Vec<u8>>,
+    /// HTTP/1.1 connections per origin at most (`target.max_connections`):
+    /// beyond them requests wait for one. `None`: one per request in flight.
+    pub max_connections: Option<usize>,
 }
 
 impl fmt::Debug for Target {
@@ -97,6 +100,7 @@ impl fmt::Debug for Target {
             .field("base_url", &self.base_url)
             .field("headers", &names)
             .field("ca_certs", &self.ca_certs.len())
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }

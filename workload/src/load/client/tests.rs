@@ -88,7 +88,7 @@ async fn an_https_target_is_trusted_through_its_ca_file_alone() {
     let addr = tls_server(cert.clone(), certified.key_pair.serialize_der()).await;
     let start = Instant::now();
 
-    let trusted = Client::new("load-tls", std::slice::from_ref(&cert)).unwrap();
+    let trusted = Client::new("load-tls", std::slice::from_ref(&cert), None).unwrap();
     for host in ["127.0.0.1".to_owned(), "localhost".to_owned()] {
         let mut out = Outcome::default();
         let url = format!("https://{host}:{}/tls", addr.port());
@@ -98,7 +98,7 @@ async fn an_https_target_is_trusted_through_its_ca_file_alone() {
     }
 
     // Mozilla's roots do not know the test's certificate.
-    let default = Client::new("load-tls", &[]).unwrap();
+    let default = Client::new("load-tls", &[], None).unwrap();
     let mut out = Outcome::default();
     let url = format!("https://127.0.0.1:{}/tls", addr.port());
     default.send(call(url), start, &mut out).await;
@@ -110,7 +110,7 @@ async fn the_client_speaks_http_1_1_to_a_server_that_offers_h2() {
     let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
     let cert = certified.cert.der().to_vec();
     let addr = tls_server(cert.clone(), certified.key_pair.serialize_der()).await;
-    let pool = super::pool::Pool::new(connector(&[cert]).unwrap());
+    let pool = Arc::new(super::pool::Pool::new(connector(&[cert]).unwrap(), None));
     let url: http::Uri = format!("https://127.0.0.1:{}/", addr.port())
         .parse()
         .unwrap();

@@ -79,6 +79,8 @@ pub(crate) struct RawTarget {
     pub(crate) headers: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) ca_file: Option<String>,
+    #[serde(default)]
+    pub(crate) max_connections: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -46,6 +46,9 @@ fn a_good_scenario_reads_whole() {
     let s = parse(GOOD).unwrap();
     assert_eq!(s.name, "rag-chat");
     assert_eq!(s.target.base_url, "http://127.0.0.1:8080");
+    assert_eq!(s.target.max_connections, None, "one per request in flight");
+    let capped = parse(&GOOD.replace("headers: {", "max_connections: 64, headers: {")).unwrap();
+    assert_eq!(capped.target.max_connections, Some(64));
     assert_eq!(
         s.target.headers,
         vec![("authorization".to_owned(), "Bearer sekret".to_owned())]
@@ -151,11 +154,13 @@ fn every_bad_value_is_named_by_its_path() {
             "error_rate: 1%",
             "error_rate: 150%, ttft_p50: 1s, gpu_memory_max: 90%",
         )
-        .replace("${API_KEY}", "${NOT_SET}");
+        .replace("${API_KEY}", "${NOT_SET}")
+        .replace("headers: {", "max_connections: 0, headers: {");
     assert_eq!(
         errors(&text),
         [
             "target.headers.authorization: environment variable `NOT_SET` is not set",
+            "target.max_connections: must be at least 1, found 0",
             "workload.arrival: `gamma` takes rate and burstiness, or shape and scale, found \
              rate, shape",
             "workload.warmup: `30 parsecs` has unknown unit ` parsecs` (use us, ms, s, m or h)",

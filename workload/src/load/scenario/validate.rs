@@ -231,10 +231,18 @@ fn target(
             }
         },
     };
+    let max_connections = match raw.target.max_connections {
+        Some(0) => {
+            e.add("target.max_connections", "must be at least 1, found 0");
+            None
+        }
+        n => n.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+    };
     ok.then(|| Target {
         base_url: url.to_owned(),
         headers,
         ca_certs,
+        max_connections,
     })
 }
 

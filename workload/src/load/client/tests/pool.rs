@@ -25,9 +25,10 @@ enum Ending {
 }
 
 /// A plain HTTP/1.1 server on 127.0.0.1 that answers every request on a
-/// connection with `hello`, ends connections as `ending` says, and counts
-/// the connections it accepted. It stops with the test's runtime.
-async fn counting_server(ending: Ending) -> (String, Arc<AtomicUsize>) {
+/// connection with `hello` after `delay`, ends connections as `ending`
+/// says, and counts the connections it accepted. It stops with the test's
+/// runtime.
+async fn counting_server(ending: Ending, delay: Duration) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -54,6 +55,7 @@ async fn counting_server(ending: Ending) -> (String, Arc<AtomicUsize>) {
                     // One answer per complete request head (no bodies here).
                     while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
                         seen.drain(..end + 4);
+                        tokio::time::sleep(delay).await;
                         let close = ending != Ending::KeepAlive;
                         let connection = if ending == Ending::Close {
                             "close"
@@ -88,8 +90,8 @@ fn get(url: String) -> Call {
 
 #[tokio::test]
 async fn answers_read_to_their_end_leave_the_connection_for_the_next() {
-    let (base, accepted) = counting_server(Ending::KeepAlive).await;
-    let client = Client::new("pool", &[]).unwrap();
+    let (base, accepted) = counting_server(Ending::KeepAlive, Duration::ZERO).await;
+    let client = Client::new("pool", &[], None).unwrap();
     let start = Instant::now();
     for i in 0..50 {
         let mut out = Outcome::default();
@@ -131,8 +133,8 @@ async fn answers_read_to_their_end_leave_the_connection_for_the_next() {
 #[tokio::test]
 async fn a_server_that_closes_gets_a_new_connection_each_time() {
     for ending in [Ending::Close, Ending::Drop] {
-        let (base, accepted) = counting_server(ending).await;
-        let client = Client::new("pool", &[]).unwrap();
+        let (base, accepted) = counting_server(ending, Duration::ZERO).await;
+        let client = Client::new("pool", &[], None).unwrap();
         let start = Instant::now();
         for i in 0..20 {
             let mut out = Outcome::default();
@@ -142,6 +144,85 @@ async fn a_server_that_closes_gets_a_new_connection_each_time() {
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 20);
     }
+}
+
+/// `n` requests to `url` at once; each one's outcome.
+async fn at_once(client: &Arc<Client>, url: &str, n: usize, start: Instant) -> Vec<Outcome> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (client, url) = (client.clone(), url.to_owned());
+        tasks.spawn(async move {
+            let mut out = Outcome::default();
+            client.send(get(url), start, &mut out).await;
+            out
+        });
+    }
+    let mut outs = Vec::new();
+    while let Some(out) = tasks.join_next().await {
+        outs.push(out.unwrap());
+    }
+    outs
+}
+
+#[tokio::test]
+async fn at_max_connections_requests_wait_for_a_connection_and_none_fails() {
+    // 10 at once on 2 connections, each answer 20 ms: five rounds.
+    let answer = Duration::from_millis(20);
+    let (base, accepted) = counting_server(Ending::KeepAlive, answer).await;
+    let client = Arc::new(Client::new("pool", &[], Some(2)).unwrap());
+    let start = Instant::now();
+    let outs = at_once(&client, &format!("{base}/"), 10, start).await;
+    assert!(outs
+        .iter()
+        .all(|o| (o.status, o.failure) == (Some(200), None)));
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "the cap held");
+    // A request is sent when its connection is in hand: the last two
+    // waited four answers for theirs, and the wait is no service time.
+    let mut sent: Vec<u64> = outs.iter().map(|o| o.sent_us).collect();
+    sent.sort_unstable();
+    let waited = sent[9] - sent[0];
+    assert!(waited >= 4 * 20_000, "sent {sent:?}");
+    for o in &outs {
+        let service = o.end_us - o.sent_us;
+        assert!(service < 3 * 20_000, "service {service} µs of {o:?}");
+    }
+
+    // A server that closes after each answer: each close frees a slot
+    // for the next waiting request, which opens a new connection.
+    let (base, accepted) = counting_server(Ending::Close, Duration::from_millis(5)).await;
+    let outs = at_once(&client, &format!("{base}/"), 10, start).await;
+    assert!(outs
+        .iter()
+        .all(|o| (o.status, o.failure) == (Some(200), None)));
+    assert_eq!(accepted.load(Ordering::SeqCst), 10);
+}
+
+#[tokio::test]
+async fn a_request_that_gives_up_waiting_loses_no_connection() {
+    let (base, accepted) = counting_server(Ending::KeepAlive, Duration::from_millis(200)).await;
+    let client = Arc::new(Client::new("pool", &[], Some(1)).unwrap());
+    let start = Instant::now();
+    let first = {
+        let (client, url) = (client.clone(), format!("{base}/"));
+        tokio::spawn(async move {
+            let mut out = Outcome::default();
+            client.send(get(url), start, &mut out).await;
+            out
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Waits behind the first, and times out while waiting.
+    let mut impatient = get(format!("{base}/"));
+    impatient.timeout = Duration::from_millis(50);
+    let mut out = Outcome::default();
+    client.send(impatient, start, &mut out).await;
+    assert_eq!(out.failure, Some(Failure::Timeout));
+    assert_eq!(first.await.unwrap().status, Some(200));
+    // The connection went back past the request that left.
+    let mut out = Outcome::default();
+    client.send(get(format!("{base}/")), start, &mut out).await;
+    assert_eq!((out.status, out.failure), (Some(200), None));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -180,7 +261,7 @@ async fn host_is_the_authority_unless_the_scenario_names_one() {
             });
         }
     });
-    let client = Client::new("pool", &[]).unwrap();
+    let client = Client::new("pool", &[], None).unwrap();
     let start = Instant::now();
     let mut out = Outcome::default();
     client
