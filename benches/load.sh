@@ -16,6 +16,8 @@
 #             bisecting search whose run keeps up: achieved within 1% of offered,
 #             no request failed, and p99 response time from the intended send
 #             <= 5 ms. A rate that misses is run once more before it counts as lost.
+#             Every client has the same 64 connections (sluice's
+#             `target.max_connections`, the peers' -c).
 #
 #             oha runs beside them when it is installed (the install step builds
 #             it with `cargo install oha --locked` into ~/.cache/sluice-bench, a
@@ -142,7 +144,7 @@ fi
 sluice_keeps_up() {
     cat >"$work/speed.yaml" <<EOT
 scenario: speed
-target: { base_url: "http://127.0.0.1:$nginx_port" }
+target: { base_url: "http://127.0.0.1:$nginx_port", max_connections: $connections }
 workload: { arrival: { kind: constant, rate: $1 }, duration: ${duration}s, warmup: 1s, max_in_flight: 4096, seed: 1 }
 steps:
   - { name: get, service: http, method: GET, path: / }
