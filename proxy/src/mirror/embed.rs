@@ -83,11 +83,13 @@ pub(super) async fn compare(
         let Some(similarity) = cosine(&vectors[0], vector) else {
             continue;
         };
-        metrics.embedding_similarity.observe(similarity);
         if let Some(seq) = s.diff {
             diffs.set_embedding_similarity(seq, similarity);
         }
         record(job, config, s.copy, similarity, events);
+        // Counted once the drift window holds it: a scrape that counts N
+        // pairs finds the KL gauge already read from them.
+        metrics.embedding_similarity.observe(similarity);
     }
     // Answer stability: how far the shadows' answers to this one prompt
     // spread (the primary's is another model's, so it stays out).

@@ -207,7 +207,15 @@ async fn a_saved_baseline_makes_the_next_sluice_drift_from_its_first_window() {
         0.0
     );
     ask(&second, 1).await;
-    let four = scored(&second, 4.0).await;
+    // The fourth pair fills the window: its count and the KL it makes.
+    let four = metrics_within(&second, Duration::from_secs(30), |m| {
+        sample(
+            m,
+            "sluice_mirror_embedding_similarity_count{route=\"chat\"} ",
+        ) >= 4.0
+            && sample(m, "sluice_mirror_embedding_drift_kl{route=\"chat\"} ") > 0.0
+    })
+    .await;
     let kl = sample(&four, "sluice_mirror_embedding_drift_kl{route=\"chat\"} ");
     let expected = similarity_kl(&[0.625; 4], &saved.similarities);
     eprintln!("KL of the first window from the saved baseline: {kl:.4}");
