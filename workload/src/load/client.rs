@@ -261,10 +261,11 @@ impl Client {
 
     /// Sends `call` now and fills `out`'s times, status, tokens and failure;
     /// returns the body when `keep_body` (else empty). `sent` is when the
-    /// connection was in hand: a wait at `target.max_connections` is the
-    /// client's queueing, and shows in the dispatch lag.
+    /// request had its connection, or the slot to open one: a wait at
+    /// `target.max_connections` is the client's queueing and shows in the
+    /// dispatch lag; a connect is the target's work, in the service time.
     pub(crate) async fn send(&self, call: Call, start: Instant, out: &mut Outcome) -> Vec<u8> {
-        // Until a connection is in hand (a timeout may come first).
+        // Until a connection or a slot is in hand (a timeout may come first).
         out.sent_us = since(start, Instant::now());
         let mut kept = Vec::new();
         let result =
@@ -310,9 +311,13 @@ impl Client {
             None => Full::new(Bytes::new()),
         };
         let request = request.body(body).map_err(|_| ())?;
-        let (mut sender, reused) = self.pool.take(&origin, &uri).await?;
+        let taken = self.pool.take(&origin).await?;
         let sent = Instant::now();
         out.sent_us = since(start, sent);
+        let (mut sender, reused) = match taken {
+            pool::Taken::Idle(sender) => (sender, true),
+            pool::Taken::Dial => (self.pool.dial(&origin, &uri).await?, false),
+        };
         let response = match sender.try_send_request(request).await {
             Ok(response) => response,
             // An idle connection the server closed before it took the

@@ -47,6 +47,13 @@ struct Origin {
     waiting: VecDeque<oneshot::Sender<Handoff>>,
 }
 
+/// What a request gets from the pool: a connection, or a slot to open one
+/// with [`Pool::dial`].
+pub(crate) enum Taken {
+    Idle(Sender),
+    Dial,
+}
+
 /// What a waiting request is handed.
 enum Handoff {
     /// A connection given back, its answer read to the end.
@@ -80,14 +87,11 @@ impl Pool {
         }
     }
 
-    /// An idle connection to `uri`'s origin that is still open (`true`:
-    /// reused), or a new one; at the origin's cap, the first one given
-    /// back. Errors are the connect's or the handshake's.
-    pub(crate) async fn take(
-        self: &Arc<Self>,
-        origin: &str,
-        uri: &http::Uri,
-    ) -> Result<(Sender, bool), ()> {
+    /// An idle connection to `origin` that is still open, or a slot to
+    /// open one; at the origin's cap, the first connection given back or
+    /// slot freed. Errors only if the pool is gone or every idle
+    /// connection found was closed.
+    pub(crate) async fn take(&self, origin: &str) -> Result<Taken, ()> {
         // Bounded: each turn returns, or drops a connection found closed.
         for _ in 0..MAX_TAKES {
             let handoff = match self.grant(origin)? {
@@ -98,11 +102,11 @@ impl Pool {
             match handoff {
                 Handoff::Idle(mut sender) => {
                     if sender.ready().await.is_ok() {
-                        return Ok((sender, true));
+                        return Ok(Taken::Idle(sender));
                     }
                     // Closed: dropped here, counted out by its driver.
                 }
-                Handoff::Open => return Ok((self.dial(origin, uri).await?, false)),
+                Handoff::Open => return Ok(Taken::Dial),
             }
         }
         Err(())
@@ -159,9 +163,13 @@ impl Pool {
         })
     }
 
-    /// Opens a connection for a slot already counted in `open`; a failure
-    /// gives the slot back.
-    async fn dial(self: &Arc<Self>, origin: &str, uri: &http::Uri) -> Result<Sender, ()> {
+    /// Opens a connection for a slot already counted in `open` (a
+    /// [`Taken::Dial`]); a failure gives the slot back.
+    pub(crate) async fn dial(
+        self: &Arc<Self>,
+        origin: &str,
+        uri: &http::Uri,
+    ) -> Result<Sender, ()> {
         // Boxed: the connect and the handshake, a TLS stream inline, make a
         // future of kilobytes that every request's future would carry, and
         // copy at each step, though most requests take an idle connection.

@@ -115,8 +115,10 @@ async fn the_client_speaks_http_1_1_to_a_server_that_offers_h2() {
         .parse()
         .unwrap();
     let origin = format!("https://127.0.0.1:{}", addr.port());
-    let (mut sender, reused) = pool.take(&origin, &url).await.unwrap();
-    assert!(!reused);
+    let super::pool::Taken::Dial = pool.take(&origin).await.unwrap() else {
+        panic!("an empty pool has no idle connection");
+    };
+    let mut sender = pool.dial(&origin, &url).await.unwrap();
     let request = Request::get("/")
         .header(http::header::HOST, format!("127.0.0.1:{}", addr.port()))
         .body(Full::new(Bytes::new()))
