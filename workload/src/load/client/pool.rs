@@ -72,8 +72,10 @@ enum Grant {
 /// Idle connections kept per origin at most: beyond it one coming back is
 /// closed (a burst's connections are not all kept for ever).
 const MAX_IDLE: usize = 4096;
-/// Dead idle connections skipped by one request at most before it fails.
-const MAX_TAKES: usize = 64;
+/// Turns of one [`Pool::take`] at most: every idle connection may be found
+/// closed (a server's keep-alive timeout closes them together), and each
+/// turn drops one, so this drains a full idle list and then some.
+const MAX_TAKES: usize = MAX_IDLE + 64;
 
 impl Pool {
     pub(crate) fn new(
